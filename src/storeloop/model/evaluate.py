@@ -1,0 +1,198 @@
+"""Cycles, energy and area of a mapping, on top of the nest analysis.
+
+Bandwidth and energy follow Timeloop v3.0.3 (``BufferLevel::ComputePerformance`` and the
+per-data-space vector-access energy), so results agree with it number for number:
+
+* per level, the unconstrained read (write) bandwidth is the sum over data spaces of
+  ``reads / compute_cycles`` (``(fills + updates) / compute_cycles``), per instance; the level is
+  slowed by ``bandwidth / demand`` where a read, write or shared (read + write) bandwidth is
+  exceeded, and its cycles are ``ceil(compute_cycles / slowdown)`` in double precision;
+* total cycles are the slowest of the compute units and every level;
+* per data space and instance, energy is
+  ``ceil(reads/B)·E_read + ceil(fills/B)·E_write + ceil(updates/B)·E_write`` (B: block size);
+* area is per-instance area × instances, for every level and the compute units.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from storeloop.errors import MappingError
+from storeloop.model.nest import NestAnalysis, analyze
+from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
+from storeloop.units import ceil_div
+
+
+@dataclass(slots=True)
+class TensorResult:
+    kept: bool
+    tile: int
+    partition: int
+    utilized_instances: int
+    reads_per_instance: int
+    fills_per_instance: int
+    updates_per_instance: int
+    energy_per_instance_pJ: float
+
+    @property
+    def reads_total(self) -> int:
+        return self.reads_per_instance * self.utilized_instances
+
+    @property
+    def fills_total(self) -> int:
+        return self.fills_per_instance * self.utilized_instances
+
+    @property
+    def updates_total(self) -> int:
+        return self.updates_per_instance * self.utilized_instances
+
+    @property
+    def energy_total_pJ(self) -> float:
+        return self.energy_per_instance_pJ * self.utilized_instances
+
+
+@dataclass(slots=True)
+class LevelResult:
+    name: str
+    cls: str
+    instances: int
+    utilized_instances: int
+    cycles: int
+    slowdown: float
+    area_per_instance_um2: float
+    energy_source: str
+    tensors: dict[str, TensorResult]
+
+    @property
+    def energy_pJ(self) -> float:
+        return sum(t.energy_total_pJ for t in self.tensors.values())
+
+    @property
+    def area_total_um2(self) -> float:
+        return self.area_per_instance_um2 * self.instances
+
+
+@dataclass(slots=True)
+class Result:
+    cycles: int
+    computes: int
+    compute_cycles: int
+    compute_name: str
+    compute_instances: int
+    utilized_compute_instances: int
+    compute_energy_pJ: float
+    compute_area_per_instance_um2: float
+    compute_source: str
+    levels: list[LevelResult] = field(default_factory=list)   # outermost first
+
+    @property
+    def energy_pJ(self) -> float:
+        return self.compute_energy_pJ + sum(lvl.energy_pJ for lvl in self.levels)
+
+    @property
+    def area_um2(self) -> float:
+        return self.compute_area_per_instance_um2 * self.compute_instances + \
+            sum(lvl.area_total_um2 for lvl in self.levels)
+
+    @property
+    def utilization(self) -> float:
+        return self.computes / (self.cycles * self.compute_instances)
+
+
+def check_capacity(arch: Arch, nest: NestAnalysis) -> None:
+    for lvl, st in zip(arch.levels, nest.levels):
+        if lvl.size_words is None:
+            continue
+        used = sum(t.tile for t in st.tensors.values() if t.kept)
+        if used > lvl.size_words:
+            worst = max((t for t in st.tensors.items() if t[1].kept), key=lambda kv: kv[1].tile)
+            raise MappingError(
+                f"couldn't map level {lvl.name}: mapped tile size {used} exceeds buffer capacity "
+                f"{lvl.size_words} (largest tile: {worst[0]} with {worst[1].tile} words)",
+                level=lvl.name, tensor=worst[0], kind="capacity")
+
+
+def level_cycles(lvl, stats: dict, compute_cycles: int) -> tuple[int, float]:
+    """Timeloop's bandwidth throttling for one level: (cycles, slowdown)."""
+    read_bw = 0.0
+    write_bw = 0.0
+    for st in stats.values():
+        read_bw += st.reads / compute_cycles
+        write_bw += (st.updates + st.fills) / compute_cycles
+    slowdown = 1.0
+    if lvl.read_bandwidth is not None and lvl.read_bandwidth < read_bw:
+        slowdown = min(slowdown, lvl.read_bandwidth / read_bw)
+    if lvl.write_bandwidth is not None and lvl.write_bandwidth < write_bw:
+        slowdown = min(slowdown, lvl.write_bandwidth / write_bw)
+    if lvl.shared_bandwidth is not None and lvl.shared_bandwidth < read_bw + write_bw:
+        slowdown = min(slowdown, lvl.shared_bandwidth / (read_bw + write_bw))
+    return int(math.ceil(compute_cycles / slowdown)), slowdown
+
+
+def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTable) -> Result:
+    """Evaluate one mapping. Raises MappingError when it cannot run (capacity, fanout, factors)."""
+    nest = analyze(arch, workload, mapping)
+    check_capacity(arch, nest)
+    levels = []
+    cycles = nest.compute_cycles
+    for lvl, st in zip(arch.levels, nest.levels):
+        cyc, slowdown = level_cycles(lvl, st.tensors, nest.compute_cycles)
+        cycles = max(cycles, cyc)
+        costs = energy.storage[lvl.name]
+        b = lvl.block_size
+        tensors = {}
+        for name, t in st.tensors.items():
+            e = (ceil_div(t.reads, b) * costs.read_pJ + ceil_div(t.fills, b) * costs.write_pJ
+                 + ceil_div(t.updates, b) * costs.write_pJ)
+            tensors[name] = TensorResult(t.kept, t.tile, t.partition,
+                                         st.utilized_instances,
+                                         t.reads, t.fills, t.updates, e if t.kept else 0.0)
+        levels.append(LevelResult(lvl.name, lvl.cls, lvl.instances, st.utilized_instances, cyc, slowdown,
+                                  costs.area_um2, costs.source, tensors))
+    c = arch.compute
+    return Result(cycles=cycles, computes=nest.computes, compute_cycles=nest.compute_cycles,
+                  compute_name=c.name, compute_instances=c.instances,
+                  utilized_compute_instances=nest.utilized_compute_instances,
+                  compute_energy_pJ=nest.computes * energy.compute.read_pJ,
+                  compute_area_per_instance_um2=energy.compute.area_um2,
+                  compute_source=energy.compute.source, levels=levels)
+
+
+def result_to_json(r: Result, arch: Arch) -> dict:
+    """The result shaped like the validation corpus's ``expected.json`` (levels inner -> outer)."""
+    storage = []
+    for lvl, lr in zip(reversed(arch.levels), reversed(r.levels)):
+        ds = {}
+        for name, t in lr.tensors.items():
+            ds[name] = {
+                "kept": t.kept, "partition_size": t.partition if t.kept else 0,
+                "utilized_capacity": t.tile if t.kept else 0,
+                "utilized_instances": t.utilized_instances,
+                "reads_per_instance": t.reads_per_instance, "fills_per_instance": t.fills_per_instance,
+                "updates_per_instance": t.updates_per_instance,
+                "reads_total": t.reads_total, "fills_total": t.fills_total, "updates_total": t.updates_total,
+                "energy_per_instance_pJ": t.energy_per_instance_pJ, "energy_total_pJ": t.energy_total_pJ,
+            }
+        storage.append({
+            "name": lr.name, "class": lr.cls, "instances": lr.instances,
+            "size_words": lvl.size_words, "word_bits": lvl.word_bits, "block_size": lvl.block_size,
+            "shared_bandwidth": lvl.shared_bandwidth, "read_bandwidth": lvl.read_bandwidth,
+            "write_bandwidth": lvl.write_bandwidth,
+            "cycles": lr.cycles, "bandwidth_throttling": lr.slowdown,
+            "energy_pJ": lr.energy_pJ, "area_per_instance_um2": lr.area_per_instance_um2,
+            "area_total_um2": lr.area_total_um2, "energy_source": lr.energy_source,
+            "dataspaces": ds,
+        })
+    return {
+        "summary": {"cycles": r.cycles, "computes": r.computes, "utilization": r.utilization,
+                    "energy_pJ": r.energy_pJ, "area_total_um2": r.area_um2,
+                    "pJ_per_compute": r.energy_pJ / r.computes},
+        "compute": {"name": r.compute_name, "instances": r.compute_instances,
+                    "utilized_instances": r.utilized_compute_instances, "computes": r.computes,
+                    "cycles": r.compute_cycles, "energy_pJ": r.compute_energy_pJ,
+                    "area_per_instance_um2": r.compute_area_per_instance_um2,
+                    "area_total_um2": r.compute_area_per_instance_um2 * r.compute_instances,
+                    "energy_source": r.compute_source},
+        "storage_levels": storage,
+    }

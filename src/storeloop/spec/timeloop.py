@@ -1,0 +1,364 @@
+"""Timeloop v0.3 input files: import (arch, problem, mapping, ERT, ART) and export.
+
+Timeloop users can bring their files unchanged; storeloop turns them into its typed objects, and
+writes its own specs back as Timeloop v0.3 so a real Timeloop can cross-check any result.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from storeloop.errors import SpecError
+from storeloop.spec.types import (ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop,
+                                  Mapping, StorageLevel, Tensor, Workload)
+from storeloop.spec.yamlio import LDict, error_at
+from storeloop.units import ExpressionError, integer, number
+
+COMPUTE_CLASSES = ("intmac", "fpmac", "mac", "compute", "modmac", "multiplier", "adder")
+_RANGE = re.compile(r"^(?P<base>[^\[]+)\[(?P<lo>\d+)\.\.(?P<hi>\d+)\]$")
+
+
+def _split_name(name: str) -> tuple[str, int]:
+    m = _RANGE.match(name)
+    if not m:
+        return name, 1
+    return m.group("base"), int(m.group("hi")) - int(m.group("lo")) + 1
+
+
+def _attr(attrs: dict, *names: str, default: Any = None) -> Any:
+    for n in names:
+        if n in attrs:
+            return attrs[n]
+    return default
+
+
+def is_timeloop_arch(doc: Any) -> bool:
+    return isinstance(doc, dict) and isinstance(doc.get("architecture"), dict)
+
+
+def is_timeloop_problem(doc: Any) -> bool:
+    return isinstance(doc, dict) and isinstance(doc.get("problem"), dict) and "shape" in doc["problem"]
+
+
+def is_timeloop_mapping(doc: Any) -> bool:
+    m = doc.get("mapping") if isinstance(doc, dict) else None
+    return isinstance(m, list) and all(isinstance(e, dict) and "target" in e for e in m)
+
+
+# ----------------------------------------------------------------------------------- arch
+def arch_from_timeloop(doc: LDict) -> Arch:
+    root = doc["architecture"]
+    if str(root.get("version", "0.3")) not in ("0.3", "0.2"):
+        raise error_at(doc, ("architecture", "version"), f"unsupported Timeloop arch version {root.get('version')}",
+                       allowed="0.3 (Timeloop v0.3 'subtree/local' format)")
+    storage: list[StorageLevel] = []
+    computes: list[ComputeLevel] = []
+    technology = None
+
+    def walk(node: LDict, mult: int, loc: tuple) -> None:
+        nonlocal technology
+        _, n = _split_name(str(node.get("name", "")))
+        mult *= n
+        attrs = node.get("attributes") or {}
+        technology = technology or attrs.get("technology")
+        for i, comp in enumerate(node.get("local") or []):
+            cloc = loc + ("local", i)
+            if not isinstance(comp, dict) or "name" not in comp or "class" not in comp:
+                raise error_at(doc, cloc, "a component needs 'name' and 'class'")
+            base, k = _split_name(str(comp["name"]))
+            inst = mult * k
+            a = comp.get("attributes") or {}
+            cls = str(comp["class"])
+            try:
+                if cls.lower() in COMPUTE_CLASSES:
+                    computes.append(ComputeLevel(
+                        name=base, cls=cls, instances=inst,
+                        mesh_x=integer(a["meshX"]) if "meshX" in a else None,
+                        word_bits=integer(_attr(a, "datawidth", "word-bits", "word_bits", default=64)),
+                        attributes=dict(a)))
+                    continue
+                word_bits = integer(_attr(a, "word-bits", "word_bits", "datawidth", default=a.get("width", 64)))
+                block = integer(_attr(a, "block-size", "block_size", default=1))
+                depth = _attr(a, "depth", "entries")
+                size = _attr(a, "size")
+                size_words = integer(size) if size is not None else (
+                    integer(depth) * block if depth is not None else None)
+                bw = {k2: (float(number(a[k2])) if k2 in a else None)
+                      for k2 in ("read_bandwidth", "write_bandwidth", "shared_bandwidth")}
+                storage.append(StorageLevel(
+                    name=base, cls=cls, instances=inst,
+                    mesh_x=integer(a["meshX"]) if "meshX" in a else None,
+                    size_words=size_words, word_bits=word_bits, block_size=block,
+                    read_bandwidth=bw["read_bandwidth"], write_bandwidth=bw["write_bandwidth"],
+                    shared_bandwidth=bw["shared_bandwidth"], attributes=dict(a)))
+            except ExpressionError as exc:
+                raise error_at(doc, cloc + ("attributes",), str(exc)) from None
+        for i, sub in enumerate(node.get("subtree") or []):
+            walk(sub, mult, loc + ("subtree", i))
+
+    for i, sub in enumerate(root.get("subtree") or []):
+        walk(sub, 1, ("architecture", "subtree", i))
+    if len(computes) != 1:
+        raise error_at(doc, ("architecture",), f"expected exactly one compute component, found {len(computes)}",
+                       allowed=f"one component of class {', '.join(COMPUTE_CLASSES)}")
+    if not storage:
+        raise error_at(doc, ("architecture",), "no storage levels")
+    return Arch(name=str(getattr(doc, "file", None) or "timeloop-arch"), levels=tuple(storage),
+                compute=computes[0], technology=str(technology) if technology else None)
+
+
+# -------------------------------------------------------------------------------- problem
+def workload_from_timeloop(doc: LDict) -> Workload:
+    prob = doc["problem"]
+    shape = prob.get("shape") or {}
+    dims = [str(d) for d in shape.get("dimensions") or []]
+    if not dims:
+        raise error_at(doc, ("problem", "shape", "dimensions"), "the problem has no dimensions")
+    inst = prob.get("instance") or {}
+    coeffs = {str(c["name"]): c.get("default", 1) for c in shape.get("coefficients") or []}
+    for name in coeffs:
+        if name in inst:
+            coeffs[name] = inst[name]
+    bounds = []
+    for d in dims:
+        if d not in inst:
+            raise error_at(doc, ("problem", "instance"), f"no bound for dimension {d}",
+                           allowed=f"a bound for each of {', '.join(dims)}")
+        bounds.append(integer(inst[d]))
+    tensors = []
+    for i, ds in enumerate(shape.get("data-spaces") or []):
+        ranks = []
+        for r, rank in enumerate(ds.get("projection") or []):
+            terms = []
+            for term in rank:
+                dim = str(term[0])
+                if dim not in dims:
+                    raise error_at(doc, ("problem", "shape", "data-spaces", i, "projection", r),
+                                   f"unknown dimension {dim}", allowed=", ".join(dims))
+                coef = integer(coeffs[str(term[1])]) if len(term) > 1 else 1
+                terms.append((dims.index(dim), coef))
+            ranks.append(tuple(terms))
+        tensors.append(Tensor(name=str(ds["name"]), ranks=tuple(ranks),
+                              read_write=bool(ds.get("read-write", False))))
+    return Workload(name=str(shape.get("name", "timeloop-problem")), dims=tuple(dims),
+                    bounds=tuple(bounds), tensors=tuple(tensors))
+
+
+# -------------------------------------------------------------------------------- mapping
+def _parse_factors(text: str, dims: list[str], doc: Any, loc: tuple) -> dict[str, int]:
+    out = {}
+    for tok in str(text).split():
+        m = re.match(r"^([A-Za-z_]\w*?)=?(\d+)$", tok)
+        if not m:
+            raise error_at(doc, loc, f"factor {tok!r} is not DIM=N", allowed="e.g. 'M=1 N=4 K=2' or 'M1 N4 K2'")
+        d, v = m.groups()
+        if d not in dims:
+            raise error_at(doc, loc, f"unknown dimension {d!r}", allowed=", ".join(dims))
+        f = int(v)
+        if f < 1:
+            raise error_at(doc, loc, f"factor {tok} must be >= 1 (Timeloop's 0 'residual' is not supported)")
+        out[d] = f
+    return out
+
+
+def _ordered(perm: str, factors: dict[str, int], dims: list[str]) -> list[str]:
+    """Dims innermost-first: the permutation, then unlisted dims (as outer loops)."""
+    order = [c for c in perm if c in dims] if all(len(d) == 1 for d in dims) else str(perm).split()
+    return order + [d for d in dims if d not in order]
+
+
+def mapping_from_timeloop(doc: LDict, arch: Arch, workload: Workload) -> Mapping:
+    dims = list(workload.dims)
+    names = [lvl.name for lvl in arch.levels]
+    temporal: dict[int, list[Loop]] = {}
+    spatial: dict[int, list[Loop]] = {}
+    keep: dict[int, frozenset[str]] = {}
+    tensors = {t.name for t in workload.tensors}
+    for i, e in enumerate(doc["mapping"]):
+        loc = ("mapping", i)
+        target = str(e.get("target"))
+        if target not in names:
+            raise error_at(doc, loc + ("target",), f"unknown level {target!r}", allowed=", ".join(names))
+        li = names.index(target)
+        kind = str(e.get("type", "temporal"))
+        if kind in ("datatype", "bypass"):
+            bypass = set(e.get("bypass") or [])
+            unknown = (bypass | set(e.get("keep") or [])) - tensors
+            if unknown:
+                raise error_at(doc, loc, f"unknown tensor(s) {sorted(unknown)}", allowed=", ".join(sorted(tensors)))
+            keep[li] = frozenset(tensors - bypass)
+            continue
+        if kind not in ("temporal", "spatial"):
+            raise error_at(doc, loc + ("type",), f"unknown mapping type {kind!r}",
+                           allowed="temporal, spatial, datatype, bypass")
+        factors = _parse_factors(e.get("factors", ""), dims, doc, loc + ("factors",))
+        order = _ordered(str(e.get("permutation", "")), factors, dims)
+        if kind == "temporal":
+            # innermost-first permutation -> our outer->inner order
+            temporal[li] = [Loop(dims.index(d), factors.get(d, 1)) for d in reversed(order)]
+        else:
+            split = int(e.get("split", len(order)))
+            spatial[li] = [Loop(dims.index(d), factors.get(d, 1), True, "X" if j < split else "Y")
+                           for j, d in enumerate(order)]
+    levels = tuple(LevelMapping(tuple(temporal.get(li, ())), tuple(spatial.get(li, ())), keep.get(li))
+                   for li in range(len(names)))
+    return Mapping(levels=levels, name=str(getattr(doc, "file", None) or "timeloop-mapping"))
+
+
+# ------------------------------------------------------------------------------- ERT / ART
+def _component_key(name: str) -> str:
+    return _split_name(str(name).split(".")[-1])[0]
+
+
+def _action_energy(actions: list, names: tuple[str, ...]) -> float | None:
+    for want in names:
+        best = None
+        for a in actions:
+            if a.get("name") != want:
+                continue
+            args = a.get("arguments")
+            energy = float(a.get("energy", 0.0))
+            if not args:
+                best = energy if best is None else best
+            elif args.get("address_delta") == 1 and args.get("data_delta") == 1:
+                return energy
+        if best is not None:
+            return best
+    return None
+
+
+def energy_table_from_timeloop(arch: Arch, ert: LDict | None, art: LDict | None,
+                               ert_name: str = "ERT", art_name: str = "ART") -> EnergyTable:
+    """Per-action energies from an Accelergy ERT and areas from an ART, for ``arch``'s levels.
+
+    Storage levels use the ``read``/``write`` actions with ``address_delta=1, data_delta=1`` (or
+    the argument-less ones); the compute unit uses ``mac_random`` (else ``compute``/``mac``). A
+    ``vector-access-energy`` attribute on a level overrides both, as in Timeloop.
+    """
+    ert_tables = {_component_key(t["name"]): t.get("actions") or [] for t in (ert or {}).get("ERT", {}).get("tables", [])}
+    art_tables = {_component_key(t["name"]): float(t.get("area", 0.0)) for t in (art or {}).get("ART", {}).get("tables", [])}
+    storage = {}
+    for lvl in arch.levels:
+        vae = _attr(lvl.attributes, "vector-access-energy", "vector_access_energy")
+        if vae is not None:
+            r = w = float(number(vae))
+            src = f"user: vector-access-energy {r} pJ in the arch"
+        else:
+            acts = ert_tables.get(lvl.name)
+            if acts is None:
+                raise SpecError(f"no ERT entry for storage level {lvl.name}", file=ert_name,
+                                allowed=", ".join(sorted(ert_tables)) or "(ERT has no tables)")
+            r = _action_energy(acts, ("read",)) or 0.0
+            w = _action_energy(acts, ("write", "update")) or 0.0
+            src = f"{ert_name}: {lvl.name} read/write"
+        storage[lvl.name] = ActionCosts(read_pJ=r, write_pJ=w, area_um2=art_tables.get(lvl.name, 0.0),
+                                        source=src + f"; area {art_name}")
+    c = arch.compute
+    acts = ert_tables.get(c.name)
+    if acts is None:
+        raise SpecError(f"no ERT entry for compute unit {c.name}", file=ert_name,
+                        allowed=", ".join(sorted(ert_tables)) or "(ERT has no tables)")
+    e = _action_energy(acts, ("mac_random", "compute", "mac", "multiply")) or 0.0
+    compute = ActionCosts(read_pJ=e, write_pJ=0.0, area_um2=art_tables.get(c.name, 0.0),
+                          source=f"{ert_name}: {c.name} mac_random; area {art_name}")
+    return EnergyTable(storage=storage, compute=compute, source=f"{ert_name} + {art_name}")
+
+
+# --------------------------------------------------------------------------------- export
+def arch_to_timeloop(arch: Arch) -> dict:
+    """A Timeloop v0.3 architecture equivalent to ``arch`` (one nested subtree per fanout)."""
+    def comp(lvl: StorageLevel) -> dict:
+        a: dict[str, Any] = {k: v for k, v in lvl.attributes.items() if isinstance(v, (int, float, str))}
+        a.update({"word-bits": lvl.word_bits, "block-size": lvl.block_size})
+        if lvl.size_words is not None:
+            a["depth"] = lvl.size_words // lvl.block_size
+        for k in ("read_bandwidth", "write_bandwidth", "shared_bandwidth"):
+            if getattr(lvl, k) is not None:
+                a[k] = getattr(lvl, k)
+        if lvl.mesh_x is not None:
+            a["meshX"] = lvl.mesh_x
+        return {"name": lvl.name, "class": lvl.cls, "attributes": a}
+
+    top: dict[str, Any] = {"name": "system", "attributes": {"technology": arch.technology or "45nm"}, "local": []}
+    node, parent_inst, depth = top, 1, 0
+    for lvl in arch.levels:
+        if lvl.instances != parent_inst:
+            depth += 1
+            sub = {"name": f"L{depth}[0..{lvl.instances // parent_inst - 1}]", "local": []}
+            node.setdefault("subtree", []).append(sub)
+            node, parent_inst = sub, lvl.instances
+        node["local"].append(comp(lvl))
+    c = arch.compute
+    if c.instances != parent_inst:
+        depth += 1
+        sub = {"name": f"L{depth}[0..{c.instances // parent_inst - 1}]", "local": []}
+        node.setdefault("subtree", []).append(sub)
+        node = sub
+    ca: dict[str, Any] = {"datawidth": c.word_bits}
+    if c.mesh_x is not None:
+        ca["meshX"] = c.mesh_x
+    node["local"].append({"name": c.name, "class": c.cls, "attributes": ca})
+    return {"architecture": {"version": 0.3, "subtree": [top]}}
+
+
+def workload_to_timeloop(w: Workload) -> dict:
+    coeffs: dict[int, str] = {}
+    data_spaces = []
+    for t in w.tensors:
+        proj = []
+        for rank in t.ranks:
+            terms = []
+            for d, c in rank:
+                if c == 1:
+                    terms.append([w.dims[d]])
+                else:
+                    name = coeffs.setdefault(c, f"c{c}")
+                    terms.append([w.dims[d], name])
+            proj.append(terms)
+        ds: dict[str, Any] = {"name": t.name, "projection": proj}
+        if t.read_write:
+            ds["read-write"] = True
+        data_spaces.append(ds)
+    shape: dict[str, Any] = {"name": w.name, "dimensions": list(w.dims), "data-spaces": data_spaces}
+    inst: dict[str, Any] = dict(zip(w.dims, w.bounds))
+    if coeffs:
+        shape["coefficients"] = [{"name": n, "default": c} for c, n in coeffs.items()]
+        inst.update({n: c for c, n in coeffs.items()})
+    return {"problem": {"shape": shape, "instance": inst}}
+
+
+def mapping_to_timeloop(m: Mapping, arch: Arch, w: Workload) -> dict:
+    out = []
+    for lvl, lm in zip(arch.levels, m.levels):
+        def entry(kind: str, loops: tuple[Loop, ...]) -> dict:
+            f = {d: 1 for d in w.dims}
+            for lp in loops:
+                f[w.dims[lp.dim]] *= lp.factor
+            order = [w.dims[lp.dim] for lp in loops]
+            if kind == "temporal":
+                order = list(reversed(order))          # Timeloop lists innermost first
+            else:
+                order = [w.dims[lp.dim] for lp in loops if lp.axis == "X"] + \
+                        [w.dims[lp.dim] for lp in loops if lp.axis == "Y"]
+            order += [d for d in w.dims if d not in order]
+            e: dict[str, Any] = {"target": lvl.name, "type": kind,
+                                 "factors": " ".join(f"{d}={f[d]}" for d in w.dims),
+                                 "permutation": "".join(order) if all(len(d) == 1 for d in w.dims) else " ".join(order)}
+            if kind == "spatial":
+                e["split"] = sum(1 for lp in loops if lp.axis == "X")
+            return e
+        if lm.spatial:
+            out.append(entry("spatial", lm.spatial))
+        out.append(entry("temporal", lm.temporal))
+        if lm.keep is not None:
+            names = [t.name for t in w.tensors]
+            out.append({"target": lvl.name, "type": "datatype",
+                        "keep": [n for n in names if n in lm.keep],
+                        "bypass": [n for n in names if n not in lm.keep]})
+    return {"mapping": out}
+
+
+__all__ = ["arch_from_timeloop", "workload_from_timeloop", "mapping_from_timeloop",
+           "energy_table_from_timeloop", "arch_to_timeloop", "workload_to_timeloop",
+           "mapping_to_timeloop", "is_timeloop_arch", "is_timeloop_problem", "is_timeloop_mapping"]

@@ -1,0 +1,159 @@
+"""The typed objects every other part of storeloop works on.
+
+Loaders (storeloop YAML, Timeloop v0.3 YAML, the workload generators) build these; the model,
+the mapper and the sweeps only ever read them. They are immutable.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping as MappingT
+
+# A rank (one coordinate of a tensor) is an affine sum of problem dimensions:
+# ((dim_index, coefficient), ...). A plain einsum index is ((d, 1),).
+Rank = tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    ranks: tuple[Rank, ...]
+    read_write: bool = False
+    bits: int = 64
+
+    def dims(self) -> frozenset[int]:
+        """Problem dimensions that index this tensor (its relevant dimensions)."""
+        return frozenset(d for rank in self.ranks for d, _ in rank)
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    dims: tuple[str, ...]
+    bounds: tuple[int, ...]
+    tensors: tuple[Tensor, ...]
+    einsum: str | None = None
+
+    def dim_index(self, name: str) -> int:
+        return self.dims.index(name)
+
+    @property
+    def macs(self) -> int:
+        return math.prod(self.bounds)
+
+    def tensor(self, name: str) -> Tensor:
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def tensor_elements(self, t: Tensor) -> int:
+        return math.prod(sum(c * (self.bounds[d] - 1) for d, c in rank) + 1 for rank in t.ranks)
+
+    def bounds_dict(self) -> dict[str, int]:
+        return dict(zip(self.dims, self.bounds))
+
+
+@dataclass(frozen=True)
+class StorageLevel:
+    """One storage level. Bandwidths are in words/cycle per instance; None means unlimited."""
+
+    name: str
+    cls: str
+    instances: int = 1
+    mesh_x: int | None = None          # extent along X of all instances (Timeloop meshX)
+    size_words: int | None = None      # None: unbounded
+    word_bits: int = 64
+    block_size: int = 1
+    read_bandwidth: float | None = None
+    write_bandwidth: float | None = None
+    shared_bandwidth: float | None = None
+    attributes: MappingT[str, object] = field(default_factory=dict)
+
+    @property
+    def mesh_x_or_default(self) -> int:
+        return self.mesh_x if self.mesh_x is not None else self.instances
+
+
+@dataclass(frozen=True)
+class ComputeLevel:
+    name: str
+    cls: str
+    instances: int = 1
+    mesh_x: int | None = None
+    word_bits: int = 64
+    attributes: MappingT[str, object] = field(default_factory=dict)
+
+    @property
+    def mesh_x_or_default(self) -> int:
+        return self.mesh_x if self.mesh_x is not None else self.instances
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str
+    levels: tuple[StorageLevel, ...]   # outermost first
+    compute: ComputeLevel
+    clock_hz: float | None = None
+    technology: str | None = None
+    attributes: MappingT[str, object] = field(default_factory=dict)
+
+    def level_index(self, name: str) -> int:
+        for i, lvl in enumerate(self.levels):
+            if lvl.name == name:
+                return i
+        raise KeyError(name)
+
+    def fanout(self, i: int) -> tuple[int, int, int]:
+        """(total, X, Y) spatial fanout from storage level ``i`` to the level below it."""
+        parent = self.levels[i]
+        child = self.levels[i + 1] if i + 1 < len(self.levels) else self.compute
+        total = child.instances // parent.instances
+        fx = max(1, child.mesh_x_or_default // parent.mesh_x_or_default)
+        return total, fx, max(1, total // fx)
+
+
+@dataclass(frozen=True)
+class Loop:
+    dim: int
+    factor: int
+    spatial: bool = False
+    axis: str = "X"     # for spatial loops: "X" or "Y"
+
+
+@dataclass(frozen=True)
+class LevelMapping:
+    """The loops one storage level runs: temporal (outer->inner), then its spatial fanout."""
+
+    temporal: tuple[Loop, ...] = ()
+    spatial: tuple[Loop, ...] = ()
+    keep: frozenset[str] | None = None   # None: every tensor is kept
+
+    def keeps(self, tensor: str) -> bool:
+        return self.keep is None or tensor in self.keep
+
+
+@dataclass(frozen=True)
+class Mapping:
+    levels: tuple[LevelMapping, ...]     # aligned with Arch.levels (outermost first)
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class ActionCosts:
+    """Per-action energy (pJ) and per-instance area (um^2) of one component, with its source."""
+
+    read_pJ: float = 0.0
+    write_pJ: float = 0.0
+    area_um2: float = 0.0
+    source: str = "unpriced"
+
+
+@dataclass(frozen=True)
+class EnergyTable:
+    """Per-action costs for the storage levels (by name) and the compute unit."""
+
+    storage: MappingT[str, ActionCosts]
+    compute: ActionCosts
+    source: str = ""

@@ -1,0 +1,127 @@
+"""Safe YAML loading that remembers where every key and item came from.
+
+Mappings load as :class:`LDict` and sequences as :class:`LList`; both carry the file name and
+the 1-based line of each key/item, so that validation errors can say "file:line field". Duplicate
+keys are an error (PyYAML silently keeps the last one).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from storeloop.errors import SpecError
+
+
+class LDict(dict):
+    """A dict that knows its file, its own line and the line of each key."""
+
+    file: str | None = None
+    line: int | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.lines: dict[Any, int] = {}
+
+    def line_of(self, key: Any) -> int | None:
+        return self.lines.get(key, self.line)
+
+
+class LList(list):
+    """A list that knows its file, its own line and the line of each item."""
+
+    file: str | None = None
+    line: int | None = None
+
+    def __init__(self, *args: Any):
+        super().__init__(*args)
+        self.lines: list[int] = []
+
+    def line_of(self, index: int) -> int | None:
+        return self.lines[index] if 0 <= index < len(self.lines) else self.line
+
+
+class _Loader(yaml.SafeLoader):
+    filename: str | None = None
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LDict:
+    loader.flatten_mapping(node)
+    out = LDict()
+    out.file = loader.filename
+    out.line = node.start_mark.line + 1
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise SpecError("a mapping key must be a plain value", file=loader.filename,
+                            line=key_node.start_mark.line + 1) from None
+        if key in out:
+            raise SpecError(f"duplicate key '{key}' (first at line {out.lines[key]})",
+                            file=loader.filename, line=key_node.start_mark.line + 1, field=str(key),
+                            allowed="each key once per mapping")
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.lines[key] = key_node.start_mark.line + 1
+    return out
+
+
+def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> LList:
+    out = LList(loader.construct_object(child, deep=True) for child in node.value)
+    out.file = loader.filename
+    out.line = node.start_mark.line + 1
+    out.lines = [child.start_mark.line + 1 for child in node.value]
+    return out
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+
+
+def loads(text: str, filename: str | None = None) -> Any:
+    """Parse YAML text safely into LDict/LList trees (no tags that build objects)."""
+    loader = _Loader(text)
+    loader.filename = filename
+    try:
+        return loader.get_single_data()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise SpecError(f"not valid YAML: {exc.problem or exc}", file=filename,
+                        line=mark.line + 1 if mark else None) from None
+    except yaml.YAMLError as exc:
+        raise SpecError(f"not valid YAML: {exc}", file=filename) from None
+    finally:
+        loader.dispose()
+
+
+def load(path: str | Path) -> Any:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpecError(f"cannot read file: {exc.strerror}", file=str(path)) from None
+    return loads(text, str(path))
+
+
+def locate(root: Any, loc: tuple[Any, ...]) -> tuple[str | None, int | None]:
+    """File and line of the deepest node of ``root`` that ``loc`` reaches."""
+    node, file, line = root, getattr(root, "file", None), getattr(root, "line", None)
+    for part in loc:
+        if isinstance(node, LDict) and part in node:
+            line = node.line_of(part)
+            node = node[part]
+        elif isinstance(node, LList) and isinstance(part, int) and 0 <= part < len(node):
+            line = node.line_of(part)
+            node = node[part]
+        else:
+            break
+    return file, line
+
+
+def error_at(root: Any, loc: tuple[Any, ...], message: str, allowed: str | None = None) -> SpecError:
+    """A SpecError pointing at ``loc`` (a path of keys/indices) inside ``root``."""
+    file, line = locate(root, loc)
+    field = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc).replace(".[", "[")
+    return SpecError(message, file=file, line=line, field=field or None, allowed=allowed)

@@ -1,0 +1,175 @@
+"""Safe arithmetic and physical quantities for spec fields.
+
+Spec values such as ``4 * KiB``, ``2**28`` or ``10 GB/s`` are evaluated by a tiny
+arithmetic-only interpreter over Python's AST: numbers, + - * / // % **, parentheses and
+the unit names below. Nothing in a spec can call a function or touch an attribute.
+
+Decimal prefixes are powers of ten (``GB`` = 10**9 bytes), binary ones powers of two
+(``GiB`` = 2**30 bytes); the two are never mixed silently.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+
+KB, MB, GB, TB = 10**3, 10**6, 10**9, 10**12
+KiB, MiB, GiB, TiB = 2**10, 2**20, 2**30, 2**40
+
+#: Names an expression may use. Sizes are in bytes unless a unit says bits.
+NAMES: dict[str, float] = {
+    "KB": KB, "MB": MB, "GB": GB, "TB": TB,
+    "KiB": KiB, "MiB": MiB, "GiB": GiB, "TiB": TiB,
+    "K": 10**3, "M": 10**6, "G": 10**9,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30,
+}
+
+_BINOPS = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+
+
+class ExpressionError(ValueError):
+    """An expression that is not plain arithmetic over numbers and unit names."""
+
+
+def evaluate(text: str, names: dict[str, float] | None = None) -> int | float:
+    """Evaluate an arithmetic expression; integers stay integers when exact."""
+    scope = NAMES if names is None else {**NAMES, **names}
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ExpressionError(f"not an arithmetic expression: {text!r}") from exc
+
+    def walk(node: ast.AST) -> int | float:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            left, right = walk(node.left), walk(node.right)
+            if isinstance(node.op, ast.Pow) and abs(right) > 256:
+                raise ExpressionError(f"exponent too large in {text!r}")
+            try:
+                value = _BINOPS[type(node.op)](left, right)
+            except ZeroDivisionError as exc:
+                raise ExpressionError(f"division by zero in {text!r}") from exc
+            if isinstance(value, float) and value.is_integer() and abs(value) < 2**53 \
+                    and isinstance(node.op, ast.Div) and isinstance(left, int) and isinstance(right, int):
+                return int(value)
+            return value
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+            return _UNARY[type(node.op)](walk(node.operand))
+        if isinstance(node, ast.Name):
+            if node.id in scope:
+                return scope[node.id]
+            raise ExpressionError(f"unknown name {node.id!r} in {text!r} (known: {', '.join(sorted(scope))})")
+        raise ExpressionError(f"only numbers, + - * / // % ** and unit names are allowed: {text!r}")
+
+    return walk(tree)
+
+
+def number(value: object) -> int | float:
+    """A YAML scalar as a number: ints and floats pass, strings are evaluated."""
+    if isinstance(value, bool):
+        raise ExpressionError(f"expected a number, got {value!r}")
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str):
+        return evaluate(value)
+    raise ExpressionError(f"expected a number or an arithmetic expression, got {value!r}")
+
+
+def integer(value: object) -> int:
+    v = number(value)
+    if isinstance(v, float):
+        if not v.is_integer():
+            raise ExpressionError(f"expected a whole number, got {value!r}")
+        v = int(v)
+    return v
+
+
+#: size units -> bytes
+SIZE_UNITS = {
+    "B": 1, "bytes": 1, "byte": 1,
+    "KB": KB, "MB": MB, "GB": GB, "TB": TB, "KiB": KiB, "MiB": MiB, "GiB": GiB, "TiB": TiB,
+    "bits": 1 / 8, "bit": 1 / 8, "b": 1 / 8,
+    "Kb": KB / 8, "Mb": MB / 8, "Gb": GB / 8, "Kib": KiB / 8, "Mib": MiB / 8, "Gib": GiB / 8,
+}
+FREQ_UNITS = {"Hz": 1, "KHz": 1e3, "kHz": 1e3, "MHz": 1e6, "GHz": 1e9}
+
+
+def split_unit(value: object) -> tuple[int | float, str | None]:
+    """``"10 GB/s"`` -> ``(10, "GB/s")``; a bare number has no unit."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value, None
+    if not isinstance(value, str):
+        raise ExpressionError(f"expected a quantity such as '4 KiB' or '10 GB/s', got {value!r}")
+    text = value.strip()
+    m = re.match(r"^(?P<expr>.*?[\d)\s])\s*(?P<unit>[A-Za-z][A-Za-z]*(?:/(?:s|cycle))?)$", text)
+    if m and m.group("unit") not in NAMES:
+        return number(m.group("expr")), m.group("unit")
+    return number(text), None
+
+
+def bytes_of(value: object, *, default_unit: str = "B") -> float:
+    """A size in bytes from '4 KiB', '64 bits', '2**20 B' or a bare number (default unit)."""
+    amount, unit = split_unit(value)
+    unit = unit or default_unit
+    if unit not in SIZE_UNITS:
+        raise ExpressionError(f"unknown size unit {unit!r} (allowed: {', '.join(SIZE_UNITS)})")
+    return amount * SIZE_UNITS[unit]
+
+
+def bits_of(value: object) -> int:
+    """A word width in bits: '64 bits', '8 B', or a bare number of bits."""
+    amount, unit = split_unit(value)
+    if unit is None or unit in ("bits", "bit", "b"):
+        bits = amount
+    elif unit in SIZE_UNITS:
+        bits = amount * SIZE_UNITS[unit] * 8
+    else:
+        raise ExpressionError(f"unknown unit {unit!r} for a width in bits")
+    if not float(bits).is_integer() or bits <= 0:
+        raise ExpressionError(f"a width in bits must be a positive whole number, got {value!r}")
+    return int(bits)
+
+
+def hertz_of(value: object) -> float:
+    amount, unit = split_unit(value)
+    unit = unit or "Hz"
+    if unit not in FREQ_UNITS:
+        raise ExpressionError(f"unknown frequency unit {unit!r} (allowed: {', '.join(FREQ_UNITS)})")
+    return float(amount * FREQ_UNITS[unit])
+
+
+def words_per_cycle(value: object, *, word_bits: int, clock_hz: float | None) -> float:
+    """Bandwidth in words/cycle from 'N words/cycle', 'N B/s' style, or a bare number (words/cycle)."""
+    amount, unit = split_unit(value)
+    if unit is None or unit in ("words/cycle", "w/cycle"):
+        return float(amount)
+    if unit.endswith("/cycle"):
+        base = unit[: -len("/cycle")]
+        if base not in SIZE_UNITS:
+            raise ExpressionError(f"unknown bandwidth unit {unit!r}")
+        return amount * SIZE_UNITS[base] * 8 / word_bits
+    if unit.endswith("/s"):
+        base = unit[:-2]
+        if base not in SIZE_UNITS:
+            raise ExpressionError(f"unknown bandwidth unit {unit!r} (e.g. 'GB/s', 'GiB/s', 'Gb/s')")
+        if not clock_hz:
+            raise ExpressionError(f"bandwidth {value!r} is per second: the arch needs a 'clock'")
+        return amount * SIZE_UNITS[base] * 8 / word_bits / clock_hz
+    raise ExpressionError(f"unknown bandwidth unit {unit!r} (allowed: words/cycle, B/cycle, GB/s, GiB/s, Gb/s …)")
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+__all__ = ["evaluate", "number", "integer", "bytes_of", "bits_of", "hertz_of", "words_per_cycle",
+           "ExpressionError", "ceil_div"]
