@@ -142,6 +142,11 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
     utilized = [math.prod(above_spatial[L]) for L in range(nlev + 1)]
     compute_cycles = math.prod(f for _, _, f, sp in loops if not sp)
 
+    innermost_spatial = []      # (level, dim) of the spatial loops after the last temporal loop
+    for li, d, _, sp in reversed(loops):
+        if not sp:
+            break
+        innermost_spatial.append((li, d))
     levels = [LevelStats(lvl.name, utilized[L], {}) for L, lvl in enumerate(arch.levels)]
     for t in workload.tensors:
         kept = [L for L in range(nlev) if mapping.levels[L].keeps(t.name)]
@@ -160,8 +165,17 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
         for k, L in enumerate(kept):
             st = levels[L].tensors[t.name]
             child = kept[k + 1] if k + 1 < len(kept) else nlev     # nlev: the compute units
-            child_arrivals = arrivals[child] if child < nlev else compute_cycles
-            scatter = math.prod(f for li, d, f, sp in loops if sp and L <= li < child and d in relevant)
+            between = [(d, f) for li, d, f, sp in loops if sp and L <= li < child]
+            scatter = math.prod(f for d, f in between if d in relevant)
+            if child < nlev:
+                child_arrivals = arrivals[child]
+            elif t.read_write and any(d not in relevant for li, d in innermost_spatial if li >= L):
+                # The nest ends in a spatial fanout that reduces this output: the reduction
+                # network delivers one update per change of the reduced point, so innermost
+                # temporal loops that do not index the output accumulate in place (Timeloop v3).
+                child_arrivals = _arrivals(t, loops, stride, nlev, [1] * len(t.ranks), 1)
+            else:
+                child_arrivals = compute_cycles
             has_parent = k > 0
             if t.read_write:
                 st.updates = child_arrivals * scatter
