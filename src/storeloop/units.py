@@ -110,10 +110,14 @@ def split_unit(value: object) -> tuple[int | float, str | None]:
     if not isinstance(value, str):
         raise ExpressionError(f"expected a quantity such as '4 KiB' or '10 GB/s', got {value!r}")
     text = value.strip()
-    m = re.match(r"^(?P<expr>.*?[\d)\s])\s*(?P<unit>[A-Za-z][A-Za-z]*(?:/(?:s|cycle))?)$", text)
-    if m and m.group("unit") not in NAMES:
-        return number(m.group("expr")), m.group("unit")
-    return number(text), None
+    try:
+        return number(text), None
+    except ExpressionError:
+        pass
+    m = re.match(r"^(?P<expr>.*?[\d)\s])\s*(?P<unit>[A-Za-z]+(?:/(?:s|cycle))?)$", text)
+    if not m:
+        raise ExpressionError(f"expected a quantity such as '4 KiB' or '10 GB/s', got {value!r}")
+    return number(m.group("expr")), m.group("unit")
 
 
 def bytes_of(value: object, *, default_unit: str = "B") -> float:

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 
 from storeloop.errors import MappingError
-from storeloop.model import nest
+from storeloop.spec.check import check_mapping
 from storeloop.model.evaluate import evaluate as reference_evaluate
 from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
 
@@ -54,7 +54,7 @@ class FastModel:
             return Summary(r.cycles, r.energy_pJ, [lv.cycles for lv in r.levels], r.compute_cycles)
         nlev, ndims = self.nlev, self.ndims
         if len(mapping.levels) != nlev:
-            nest.check_mapping(self.arch, self.workload, mapping)     # raises with the reason
+            check_mapping(self.arch, self.workload, mapping)     # raises with the reason
         # flattened loops, outermost first, factor > 1 only; check products and fanouts
         lv_, dm_, f_, sp_ = [], [], [], []
         first = []                                   # index of the first loop of each level
@@ -79,9 +79,9 @@ class FastModel:
                             y *= f
                 total, fx, fy = self.fanouts[li]
                 if x > fx or y > fy or x * y > total:
-                    nest.check_mapping(self.arch, self.workload, mapping)
+                    check_mapping(self.arch, self.workload, mapping)
         if products != self.bounds:
-            nest.check_mapping(self.arch, self.workload, mapping)
+            check_mapping(self.arch, self.workload, mapping)
         n = len(lv_)
         first.append(n)
         # prefix[i]: product of temporal factors of loops[0:i]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from storeloop.errors import MappingError
+from storeloop.spec.check import check_mapping
 from storeloop.spec.types import Arch, Mapping, Tensor, Workload
 
 
@@ -69,34 +69,6 @@ def _flatten(mapping: Mapping) -> list[tuple[int, int, int, bool]]:
             if lp.factor > 1:
                 loops.append((li, lp.dim, lp.factor, True))
     return loops
-
-
-def check_mapping(arch: Arch, workload: Workload, mapping: Mapping) -> None:
-    """Structural checks: factor products equal the bounds, spatial factors fit the fanout."""
-    if len(mapping.levels) != len(arch.levels):
-        raise MappingError(f"mapping has {len(mapping.levels)} levels, the architecture {len(arch.levels)}")
-    products = [1] * len(workload.dims)
-    for lm in mapping.levels:
-        for lp in lm.temporal + lm.spatial:
-            products[lp.dim] *= lp.factor
-    for d, (p, b) in enumerate(zip(products, workload.bounds)):
-        if p != b:
-            raise MappingError(f"factors of {workload.dims[d]} multiply to {p}, the bound is {b}",
-                               kind="factors")
-    for li, lm in enumerate(mapping.levels):
-        total, fx, fy = arch.fanout(li)
-        child = arch.levels[li + 1].name if li + 1 < len(arch.levels) else arch.compute.name
-        x = math.prod(lp.factor for lp in lm.spatial if lp.axis == "X")
-        y = math.prod(lp.factor for lp in lm.spatial if lp.axis == "Y")
-        if x * y > total:
-            raise MappingError(f"spatial factors {x * y} at {arch.levels[li].name} exceed the fanout "
-                               f"{total} to {child}", level=arch.levels[li].name, kind="fanout")
-        if x > fx:
-            raise MappingError(f"spatial X expansion {x} at {arch.levels[li].name} exceeds the mesh X "
-                               f"fanout {fx} to {child}", level=arch.levels[li].name, kind="fanout")
-        if y > fy:
-            raise MappingError(f"spatial Y expansion {y} at {arch.levels[li].name} exceeds the mesh Y "
-                               f"fanout {fy} to {child}", level=arch.levels[li].name, kind="fanout")
 
 
 def _box_delta(shift: list[int], extents: list[int], tile: int) -> int:

@@ -1,0 +1,113 @@
+"""The ``storeloop`` command line. Bad input prints one clear error and exits 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+from storeloop.errors import MappingError, StoreloopError
+from storeloop.model.evaluate import Result, evaluate, result_to_json
+from storeloop.spec import timeloop
+from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload
+from storeloop.spec.types import Arch
+
+
+def _fmt(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 1000 or float(x).is_integer() else f"{x:.4g}"
+
+
+def render_table(r: Result, arch: Arch) -> str:
+    lines = [f"{'level':<10} {'inst':>5} {'cycles':>18} {'thrott':>7} {'energy pJ':>20} {'area um2':>12}"]
+    for lvl in r.levels:
+        lines.append(f"{lvl.name:<10} {lvl.utilized_instances:>2}/{lvl.instances:<2} {lvl.cycles:>18,} "
+                     f"{lvl.slowdown:>7.3f} {lvl.energy_pJ:>20,.0f} {lvl.area_total_um2:>12,.0f}")
+        for name, t in lvl.tensors.items():
+            if not t.kept:
+                lines.append(f"    {name:<6} bypassed")
+                continue
+            lines.append(f"    {name:<6} tile {t.tile:>12,}  reads {t.reads_total:>16,}  fills {t.fills_total:>16,}"
+                         f"  updates {t.updates_total:>16,}")
+    lines.append(f"{r.compute_name:<10} {r.utilized_compute_instances:>2}/{r.compute_instances:<2} "
+                 f"{r.compute_cycles:>18,} {'':>7} {r.compute_energy_pJ:>20,.0f} "
+                 f"{r.compute_area_per_instance_um2 * r.compute_instances:>12,.0f}")
+    lines.append("")
+    lines.append(f"cycles       {r.cycles:,}  (bound by "
+                 f"{max(r.levels, key=lambda lv: lv.cycles).name if max(lv.cycles for lv in r.levels) >= r.compute_cycles else r.compute_name})")
+    lines.append(f"computes     {r.computes:,}")
+    lines.append(f"utilization  {r.utilization:.4f}")
+    lines.append(f"energy       {r.energy_pJ / 1e12:.6g} J  ({r.energy_pJ / r.computes:.6g} pJ/compute)")
+    lines.append(f"area         {r.area_um2 / 1e6:.6g} mm^2")
+    if arch.clock_hz:
+        lines.append(f"time         {r.cycles / arch.clock_hz:.6g} s at {arch.clock_hz / 1e9:g} GHz")
+    return "\n".join(lines)
+
+
+def cmd_model(args: argparse.Namespace) -> int:
+    arch = load_arch(args.arch)
+    workload = load_workload(args.workload)
+    mapping = load_mapping(args.mapping, arch, workload)
+    energy = load_energy_table(arch, args.ert, args.art)
+    try:
+        result = evaluate(arch, workload, mapping, energy)
+    except MappingError as exc:
+        print(f"storeloop: invalid mapping {args.mapping}: {exc.reason}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result_to_json(result, arch), indent=1))
+    else:
+        print(render_table(result, arch))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    arch = load_arch(args.arch)
+    workload = load_workload(args.workload)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    files = {"arch.yaml": timeloop.arch_to_timeloop(arch), "problem.yaml": timeloop.workload_to_timeloop(workload)}
+    if args.mapping:
+        files["mapping.yaml"] = timeloop.mapping_to_timeloop(load_mapping(args.mapping, arch, workload), arch, workload)
+    for name, doc in files.items():
+        (out / name).write_text(yaml.safe_dump(doc, sort_keys=False))
+        print(out / name)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="storeloop", description="Design-space exploration for near-storage accelerators.")
+    sub = p.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("model", help="evaluate one mapping: cycles, accesses, energy, area")
+    m.add_argument("arch", help="architecture YAML (storeloop or Timeloop v0.3)")
+    m.add_argument("workload", help="workload YAML (storeloop einsum or Timeloop v0.3 problem)")
+    m.add_argument("mapping", help="mapping YAML (storeloop or Timeloop v0.3)")
+    m.add_argument("--ert", help="Accelergy ERT.yaml with per-action energies")
+    m.add_argument("--art", help="Accelergy ART.yaml with per-instance areas")
+    m.add_argument("--json", action="store_true", help="print one JSON object shaped like the validation corpus")
+    m.set_defaults(func=cmd_model)
+    e = sub.add_parser("export", help="write storeloop specs as Timeloop v0.3 files")
+    e.add_argument("arch")
+    e.add_argument("workload")
+    e.add_argument("mapping", nargs="?")
+    e.add_argument("--out", required=True, help="output folder")
+    e.set_defaults(func=cmd_export)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except StoreloopError as exc:
+        print(f"storeloop: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("storeloop: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Load any supported spec file into typed objects, detecting storeloop vs Timeloop v0.3 format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from storeloop.errors import SpecError
+from storeloop.spec import native, timeloop
+from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
+from storeloop.spec.yamlio import load
+
+
+def load_arch(path: str | Path) -> Arch:
+    doc = load(path)
+    if timeloop.is_timeloop_arch(doc):
+        return timeloop.arch_from_timeloop(doc)
+    return native.arch_from_native(doc)
+
+
+def load_workload(path: str | Path) -> Workload:
+    doc = load(path)
+    if timeloop.is_timeloop_problem(doc):
+        return timeloop.workload_from_timeloop(doc)
+    return native.workload_from_native(doc)
+
+
+def load_mapping(path: str | Path, arch: Arch, workload: Workload) -> Mapping:
+    doc = load(path)
+    if timeloop.is_timeloop_mapping(doc):
+        mapping = timeloop.mapping_from_timeloop(doc, arch, workload)
+        names = [lvl.name for lvl in arch.levels]
+        locs = {}
+        for i, e in enumerate(doc["mapping"]):
+            if e.get("type") == "spatial" or names.index(str(e["target"])) not in locs:
+                locs[names.index(str(e["target"]))] = ("mapping", i)
+        native.validate_mapping(doc, mapping, arch, workload, locs, ("mapping",))
+        return mapping
+    return native.mapping_from_native(doc, arch, workload)
+
+
+def load_energy_table(arch: Arch, ert: str | Path | None, art: str | Path | None) -> EnergyTable:
+    """Per-action energies and areas from Timeloop/Accelergy ERT and ART files."""
+    if ert is None:
+        raise SpecError("no energy source: pass --ert ERT.yaml (and --art ART.yaml)",
+                        allowed="an Accelergy ERT/ART pair")
+    ert_doc = load(ert)
+    art_doc = load(art) if art is not None else None
+    if not isinstance(ert_doc, dict) or "ERT" not in ert_doc:
+        raise SpecError("not an Accelergy ERT file (no top-level 'ERT:')", file=str(ert), line=1)
+    if art_doc is not None and (not isinstance(art_doc, dict) or "ART" not in art_doc):
+        raise SpecError("not an Accelergy ART file (no top-level 'ART:')", file=str(art), line=1)
+    return timeloop.energy_table_from_timeloop(arch, ert_doc, art_doc, str(ert), str(art) if art else "no ART")

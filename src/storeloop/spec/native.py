@@ -1,0 +1,320 @@
+"""storeloop's own YAML formats (``arch:``, ``workload:``, ``mapping:``), validated with pydantic.
+
+Every field is documented with its unit; numbers may be arithmetic (``4 * KiB``, ``2**28``) and
+quantities carry units (``4 KiB``, ``64 bits``, ``10 GB/s``, ``2 GHz``). Validation errors are
+turned into :class:`~storeloop.errors.SpecError` with the file, line and field path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from storeloop.errors import MappingError, SpecError
+from storeloop.spec.check import check_mapping
+from storeloop.spec.einsum import EinsumError, parse_einsum
+from storeloop.spec.types import (Arch, ComputeLevel, LevelMapping, Loop, Mapping, StorageLevel, Tensor,
+                                  Workload)
+from storeloop.spec.yamlio import LDict, error_at
+from storeloop.units import (ExpressionError, bits_of, bytes_of, hertz_of, integer, number,
+                             words_per_cycle)
+
+Scalar = int | float | str
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+def _check(fn, v):
+    try:
+        fn(v)
+    except ExpressionError as exc:
+        raise ValueError(str(exc)) from None
+    return v
+
+
+class StorageSpec(_Spec):
+    name: str = Field(description="level name, unique in the arch")
+    cls: str = Field(alias="class", description="component class: Disk, DRAM, SRAM, regfile, …")
+    instances: int = Field(1, ge=1, description="number of instances of this level in the whole arch")
+    mesh_x: int | None = Field(None, ge=1, description="instances along X (default: all of them)")
+    capacity: Scalar | None = Field(None, description="per instance: '4 KiB', '512 words', or 'unbounded' (default)")
+    word_bits: Scalar = Field(64, description="bits per word: 64 or '64 bits'")
+    block_size: int = Field(1, ge=1, description="words per access (vector width)")
+    read_bandwidth: Scalar | None = Field(None, description="words/cycle, or 'N GB/s' with the arch clock")
+    write_bandwidth: Scalar | None = Field(None, description="words/cycle, or 'N GB/s'")
+    shared_bandwidth: Scalar | None = Field(None, description="reads + writes together: words/cycle or 'N GB/s'")
+    attributes: dict[str, Any] = Field(default_factory=dict, description="free attributes for energy/area models")
+
+    @field_validator("word_bits")
+    @classmethod
+    def _bits(cls, v):
+        return _check(bits_of, v)
+
+    @field_validator("capacity")
+    @classmethod
+    def _cap(cls, v):
+        if v is None or (isinstance(v, str) and v.strip() in ("unbounded", "words unbounded")):
+            return v
+        if isinstance(v, str) and v.strip().endswith("words"):
+            return _check(lambda x: integer(x.strip()[:-5]), v)
+        return _check(bytes_of, v)
+
+    @field_validator("read_bandwidth", "write_bandwidth", "shared_bandwidth")
+    @classmethod
+    def _bw(cls, v):
+        if v is None:
+            return v
+        return _check(lambda x: words_per_cycle(x, word_bits=64, clock_hz=1.0), v)
+
+
+class ComputeSpec(_Spec):
+    name: str
+    cls: str = Field(alias="class", description="compute class: intmac, fpmac, modmac, …")
+    instances: int = Field(1, ge=1)
+    mesh_x: int | None = Field(None, ge=1)
+    word_bits: Scalar = 64
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("word_bits")
+    @classmethod
+    def _bits(cls, v):
+        return _check(bits_of, v)
+
+
+class ArchSpec(_Spec):
+    name: str
+    clock: Scalar | None = Field(None, description="clock frequency: '2 GHz' (needed for bandwidths in B/s)")
+    technology: str | None = Field(None, description="technology node, e.g. '45nm'")
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    levels: list[StorageSpec] = Field(min_length=1, description="storage levels, outermost (e.g. Disk) first")
+    compute: ComputeSpec
+
+    @field_validator("clock")
+    @classmethod
+    def _clock(cls, v):
+        return v if v is None else _check(hertz_of, v)
+
+
+class WorkloadSpec(_Spec):
+    name: str
+    einsum: str = Field(description="e.g. 'C[m,n] = A[m,k] * B[k,n]'")
+    bounds: dict[str, Scalar] = Field(description="bound of every einsum index, e.g. {M: 64, N: 64, K: 64}")
+    bits: Scalar | dict[str, Scalar] = Field(64, description="bits per element, or per tensor {A: 64, …}")
+    description: str | None = None
+    source: str | None = None
+
+
+class LevelMappingSpec(_Spec):
+    level: str
+    temporal: str | list[str] = Field("", description="loops outer->inner: 'C=2 K=2 D=128'")
+    spatial: str | list[str] = Field("", description="spatial loops along X: 'J=2'")
+    spatial_y: str | list[str] = Field("", description="spatial loops along Y")
+    keep: list[str] | None = None
+    bypass: list[str] | None = None
+
+
+class MappingSpec(_Spec):
+    name: str | None = None
+    description: str | None = None
+    levels: list[LevelMappingSpec]
+
+
+def _validate(model: type[BaseModel], doc: LDict, key: str) -> Any:
+    if not isinstance(doc, dict) or key not in doc:
+        top = ", ".join(map(str, doc)) if isinstance(doc, dict) else type(doc).__name__
+        raise SpecError(f"expected a top-level '{key}:' mapping, found: {top}", file=getattr(doc, "file", None),
+                        line=1, allowed=f"'{key}:' (storeloop format) or a Timeloop v0.3 file")
+    extra = [k for k in doc if k != key]
+    if extra:
+        raise error_at(doc, (extra[0],), f"unknown top-level key '{extra[0]}'", allowed=f"'{key}'")
+    try:
+        return model.model_validate(doc[key])
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = (key,) + tuple(err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        allowed = None
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown field '{err['loc'][-1]}'"
+            target = model
+            for part in err["loc"][:-1]:
+                if isinstance(part, int):
+                    continue
+                ann = target.model_fields[part].annotation
+                target = next((a for a in getattr(ann, "__args__", (ann,)) if isinstance(a, type)
+                               and issubclass(a, BaseModel)), target)
+            allowed = ", ".join(f.alias or n for n, f in target.model_fields.items())
+        elif err["type"] == "missing":
+            msg = f"missing required field '{err['loc'][-1]}'"
+        more = len(exc.errors()) - 1
+        if more:
+            msg += f" (and {more} more problem{'s' if more > 1 else ''})"
+        raise error_at(doc, loc, msg, allowed) from None
+
+
+# ----------------------------------------------------------------------------------- arch
+def arch_from_native(doc: LDict) -> Arch:
+    spec: ArchSpec = _validate(ArchSpec, doc, "arch")
+    clock = hertz_of(spec.clock) if spec.clock is not None else None
+    levels = []
+    names = set()
+    for i, s in enumerate(spec.levels):
+        loc = ("arch", "levels", i)
+        if s.name in names or s.name == spec.compute.name:
+            raise error_at(doc, loc + ("name",), f"level name '{s.name}' is used twice", allowed="unique names")
+        names.add(s.name)
+        wb = bits_of(s.word_bits)
+
+        def bw(field: str):
+            v = getattr(s, field)
+            if v is None:
+                return None
+            try:
+                return words_per_cycle(v, word_bits=wb, clock_hz=clock)
+            except ExpressionError as exc:
+                raise error_at(doc, loc + (field,), str(exc)) from None
+
+        cap = s.capacity
+        if cap is None or (isinstance(cap, str) and cap.strip() == "unbounded"):
+            size = None
+        elif isinstance(cap, str) and cap.strip().endswith("words"):
+            size = integer(cap.strip()[:-5])
+        else:
+            bits = bytes_of(cap) * 8
+            if bits % wb:
+                raise error_at(doc, loc + ("capacity",), f"capacity {cap!r} is not a whole number of {wb}-bit words")
+            size = int(bits // wb)
+        if i > 0 and s.instances % spec.levels[i - 1].instances:
+            raise error_at(doc, loc + ("instances",),
+                           f"{s.instances} instances cannot be spread over the {spec.levels[i - 1].instances} of the level above",
+                           allowed=f"a multiple of {spec.levels[i - 1].instances}")
+        levels.append(StorageLevel(name=s.name, cls=s.cls, instances=s.instances, mesh_x=s.mesh_x, size_words=size,
+                                   word_bits=wb, block_size=s.block_size, read_bandwidth=bw("read_bandwidth"),
+                                   write_bandwidth=bw("write_bandwidth"), shared_bandwidth=bw("shared_bandwidth"),
+                                   attributes=dict(s.attributes)))
+    c = spec.compute
+    if c.instances % levels[-1].instances:
+        raise error_at(doc, ("arch", "compute", "instances"),
+                       f"{c.instances} compute units cannot be spread over {levels[-1].instances} {levels[-1].name}s",
+                       allowed=f"a multiple of {levels[-1].instances}")
+    compute = ComputeLevel(name=c.name, cls=c.cls, instances=c.instances, mesh_x=c.mesh_x,
+                           word_bits=bits_of(c.word_bits), attributes=dict(c.attributes))
+    return Arch(name=spec.name, levels=tuple(levels), compute=compute, clock_hz=clock,
+                technology=spec.technology, attributes=dict(spec.attributes))
+
+
+# ------------------------------------------------------------------------------- workload
+def workload_from_native(doc: LDict) -> Workload:
+    spec: WorkloadSpec = _validate(WorkloadSpec, doc, "workload")
+    try:
+        dims, tensors = parse_einsum(spec.einsum)
+    except EinsumError as exc:
+        raise error_at(doc, ("workload", "einsum"), str(exc),
+                       allowed="OUT[i,j] = IN1[i,k] * IN2[k,j]; indices may be sums like 2*p+r") from None
+    bounds_in = {str(k).upper(): (k, v) for k, v in spec.bounds.items()}
+    bounds = []
+    for d in dims:
+        if d not in bounds_in:
+            raise error_at(doc, ("workload", "bounds"), f"no bound for index {d}", allowed=f"bounds for {', '.join(dims)}")
+        key, v = bounds_in[d]
+        try:
+            b = integer(v)
+        except ExpressionError as exc:
+            raise error_at(doc, ("workload", "bounds", key), str(exc)) from None
+        if b < 1:
+            raise error_at(doc, ("workload", "bounds", key), f"bound {b} must be >= 1")
+        bounds.append(b)
+    unknown = set(bounds_in) - set(dims)
+    if unknown:
+        key = bounds_in[sorted(unknown)[0]][0]
+        raise error_at(doc, ("workload", "bounds", key), f"'{key}' is not an index of the einsum", allowed=", ".join(dims))
+    names = [t[0] for t in tensors]
+    if isinstance(spec.bits, dict):
+        bad = set(spec.bits) - set(names)
+        if bad:
+            raise error_at(doc, ("workload", "bits", sorted(bad)[0]), "not a tensor of the einsum", allowed=", ".join(names))
+        bits = {n: bits_of(spec.bits.get(n, 64)) for n in names}
+    else:
+        bits = {n: bits_of(spec.bits) for n in names}
+    ts = tuple(Tensor(name=n, ranks=tuple(tuple((dims.index(v.upper()), c) for v, c in rank) for rank in ranks),
+                      read_write=rw, bits=bits[n]) for n, ranks, rw in tensors)
+    return Workload(name=spec.name, dims=tuple(dims), bounds=tuple(bounds), tensors=ts, einsum=spec.einsum)
+
+
+# -------------------------------------------------------------------------------- mapping
+def _loops(text: str | list[str], workload: Workload, doc, loc, *, spatial: bool, axis: str = "X") -> tuple[Loop, ...]:
+    toks = text.split() if isinstance(text, str) else [str(t) for t in text]
+    loops = []
+    dims = {d.upper(): i for i, d in enumerate(workload.dims)}
+    for tok in toks:
+        if "=" not in tok:
+            raise error_at(doc, loc, f"loop {tok!r} is not DIM=FACTOR", allowed="e.g. 'C=2 K=2 D=128'")
+        d, v = tok.split("=", 1)
+        if d.upper() not in dims:
+            raise error_at(doc, loc, f"unknown dimension {d!r}", allowed=", ".join(workload.dims))
+        try:
+            f = integer(v)
+        except ExpressionError as exc:
+            raise error_at(doc, loc, str(exc)) from None
+        if f < 1:
+            raise error_at(doc, loc, f"factor {tok} must be >= 1")
+        loops.append(Loop(dims[d.upper()], f, spatial, axis))
+    return tuple(loops)
+
+
+def mapping_from_native(doc: LDict, arch: Arch, workload: Workload) -> Mapping:
+    spec: MappingSpec = _validate(MappingSpec, doc, "mapping")
+    names = [lvl.name for lvl in arch.levels]
+    tensors = [t.name for t in workload.tensors]
+    per_level: dict[int, LevelMapping] = {}
+    locs: dict[int, tuple] = {}
+    for i, lm in enumerate(spec.levels):
+        loc = ("mapping", "levels", i)
+        if lm.level not in names:
+            raise error_at(doc, loc + ("level",), f"unknown level '{lm.level}'", allowed=", ".join(names))
+        li = names.index(lm.level)
+        if li in per_level:
+            raise error_at(doc, loc + ("level",), f"level '{lm.level}' is mapped twice", allowed="each level once")
+        keep = None
+        if lm.keep is not None and lm.bypass is not None:
+            raise error_at(doc, loc, "give either 'keep' or 'bypass', not both")
+        for field in ("keep", "bypass"):
+            for t in getattr(lm, field) or []:
+                if t not in tensors:
+                    raise error_at(doc, loc + (field,), f"unknown tensor '{t}'", allowed=", ".join(tensors))
+        if lm.keep is not None:
+            keep = frozenset(lm.keep)
+        elif lm.bypass is not None:
+            keep = frozenset(set(tensors) - set(lm.bypass))
+        per_level[li] = LevelMapping(
+            temporal=_loops(lm.temporal, workload, doc, loc + ("temporal",), spatial=False),
+            spatial=_loops(lm.spatial, workload, doc, loc + ("spatial",), spatial=True, axis="X")
+            + _loops(lm.spatial_y, workload, doc, loc + ("spatial_y",), spatial=True, axis="Y"),
+            keep=keep)
+        locs[li] = loc
+    mapping = Mapping(levels=tuple(per_level.get(li, LevelMapping()) for li in range(len(names))), name=spec.name)
+    validate_mapping(doc, mapping, arch, workload, locs, ("mapping", "levels"))
+    return mapping
+
+
+def validate_mapping(doc: LDict, mapping: Mapping, arch: Arch, workload: Workload,
+                     locs: dict[int, tuple], root: tuple) -> None:
+    """Factor products and fanouts, reported at the offending entry of the mapping file."""
+    try:
+        check_mapping(arch, workload, mapping)
+    except MappingError as exc:
+        if exc.level is not None:
+            li = arch.level_index(exc.level)
+            loc = locs.get(li, root) + ("spatial",) if li in locs else root
+            raise error_at(doc, loc, exc.reason, allowed=_fanout_text(arch, li)) from None
+        raise error_at(doc, root, exc.reason, allowed="the factors of each dimension over all levels multiply to its bound: "
+                       + ", ".join(f"{d}={b}" for d, b in zip(workload.dims, workload.bounds))) from None
+
+
+def _fanout_text(arch: Arch, li: int) -> str:
+    total, fx, fy = arch.fanout(li)
+    return f"at most {total} spatial instances below {arch.levels[li].name} ({fx} along X, {fy} along Y)"
+
