@@ -1,0 +1,95 @@
+"""storeloop's model against real Timeloop v3.0.3 + Accelergy 0.3 runs (shared/validation).
+
+Counts (reads, fills, updates per instance and in total), tile and partition sizes, utilized
+instances and cycles must be equal; energy and area within 0.1%.
+"""
+
+import json
+import math
+
+import pytest
+
+from conftest import validation_cases
+from storeloop.errors import MappingError, SpecError
+from storeloop.model.evaluate import evaluate, result_to_json
+from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload
+
+# Timeloop's legacy network lets neighbouring PEs forward sliding-window inputs ("link
+# transfers") when a convolution window rank is split spatially; storeloop does not model
+# that yet, so this case's Inputs counts differ (documented in the model's issue note).
+KNOWN_GAPS = {"a3-dram-glb-pe16-rf-32b__cnn-vgg02-l5__r1":
+              "spatial sliding-window link transfers (Timeloop legacy network) not modelled"}
+
+VALID = validation_cases("valid")
+INVALID = validation_cases("invalid")
+COUNT_FIELDS = ("kept", "utilized_capacity", "partition_size", "utilized_instances",
+                "reads_per_instance", "fills_per_instance", "updates_per_instance",
+                "reads_total", "fills_total", "updates_total")
+
+
+def run_case(case):
+    arch = load_arch(case / "arch.yaml")
+    workload = load_workload(case / "problem.yaml")
+    mapping = load_mapping(case / "mapping.yaml", arch, workload)
+    energy = load_energy_table(arch, case / "ERT.yaml", case / "ART.yaml")
+    return evaluate(arch, workload, mapping, energy), arch
+
+
+def close(a, b, rel=1e-3):
+    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-6)
+
+
+def test_corpus_present():
+    assert len(VALID) >= 30 and len(INVALID) >= 4, "validation corpus missing or incomplete"
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(c, id=c.name, marks=pytest.mark.xfail(reason=KNOWN_GAPS[c.name], strict=True))
+    if c.name in KNOWN_GAPS else pytest.param(c, id=c.name) for c in VALID])
+def test_matches_timeloop(case):
+    expected = json.loads((case / "expected.json").read_text())
+    result, arch = run_case(case)
+    got = result_to_json(result, arch)
+    mismatches = []
+    assert got["summary"]["cycles"] == expected["summary"]["cycles"]
+    assert got["summary"]["computes"] == expected["summary"]["computes"]
+    assert got["compute"]["utilized_instances"] == expected["compute"]["utilized_instances"]
+    assert got["compute"]["cycles"] == expected["compute"]["cycles"]
+    assert len(got["storage_levels"]) == len(expected["storage_levels"])
+    for g, e in zip(got["storage_levels"], expected["storage_levels"]):
+        assert g["name"] == e["name"]
+        if g["cycles"] != e["cycles"]:
+            mismatches.append(f"{g['name']}.cycles {g['cycles']} != {e['cycles']}")
+        for tensor, ed in e["dataspaces"].items():
+            gd = g["dataspaces"][tensor]
+            for f in COUNT_FIELDS:
+                if gd[f] != ed[f]:
+                    mismatches.append(f"{g['name']}.{tensor}.{f} {gd[f]} != {ed[f]}")
+            if not close(gd["energy_total_pJ"], ed["energy_total_pJ"]):
+                mismatches.append(f"{g['name']}.{tensor}.energy {gd['energy_total_pJ']} != {ed['energy_total_pJ']}")
+        if not close(g["area_total_um2"], e["area_total_um2"]):
+            mismatches.append(f"{g['name']}.area {g['area_total_um2']} != {e['area_total_um2']}")
+    assert not mismatches, "\n".join(mismatches)
+    assert close(got["summary"]["energy_pJ"], expected["summary"]["energy_pJ"])
+    assert close(got["compute"]["energy_pJ"], expected["compute"]["energy_pJ"])
+    assert close(got["summary"]["area_total_um2"], expected["summary"]["area_total_um2"])
+    assert round(got["summary"]["utilization"], 2) == expected["summary"]["utilization"]
+
+
+@pytest.mark.parametrize("case", INVALID, ids=[c.name for c in INVALID])
+def test_invalid_mapping_rejected(case):
+    expected = json.loads((case / "expected.json").read_text())
+    assert expected["valid"] is False
+    timeloop_error = expected["timeloop_error"].removeprefix("ERROR: ")
+    if "capacity" in timeloop_error:
+        # tiles that do not fit: rejected by the model with Timeloop's own wording
+        with pytest.raises(MappingError) as info:
+            run_case(case)
+        assert str(info.value).startswith(timeloop_error)
+    else:
+        # a spatial split beyond the mesh: rejected when the mapping file is loaded,
+        # pointing at the spatial entry of mapping.yaml
+        with pytest.raises(SpecError) as info:
+            run_case(case)
+        assert info.value.file.endswith("mapping.yaml") and info.value.line is not None
+        assert "X expansion 8" in info.value.message and "mesh X fanout 4" in info.value.message
