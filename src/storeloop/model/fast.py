@@ -104,55 +104,63 @@ class FastModel:
                     row[dm_[i]] *= f_[i]
             above[L] = row
         utilized = [math.prod(row) for row in above]
-        innermost_spatial = []
-        for i in range(n - 1, -1, -1):
-            if not sp_[i]:
-                break
-            innermost_spatial.append(i)
+        # the innermost spatial block (spatial loops after the last temporal loop)
+        inner_sp = n
+        while inner_sp > 0 and sp_[inner_sp - 1]:
+            inner_sp -= 1
 
-        reads = [[0] * len(self.tensors) for _ in range(nlev)]
-        fills = [[0] * len(self.tensors) for _ in range(nlev)]
-        updates = [[0] * len(self.tensors) for _ in range(nlev)]
+        ntens = len(self.tensors)
+        reads = [[0] * ntens for _ in range(nlev)]
+        fills = [[0] * ntens for _ in range(nlev)]
+        updates = [[0] * ntens for _ in range(nlev)]
         used = [0] * nlev
-        for ti, (_, mask, rw, dims) in enumerate(self.tensors):
-            kept = [L for L in range(nlev) if mapping.levels[L].keeps(self.tensors[ti][0])]
-            arrivals = {}
+        bounds = self.bounds
+        keeps = [lm.keep for lm in mapping.levels]
+        for ti, (name, mask, rw, dims) in enumerate(self.tensors):
+            # rep[L]: iterations of the temporal loops above level L, from the innermost loop
+            # that indexes the tensor outwards (how often L's tile is (re)loaded)
+            rep = [1] * (nlev + 1)
+            last = 0
+            i = 0
+            sp_rel = [1] * nlev          # relevant spatial factors per level (scatter)
+            reduces = -1                 # deepest level of an irrelevant loop in the innermost spatial block
+            for L in range(nlev + 1):
+                stop = first[L]
+                while i < stop:
+                    if (mask >> dm_[i]) & 1:
+                        if sp_[i]:
+                            sp_rel[lv_[i]] *= f_[i]
+                        else:
+                            last = i + 1
+                    elif sp_[i] and i >= inner_sp:
+                        reduces = lv_[i]
+                    i += 1
+                rep[L] = prefix[last]
+            kept = [L for L in range(nlev) if keeps[L] is None or name in keeps[L]]
+            arrivals = [0] * (nlev + 1)
             for L in kept:
                 row = inner[L]
                 tile = 1
                 for d in dims:
                     tile *= row[d]
                 used[L] += tile
-                r = first[L] - 1
-                while r >= 0 and (sp_[r] or not (mask >> dm_[r]) & 1):
-                    r -= 1
-                arrivals[L] = tile * prefix[r + 1] if r >= 0 else tile
-            # arrivals at the compute units (one point per unit)
-            r = n - 1
-            while r >= 0 and (sp_[r] or not (mask >> dm_[r]) & 1):
-                r -= 1
-            compute_arrivals = prefix[r + 1] if r >= 0 else 1
+                arrivals[L] = tile * rep[L]
             for k, L in enumerate(kept):
                 child = kept[k + 1] if k + 1 < len(kept) else nlev
                 scatter = 1
-                reduces = False
-                for i in range(first[L], first[child]):
-                    if sp_[i]:
-                        if (mask >> dm_[i]) & 1:
-                            scatter *= f_[i]
-                        elif i in innermost_spatial:
-                            reduces = True
+                for j in range(L, child):
+                    scatter *= sp_rel[j]
                 if child < nlev:
                     ca = arrivals[child]
-                elif rw and reduces:
-                    ca = compute_arrivals
+                elif rw and reduces >= L:
+                    ca = rep[nlev]
                 else:
                     ca = compute_cycles
                 if rw:
                     part = 1
                     arow = above[L]
                     for d in dims:
-                        part *= self.workload.bounds[d] // arow[d]
+                        part *= bounds[d] // arow[d]
                     upd = ca * scatter
                     updates[L][ti] = upd
                     reads[L][ti] = upd - part
