@@ -1,0 +1,195 @@
+"""Vectorized evaluation of many mappings that share one loop structure.
+
+A mapper enumerates, for one choice of loop orders, spatial splits and keep/bypass (a
+:class:`LoopStructure`), many factorizations of the problem bounds. :class:`BatchModel` evaluates
+all of them at once with NumPy: each row of ``factors`` gives the factor of every loop slot of the
+structure (1 where a slot is unused). The arithmetic is the closed form of
+:mod:`storeloop.model.fast` for einsums whose indices are plain dimensions, done column-wise, with
+the same floating-point order as Timeloop's bandwidth model, so results are identical to the
+reference model (``tests/test_batch_model.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from storeloop.spec.types import Arch, EnergyTable, LevelMapping, Loop, Mapping, Workload
+
+
+@dataclass(frozen=True)
+class Slot:
+    level: int
+    dim: int
+    spatial: bool = False
+    axis: str = "X"
+
+
+@dataclass(frozen=True)
+class LoopStructure:
+    """Loop slots outermost first (per level: temporal outer->inner, then spatial) and keep sets."""
+
+    slots: tuple[Slot, ...]
+    keep: tuple[frozenset[str] | None, ...]
+
+    def mapping(self, factors) -> Mapping:
+        """The :class:`Mapping` of one row of factors (for export and re-evaluation)."""
+        levels = []
+        for li, keep in enumerate(self.keep):
+            t = tuple(Loop(s.dim, int(f)) for s, f in zip(self.slots, factors) if s.level == li and not s.spatial)
+            sp = tuple(Loop(s.dim, int(f), True, s.axis) for s, f in zip(self.slots, factors)
+                       if s.level == li and s.spatial)
+            levels.append(LevelMapping(t, sp, keep))
+        return Mapping(tuple(levels))
+
+
+def structure_of(mapping: Mapping) -> tuple[LoopStructure, list[int]]:
+    """Split a mapping into its loop structure and its row of factors."""
+    slots, factors = [], []
+    for li, lm in enumerate(mapping.levels):
+        for lp in lm.temporal:
+            slots.append(Slot(li, lp.dim))
+            factors.append(lp.factor)
+        for lp in lm.spatial:
+            slots.append(Slot(li, lp.dim, True, lp.axis))
+            factors.append(lp.factor)
+    return LoopStructure(tuple(slots), tuple(lm.keep for lm in mapping.levels)), factors
+
+
+@dataclass(slots=True)
+class BatchResult:
+    cycles: np.ndarray          # int64, per row (0 where invalid)
+    energy_pJ: np.ndarray       # float64
+    valid: np.ndarray           # bool: fits every level's capacity and fanout
+    level_cycles: np.ndarray    # (rows, levels) int64
+
+
+class BatchModel:
+    def __init__(self, arch: Arch, workload: Workload, energy: EnergyTable):
+        if not all(len(r) == 1 and r[0][1] == 1 for t in workload.tensors for r in t.ranks):
+            raise ValueError("BatchModel needs an einsum whose tensor indices are plain dimensions")
+        self.arch, self.workload = arch, workload
+        self.nlev = len(arch.levels)
+        self.tensors = [(t.name, t.dims(), t.read_write, [r[0][0] for r in t.ranks]) for t in workload.tensors]
+        self.costs = [energy.storage[lvl.name] for lvl in arch.levels]
+        self.compute_pJ = workload.macs * energy.compute.read_pJ
+        self.fanouts = [arch.fanout(i) for i in range(self.nlev)]
+
+    def evaluate(self, structure: LoopStructure, factors: np.ndarray) -> BatchResult:
+        F = np.asarray(factors, dtype=np.int64)
+        if F.ndim == 1:
+            F = F[None, :]
+        rows, nslots = F.shape
+        slots = structure.slots
+        nlev, ndims = self.nlev, len(self.workload.dims)
+        lv = np.array([s.level for s in slots])
+        dm = np.array([s.dim for s in slots])
+        sp = np.array([s.spatial for s in slots], dtype=bool)
+        big = F > 1
+        valid = np.ones(rows, dtype=bool)
+        for d, b in enumerate(self.workload.bounds):
+            valid &= F[:, dm == d].prod(axis=1) == b
+        for li in range(nlev):
+            total, fx, fy = self.fanouts[li]
+            x = F[:, (lv == li) & sp & np.array([s.axis == "X" for s in slots])].prod(axis=1)
+            y = F[:, (lv == li) & sp & np.array([s.axis == "Y" for s in slots])].prod(axis=1)
+            valid &= (x <= fx) & (y <= fy) & (x * y <= total)
+
+        temporal_f = np.where(sp[None, :], 1, F)
+        prefix = np.ones((rows, nslots + 1), dtype=np.int64)
+        np.cumprod(temporal_f, axis=1, out=prefix[:, 1:])
+        compute_cycles = prefix[:, nslots]
+        first = [int(np.searchsorted(lv, L, side="left")) for L in range(nlev)] + [nslots]
+        inner = np.ones((nlev + 1, ndims, rows), dtype=np.int64)
+        above = np.ones((nlev + 1, ndims, rows), dtype=np.int64)
+        for L in range(nlev - 1, -1, -1):
+            inner[L] = inner[L + 1]
+            for j in range(first[L], first[L + 1]):
+                inner[L, dm[j]] *= F[:, j]
+        for L in range(1, nlev + 1):
+            above[L] = above[L - 1]
+            for j in range(first[L - 1], first[L]):
+                if sp[j]:
+                    above[L, dm[j]] *= F[:, j]
+        utilized = above.prod(axis=1)                           # (nlev+1, rows)
+        col = np.arange(nslots)
+        # innermost spatial block: spatial slots after the last temporal slot with factor > 1
+        last_t = np.where(big & ~sp[None, :], col[None, :] + 1, 0).max(axis=1)
+
+        used = np.zeros((nlev, rows), dtype=np.int64)
+        reads = np.zeros((nlev, len(self.tensors), rows), dtype=np.int64)
+        fills = np.zeros_like(reads)
+        updates = np.zeros_like(reads)
+        for ti, (name, rel, rw, dims) in enumerate(self.tensors):
+            relevant = np.array([s.dim in rel for s in slots], dtype=bool)
+            rel_t = big & relevant[None, :] & ~sp[None, :]
+            idx = np.where(rel_t, col[None, :] + 1, 0)
+            rep = [np.take_along_axis(prefix, idx[:, :first[L]].max(axis=1, initial=0)[:, None], axis=1)[:, 0]
+                   for L in range(nlev + 1)]
+            # deepest level of an irrelevant spatial slot in the innermost spatial block (-1: none)
+            irr_block = big & sp[None, :] & ~relevant[None, :] & (col[None, :] >= last_t[:, None])
+            reduce_level = np.where(irr_block, lv[None, :], -1).max(axis=1, initial=-1)
+            sp_rel = np.where(sp & relevant, F, 1)
+            kept = [L for L in range(nlev) if structure.keep[L] is None or name in structure.keep[L]]
+            tiles, arrivals = {}, {}
+            for L in kept:
+                tile = np.ones(rows, dtype=np.int64)
+                for d in dims:
+                    tile = tile * inner[L, d]
+                tiles[L] = tile
+                used[L] += tile
+                arrivals[L] = tile * rep[L]
+            for k, L in enumerate(kept):
+                child = kept[k + 1] if k + 1 < len(kept) else nlev
+                scatter = sp_rel[:, first[L]:first[child]].prod(axis=1)
+                if child < nlev:
+                    ca = arrivals[child]
+                elif rw:
+                    ca = np.where(reduce_level >= L, rep[nlev], compute_cycles)
+                else:
+                    ca = compute_cycles
+                if rw:
+                    part = np.ones(rows, dtype=np.int64)
+                    for d in dims:
+                        part = part * (self.workload.bounds[d] // above[L, d])
+                    upd = ca * scatter
+                    updates[L, ti] = upd
+                    reads[L, ti] = upd - part
+                    if k > 0:
+                        fills[L, ti] = arrivals[L] - part
+                else:
+                    reads[L, ti] = ca * scatter
+                    if k > 0:
+                        fills[L, ti] = arrivals[L]
+
+        cc = compute_cycles.astype(np.float64)
+        cycles = compute_cycles.copy()
+        energy = np.full(rows, self.compute_pJ)
+        level_cycles = np.zeros((rows, nlev), dtype=np.int64)
+        for L, lvl in enumerate(self.arch.levels):
+            if lvl.size_words is not None:
+                valid &= used[L] <= lvl.size_words
+            c, b = self.costs[L], lvl.block_size
+            rb = np.zeros(rows)
+            wb = np.zeros(rows)
+            e = np.zeros(rows)
+            for ti in range(len(self.tensors)):
+                rd, fl, up = reads[L, ti], fills[L, ti], updates[L, ti]
+                rb = rb + rd / cc
+                wb = wb + (up + fl) / cc
+                e = e + (-(-rd // b)) * c.read_pJ + (-(-fl // b)) * c.write_pJ + (-(-up // b)) * c.write_pJ
+            energy = energy + e * utilized[L]
+            slow = np.ones(rows)
+            if lvl.read_bandwidth is not None:
+                slow = np.where(lvl.read_bandwidth < rb, np.minimum(slow, lvl.read_bandwidth / np.maximum(rb, 1e-300)), slow)
+            if lvl.write_bandwidth is not None:
+                slow = np.where(lvl.write_bandwidth < wb, np.minimum(slow, lvl.write_bandwidth / np.maximum(wb, 1e-300)), slow)
+            if lvl.shared_bandwidth is not None:
+                tot = rb + wb
+                slow = np.where(lvl.shared_bandwidth < tot, np.minimum(slow, lvl.shared_bandwidth / np.maximum(tot, 1e-300)), slow)
+            lc = np.ceil(cc / slow).astype(np.int64)
+            level_cycles[:, L] = lc
+            cycles = np.maximum(cycles, lc)
+        cycles = np.where(valid, cycles, 0)
+        return BatchResult(cycles, np.where(valid, energy, np.inf), valid, level_cycles)
