@@ -14,11 +14,11 @@ from storeloop.errors import MappingError, SpecError
 from storeloop.model.evaluate import evaluate, result_to_json
 from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload
 
-# Timeloop's legacy network lets neighbouring PEs forward sliding-window inputs ("link
-# transfers") when a convolution window rank is split spatially; storeloop does not model
-# that yet, so this case's Inputs counts differ (documented in the model's issue note).
+# A convolution whose window rank R is split across PEs while P runs temporally above them:
+# Timeloop reports more RF reads of Inputs than computes (10/7x), fewer GLB reads, and an
+# RF partition of |Inputs|/6. storeloop does not reproduce that accounting yet.
 KNOWN_GAPS = {"a3-dram-glb-pe16-rf-32b__cnn-vgg02-l5__r1":
-              "spatial sliding-window link transfers (Timeloop legacy network) not modelled"}
+              "a sliding-window rank (R) split across PEs: Timeloop counts overlapping input windows through its multicast histogram and sets the partition to total/6; not modelled yet"}
 
 VALID = validation_cases("valid")
 INVALID = validation_cases("invalid")

@@ -16,10 +16,6 @@ from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load
 from storeloop.spec.types import Arch
 
 
-def _fmt(x: float) -> str:
-    return f"{x:,.0f}" if abs(x) >= 1000 or float(x).is_integer() else f"{x:.4g}"
-
-
 def render_table(r: Result, arch: Arch) -> str:
     lines = [f"{'level':<10} {'inst':>5} {'cycles':>18} {'thrott':>7} {'energy pJ':>20} {'area um2':>12}"]
     for lvl in r.levels:
@@ -35,8 +31,9 @@ def render_table(r: Result, arch: Arch) -> str:
                  f"{r.compute_cycles:>18,} {'':>7} {r.compute_energy_pJ:>20,.0f} "
                  f"{r.compute_area_per_instance_um2 * r.compute_instances:>12,.0f}")
     lines.append("")
-    lines.append(f"cycles       {r.cycles:,}  (bound by "
-                 f"{max(r.levels, key=lambda lv: lv.cycles).name if max(lv.cycles for lv in r.levels) >= r.compute_cycles else r.compute_name})")
+    slowest = max(r.levels, key=lambda lv: lv.cycles)
+    bound = slowest.name if slowest.cycles > r.compute_cycles else f"{r.compute_name} (compute)"
+    lines.append(f"cycles       {r.cycles:,}  (bound by {bound})")
     lines.append(f"computes     {r.computes:,}")
     lines.append(f"utilization  {r.utilization:.4f}")
     lines.append(f"energy       {r.energy_pJ / 1e12:.6g} J  ({r.energy_pJ / r.computes:.6g} pJ/compute)")

@@ -6,7 +6,7 @@ and bandwidths) and then evaluates a mapping in closed form: for a tensor whose 
 dimensions, the words entering a level are its tile times the iterations of every temporal loop
 above it from the innermost loop that indexes the tensor outwards. Tensors with sliding-window
 ranks fall back to the reference nest analysis. ``tests/test_fast_model.py`` checks that both
-give identical cycles, energy and per-level counts on the validation corpus and on random
+give identical cycles, per-level cycles and energy on the validation corpus and on random
 mappings.
 """
 

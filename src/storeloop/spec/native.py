@@ -17,7 +17,7 @@ from storeloop.spec.einsum import EinsumError, parse_einsum
 from storeloop.spec.types import (Arch, ComputeLevel, LevelMapping, Loop, Mapping, StorageLevel, Tensor,
                                   Workload)
 from storeloop.spec.yamlio import LDict, error_at
-from storeloop.units import (ExpressionError, bits_of, bytes_of, hertz_of, integer, number,
+from storeloop.units import (ExpressionError, bits_of, bytes_of, hertz_of, integer,
                              words_per_cycle)
 
 Scalar = int | float | str
@@ -25,6 +25,18 @@ Scalar = int | float | str
 
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+def capacity_words(value: Scalar | None, word_bits: int) -> int | None:
+    """Words per instance from '4 KiB', '64 bits', '32 words' or 'unbounded' (None)."""
+    if value is None or (isinstance(value, str) and value.strip() == "unbounded"):
+        return None
+    if isinstance(value, str) and value.strip().endswith("words"):
+        return integer(value.strip()[: -len("words")])
+    bits = bytes_of(value) * 8
+    if bits % word_bits:
+        raise ExpressionError(f"capacity {value!r} is not a whole number of {word_bits}-bit words")
+    return int(bits // word_bits)
 
 
 def _check(fn, v):
@@ -56,11 +68,7 @@ class StorageSpec(_Spec):
     @field_validator("capacity")
     @classmethod
     def _cap(cls, v):
-        if v is None or (isinstance(v, str) and v.strip() in ("unbounded", "words unbounded")):
-            return v
-        if isinstance(v, str) and v.strip().endswith("words"):
-            return _check(lambda x: integer(x.strip()[:-5]), v)
-        return _check(bytes_of, v)
+        return _check(lambda x: capacity_words(x, 1), v)
 
     @field_validator("read_bandwidth", "write_bandwidth", "shared_bandwidth")
     @classmethod
@@ -177,16 +185,10 @@ def arch_from_native(doc: LDict) -> Arch:
             except ExpressionError as exc:
                 raise error_at(doc, loc + (field,), str(exc)) from None
 
-        cap = s.capacity
-        if cap is None or (isinstance(cap, str) and cap.strip() == "unbounded"):
-            size = None
-        elif isinstance(cap, str) and cap.strip().endswith("words"):
-            size = integer(cap.strip()[:-5])
-        else:
-            bits = bytes_of(cap) * 8
-            if bits % wb:
-                raise error_at(doc, loc + ("capacity",), f"capacity {cap!r} is not a whole number of {wb}-bit words")
-            size = int(bits // wb)
+        try:
+            size = capacity_words(s.capacity, wb)
+        except ExpressionError as exc:
+            raise error_at(doc, loc + ("capacity",), str(exc)) from None
         if i > 0 and s.instances % spec.levels[i - 1].instances:
             raise error_at(doc, loc + ("instances",),
                            f"{s.instances} instances cannot be spread over the {spec.levels[i - 1].instances} of the level above",

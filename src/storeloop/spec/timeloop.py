@@ -162,7 +162,7 @@ def _parse_factors(text: str, dims: list[str], doc: Any, loc: tuple) -> dict[str
     return out
 
 
-def _ordered(perm: str, factors: dict[str, int], dims: list[str]) -> list[str]:
+def _ordered(perm: str, dims: list[str]) -> list[str]:
     """Dims innermost-first: the permutation, then unlisted dims (as outer loops)."""
     order = [c for c in perm if c in dims] if all(len(d) == 1 for d in dims) else str(perm).split()
     return order + [d for d in dims if d not in order]
@@ -193,7 +193,7 @@ def mapping_from_timeloop(doc: LDict, arch: Arch, workload: Workload) -> Mapping
             raise error_at(doc, loc + ("type",), f"unknown mapping type {kind!r}",
                            allowed="temporal, spatial, datatype, bypass")
         factors = _parse_factors(e.get("factors", ""), dims, doc, loc + ("factors",))
-        order = _ordered(str(e.get("permutation", "")), factors, dims)
+        order = _ordered(str(e.get("permutation", "")), dims)
         if kind == "temporal":
             # innermost-first permutation -> our outer->inner order
             temporal[li] = [Loop(dims.index(d), factors.get(d, 1)) for d in reversed(order)]
