@@ -9,11 +9,13 @@ from pathlib import Path
 
 import yaml
 
-from storeloop.errors import MappingError, StoreloopError
+from storeloop.errors import MappingError, SpecError, StoreloopError
 from storeloop.model.evaluate import Result, evaluate, result_to_json
 from storeloop.spec import timeloop
 from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload
 from storeloop.spec.types import Arch
+from storeloop.units import ExpressionError, bytes_of
+from storeloop.workloads import pir
 
 
 def render_table(r: Result, arch: Arch) -> str:
@@ -74,6 +76,36 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+SCHEMES = ("onionpir",)
+
+
+def cmd_workload(args: argparse.Namespace) -> int:
+    try:
+        db_bytes = bytes_of(args.db_size)
+    except ExpressionError as exc:
+        raise SpecError(str(exc), field="--db-size", allowed="a size such as 64GiB, 512 MiB or 10GB") from None
+    if not float(db_bytes).is_integer():
+        raise SpecError(f"{args.db_size!r} is not a whole number of bytes", field="--db-size")
+    if args.scheme != "onionpir":
+        raise SpecError(f"unknown scheme {args.scheme!r}", field="scheme", allowed=", ".join(SCHEMES))
+    w = pir.onionpir_first_dimension(int(db_bytes))
+    einsums = [{"name": w.name, "einsum": w.einsum, "bounds": w.bounds_dict(),
+                "bits": {t.name: t.bits for t in w.tensors}, "macs": w.macs,
+                "tensor_elements": pir.tensor_elements(w)}]
+    if args.out:
+        doc = {"workload": {"name": w.name, "einsum": w.einsum, "bounds": w.bounds_dict(), "bits": 64,
+                            "source": f"storeloop workload {args.scheme} --db-size {args.db_size}"}}
+        Path(args.out).write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=None))
+    if args.json:
+        print(json.dumps({"scheme": args.scheme, "db_size_bytes": int(db_bytes), "einsums": einsums}, indent=1))
+    elif not args.out:
+        e = einsums[0]
+        print(f"{e['name']}: {e['einsum']}")
+        print("  bounds " + " ".join(f"{k}={v}" for k, v in e["bounds"].items()))
+        print(f"  MACs {e['macs']:,}; elements " + ", ".join(f"{k} {v:,}" for k, v in e["tensor_elements"].items()))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="storeloop", description="Design-space exploration for near-storage accelerators.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -91,6 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("mapping", nargs="?")
     e.add_argument("--out", required=True, help="output folder")
     e.set_defaults(func=cmd_export)
+    w = sub.add_parser("workload", help="generate a workload from a scheme and a database size")
+    w.add_argument("scheme", help=f"one of: {', '.join(SCHEMES)}")
+    w.add_argument("--db-size", required=True, help="database size, e.g. 64GiB or 512MiB (GiB = 2^30 B, GB = 10^9 B)")
+    w.add_argument("--json", action="store_true")
+    w.add_argument("--out", help="write a storeloop workload YAML here")
+    w.set_defaults(func=cmd_workload)
     return p
 
 

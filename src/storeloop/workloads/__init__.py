@@ -1,0 +1,1 @@
+"""Workload generators: from a scheme and a database size to einsum workloads."""
