@@ -37,7 +37,6 @@ class FastModel:
         self.simple = all(len(rank) == 1 and rank[0][1] == 1 for t in workload.tensors for rank in t.ranks)
         self.tensors = [(t.name, sum(1 << d for d in t.dims()), t.read_write, [r[0][0] for r in t.ranks])
                         for t in workload.tensors]
-        self.partition_full = [math.prod(workload.bounds[d] for d in dims) for _, _, _, dims in self.tensors]
         self.levels = []
         for lvl in arch.levels:
             c = energy.storage[lvl.name]

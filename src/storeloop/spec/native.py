@@ -310,7 +310,7 @@ def validate_mapping(doc: LDict, mapping: Mapping, arch: Arch, workload: Workloa
     except MappingError as exc:
         if exc.level is not None:
             li = arch.level_index(exc.level)
-            loc = locs.get(li, root) + ("spatial",) if li in locs else root
+            loc = locs[li] + ("spatial",) if li in locs else root
             raise error_at(doc, loc, exc.reason, allowed=_fanout_text(arch, li)) from None
         raise error_at(doc, root, exc.reason, allowed="the factors of each dimension over all levels multiply to its bound: "
                        + ", ".join(f"{d}={b}" for d, b in zip(workload.dims, workload.bounds))) from None
