@@ -76,6 +76,49 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_map(args: argparse.Namespace) -> int:
+    from storeloop.mapper import ALGORITHMS, map_workload
+    from storeloop.mapper.constraints import load_constraints
+    from storeloop.spec.native import mapping_to_native
+
+    arch = load_arch(args.arch)
+    workload = load_workload(args.workload)
+    energy = load_energy_table(arch, args.ert, args.art)
+    constraints = load_constraints(args.constraints, arch, workload) if args.constraints else None
+    if args.algorithm not in ALGORITHMS:
+        raise SpecError(f"unknown algorithm {args.algorithm!r}", field="--algorithm", allowed=", ".join(ALGORITHMS))
+    if args.time_limit is not None and args.time_limit <= 0:
+        raise SpecError(f"{args.time_limit} is not a positive number of seconds", field="--time-limit")
+    out = map_workload(arch, workload, energy, constraints=constraints, objective=args.objective,
+                       algorithm=args.algorithm, time_limit=args.time_limit, threads=max(1, args.threads),
+                       seed=args.seed, victory=args.victory, progress=not args.json)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(f"# written by storeloop map {args.arch} {args.workload}\n"
+                                  + yaml.safe_dump(mapping_to_native(out.mapping, arch, workload), sort_keys=False))
+    s = out.search
+    if args.json:
+        print(json.dumps({**result_to_json(out.result, arch), "search": s}, indent=1))
+        return 0
+    print(render_table(out.result, arch))
+    print()
+    print("mapping (outer -> inner):")
+    for lvl, lm in zip(arch.levels, out.mapping.levels):
+        loops = " ".join(f"{workload.dims[lp.dim]}={lp.factor}" for lp in lm.temporal) or "-"
+        sp = " ".join(f"{workload.dims[lp.dim]}={lp.factor}{'' if lp.axis == 'X' else '(Y)'}" for lp in lm.spatial)
+        keep = "all" if lm.keep is None else (", ".join(sorted(lm.keep)) or "none")
+        print(f"  {lvl.name:<8} {loops}{'  spatial ' + sp if sp else ''}  keep: {keep}")
+    status = "proven optimal" if s["optimal"] else f"not proven optimal ({s['stopped'] or 'sampled'})"
+    print(f"search: {s['algorithm']}, objective {s['objective']}, {s['candidates']:,} candidates, "
+          f"{s['seconds']:.2f} s, {status}")
+    print(f"lower bound {s['lower_bound_cycles']:,} cycles (" + ", ".join(
+        f"{k} {v:,}" for k, v in s["lower_bound_parts"].items()) + f"); gap {100 * s['gap']:.4f}%"
+          + ("; cycles optimal" if s["cycles_optimal"] else ""))
+    if args.out:
+        print(f"wrote {args.out}")
+    return 0
+
+
 SCHEMES = ("onionpir",)
 
 
@@ -123,6 +166,23 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("mapping", nargs="?")
     e.add_argument("--out", required=True, help="output folder")
     e.set_defaults(func=cmd_export)
+    mp = sub.add_parser("map", help="find the best mapping, with a lower-bound certificate")
+    mp.add_argument("arch", help="architecture YAML (storeloop or Timeloop v0.3)")
+    mp.add_argument("workload", help="workload YAML (storeloop einsum or Timeloop v0.3 problem)")
+    mp.add_argument("--constraints", help="constraints YAML (storeloop or Timeloop v0.3 mapspace_constraints)")
+    mp.add_argument("--objective", default="delay,energy",
+                    help="delay,energy (lexicographic, default), delay, energy, edp, area-energy")
+    mp.add_argument("--algorithm", default="exhaustive",
+                    help="exhaustive (branch and bound, default), random-pruned, random")
+    mp.add_argument("--time-limit", type=float, help="seconds; the best mapping so far is returned")
+    mp.add_argument("--threads", type=int, default=1, help="processes for the exhaustive search")
+    mp.add_argument("--seed", type=int, default=0, help="seed of the random searches")
+    mp.add_argument("--victory", type=int, default=500, help="random searches stop after this many non-improving samples")
+    mp.add_argument("--ert", help="Accelergy ERT.yaml with per-action energies")
+    mp.add_argument("--art", help="Accelergy ART.yaml with per-instance areas")
+    mp.add_argument("--json", action="store_true", help="the model's JSON plus a 'search' object")
+    mp.add_argument("--out", help="write the best mapping here (storeloop mapping YAML)")
+    mp.set_defaults(func=cmd_map)
     w = sub.add_parser("workload", help="generate a workload from a scheme and a database size")
     w.add_argument("scheme", help=f"one of: {', '.join(SCHEMES)}")
     w.add_argument("--db-size", required=True, help="database size, e.g. 64GiB or 512MiB (GiB = 2^30 B, GB = 10^9 B)")

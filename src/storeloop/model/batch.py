@@ -163,33 +163,42 @@ class BatchModel:
                     if k > 0:
                         fills[L, ti] = arrivals[L]
 
-        cc = compute_cycles.astype(np.float64)
         cycles = compute_cycles.copy()
         energy = np.full(rows, self.compute_pJ)
         level_cycles = np.zeros((rows, nlev), dtype=np.int64)
         for L, lvl in enumerate(self.arch.levels):
             if lvl.size_words is not None:
                 valid &= used[L] <= lvl.size_words
-            c, b = self.costs[L], lvl.block_size
-            rb = np.zeros(rows)
-            wb = np.zeros(rows)
-            e = np.zeros(rows)
-            for ti in range(len(self.tensors)):
-                rd, fl, up = reads[L, ti], fills[L, ti], updates[L, ti]
-                rb = rb + rd / cc
-                wb = wb + (up + fl) / cc
-                e = e + (-(-rd // b)) * c.read_pJ + (-(-fl // b)) * c.write_pJ + (-(-up // b)) * c.write_pJ
+            e, lc = level_costs(lvl, self.costs[L], reads[L], fills[L], updates[L], compute_cycles)
             energy = energy + e * utilized[L]
-            slow = np.ones(rows)
-            if lvl.read_bandwidth is not None:
-                slow = np.where(lvl.read_bandwidth < rb, np.minimum(slow, lvl.read_bandwidth / np.maximum(rb, 1e-300)), slow)
-            if lvl.write_bandwidth is not None:
-                slow = np.where(lvl.write_bandwidth < wb, np.minimum(slow, lvl.write_bandwidth / np.maximum(wb, 1e-300)), slow)
-            if lvl.shared_bandwidth is not None:
-                tot = rb + wb
-                slow = np.where(lvl.shared_bandwidth < tot, np.minimum(slow, lvl.shared_bandwidth / np.maximum(tot, 1e-300)), slow)
-            lc = np.ceil(cc / slow).astype(np.int64)
             level_cycles[:, L] = lc
             cycles = np.maximum(cycles, lc)
         cycles = np.where(valid, cycles, 0)
         return BatchResult(cycles, np.where(valid, energy, np.inf), valid, level_cycles)
+
+
+def level_costs(lvl, c, reads, fills, updates, compute_cycles):
+    """Energy per instance and cycles of one level, per row, from per-tensor access counts.
+
+    ``reads``/``fills``/``updates`` are indexed [tensor, row]. Same operations in the same order as
+    the reference model (per-block energy; Timeloop's bandwidth throttling in double precision).
+    """
+    cc = compute_cycles.astype(np.float64)
+    rows = cc.shape[0]
+    b = lvl.block_size
+    rb = np.zeros(rows)
+    wb = np.zeros(rows)
+    e = np.zeros(rows)
+    for rd, fl, up in zip(reads, fills, updates):
+        rb = rb + rd / cc
+        wb = wb + (up + fl) / cc
+        e = e + (-(-rd // b)) * c.read_pJ + (-(-fl // b)) * c.write_pJ + (-(-up // b)) * c.write_pJ
+    slow = np.ones(rows)
+    if lvl.read_bandwidth is not None:
+        slow = np.where(lvl.read_bandwidth < rb, np.minimum(slow, lvl.read_bandwidth / np.maximum(rb, 1e-300)), slow)
+    if lvl.write_bandwidth is not None:
+        slow = np.where(lvl.write_bandwidth < wb, np.minimum(slow, lvl.write_bandwidth / np.maximum(wb, 1e-300)), slow)
+    if lvl.shared_bandwidth is not None:
+        tot = rb + wb
+        slow = np.where(lvl.shared_bandwidth < tot, np.minimum(slow, lvl.shared_bandwidth / np.maximum(tot, 1e-300)), slow)
+    return e, np.ceil(cc / slow).astype(np.int64)

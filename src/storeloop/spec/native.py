@@ -320,3 +320,26 @@ def _fanout_text(arch: Arch, li: int) -> str:
     total, fx, fy = arch.fanout(li)
     return f"at most {total} spatial instances below {arch.levels[li].name} ({fx} along X, {fy} along Y)"
 
+
+
+def mapping_to_native(mapping: Mapping, arch: Arch, workload: Workload) -> dict:
+    """A storeloop mapping document (loops outer -> inner) that loads back to ``mapping``."""
+    def loops(ls) -> str:
+        return " ".join(f"{workload.dims[lp.dim]}={lp.factor}" for lp in ls)
+
+    levels = []
+    for lvl, lm in zip(arch.levels, mapping.levels):
+        entry: dict = {"level": lvl.name, "temporal": loops(lm.temporal)}
+        xs = [lp for lp in lm.spatial if lp.axis == "X"]
+        ys = [lp for lp in lm.spatial if lp.axis == "Y"]
+        if xs:
+            entry["spatial"] = loops(xs)
+        if ys:
+            entry["spatial_y"] = loops(ys)
+        if lm.keep is not None:
+            entry["keep"] = [t.name for t in workload.tensors if t.name in lm.keep]
+        levels.append(entry)
+    doc = {"levels": levels}
+    if mapping.name:
+        doc = {"name": mapping.name, **doc}
+    return {"mapping": doc}

@@ -1,0 +1,163 @@
+"""Map-space constraints from YAML: storeloop's own format and Timeloop v0.3 ``mapspace_constraints``.
+
+storeloop format (``mappings/*.constraints.yaml``)::
+
+    constraints:
+      min_spatial_utilization: 1.0        # of every fanout (0..1)
+      levels:
+        - level: DRAM
+          temporal: {N: 512, J: "<=8", D: ">=2", K: "1..2"}   # fixed or bounded factors
+          spatial: {J: 2}                  # X; spatial_y for Y
+          permutation: [C, K, D, J, N]     # outer -> inner, may be partial
+          keep: [A, C]                     # or bypass: [B]
+          stationary: C                    # C is reused across the innermost loop (output-stationary)
+
+Timeloop v0.3: a list under ``mapspace_constraints`` (or ``mapspace: {constraints: ...}``) of
+``{target, type: temporal|spatial|bypass|datatype, factors: "N=512 J=8", permutation: "NJ"
+(innermost first), keep: [...], bypass: [...]}``; a factor of 0 leaves the dimension free.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from storeloop.mapper.space import Constraints, LevelConstraint
+from storeloop.spec.types import Arch, Workload
+from storeloop.spec.yamlio import error_at, load
+from storeloop.units import ExpressionError, integer
+
+BOUND_HELP = "an integer factor, '<=N', '>=N' or 'A..B'"
+
+
+def _range(text, doc, loc) -> tuple[int, int]:
+    s = str(text).replace(" ", "")
+    try:
+        if s.startswith("<="):
+            return 1, integer(s[2:])
+        if s.startswith(">="):
+            return integer(s[2:]), 1 << 62
+        if ".." in s:
+            a, b = s.split("..", 1)
+            return integer(a), integer(b)
+        v = integer(s)
+        return v, v
+    except ExpressionError as exc:
+        raise error_at(doc, loc, str(exc), allowed=BOUND_HELP) from None
+
+
+def _dim(name, workload: Workload, doc, loc) -> int:
+    dims = {d.upper(): i for i, d in enumerate(workload.dims)}
+    if str(name).upper() not in dims:
+        raise error_at(doc, loc, f"unknown dimension {name!r}", allowed=", ".join(workload.dims))
+    return dims[str(name).upper()]
+
+
+def _tensors(value, workload: Workload, doc, loc) -> frozenset[str]:
+    names = [t.name for t in workload.tensors]
+    if not isinstance(value, list):
+        raise error_at(doc, loc, "must be a list of tensor names", allowed=", ".join(names))
+    for i, t in enumerate(value):
+        if t not in names:
+            raise error_at(doc, loc + (i,), f"unknown tensor {t!r}", allowed=", ".join(names))
+    return frozenset(value)
+
+
+def _level(name, arch: Arch, doc, loc) -> int:
+    names = [lvl.name for lvl in arch.levels]
+    short = str(name).split(".")[-1].split("[")[0]
+    if short not in names:
+        raise error_at(doc, loc, f"unknown level {name!r}", allowed=", ".join(names))
+    return names.index(short)
+
+
+def load_constraints(path: str | Path, arch: Arch, workload: Workload) -> Constraints:
+    doc = load(path)
+    if isinstance(doc, dict) and "constraints" in doc:
+        return _native(doc, arch, workload, str(path))
+    if isinstance(doc, dict) and ("mapspace_constraints" in doc or "mapspace" in doc):
+        return _timeloop(doc, arch, workload, str(path))
+    raise error_at(doc, (), "not a constraints file",
+                   allowed="a top-level 'constraints:' (storeloop) or 'mapspace_constraints:' (Timeloop v0.3)")
+
+
+def _native(doc, arch: Arch, workload: Workload, source: str) -> Constraints:
+    root = doc["constraints"]
+    out = Constraints(source=source)
+    if not isinstance(root, dict):
+        raise error_at(doc, ("constraints",), "must be a mapping", allowed="levels, min_spatial_utilization")
+    for key in root:
+        if key not in ("levels", "min_spatial_utilization"):
+            raise error_at(doc, ("constraints", key), f"unknown field {key!r}", allowed="levels, min_spatial_utilization")
+    if "min_spatial_utilization" in root:
+        v = root["min_spatial_utilization"]
+        if not isinstance(v, (int, float)) or not 0 <= v <= 1:
+            raise error_at(doc, ("constraints", "min_spatial_utilization"), f"{v!r} is not a fraction", allowed="0 .. 1")
+        out.min_spatial_utilization = float(v)
+    allowed = "level, temporal, spatial, spatial_y, permutation, keep, bypass, stationary"
+    for i, entry in enumerate(root.get("levels") or []):
+        loc = ("constraints", "levels", i)
+        if not isinstance(entry, dict) or "level" not in entry:
+            raise error_at(doc, loc, "each entry needs 'level'", allowed=allowed)
+        L = _level(entry["level"], arch, doc, loc + ("level",))
+        c = out.levels.setdefault(L, LevelConstraint())
+        for key, value in entry.items():
+            kl = loc + (key,)
+            if key == "level":
+                continue
+            if key in ("temporal", "spatial", "spatial_y"):
+                if not isinstance(value, dict):
+                    raise error_at(doc, kl, "must map dimensions to factors", allowed=BOUND_HELP)
+                target = {"temporal": c.temporal, "spatial": c.spatial_x, "spatial_y": c.spatial_y}[key]
+                for dname, bound in value.items():
+                    target[_dim(dname, workload, doc, kl + (dname,))] = _range(bound, doc, kl + (dname,))
+            elif key == "permutation":
+                names = value.split() if isinstance(value, str) else value
+                c.permutation = [_dim(d, workload, doc, kl) for d in names]
+            elif key in ("keep", "bypass"):
+                setattr(c, key, _tensors(value, workload, doc, kl))
+            elif key == "stationary":
+                _tensors([value], workload, doc, kl)
+                c.stationary = value
+            else:
+                raise error_at(doc, kl, f"unknown field {key!r}", allowed=allowed)
+        if c.keep and c.bypass and c.keep & c.bypass:
+            raise error_at(doc, loc, f"{sorted(c.keep & c.bypass)} both kept and bypassed")
+    return out
+
+
+def _timeloop(doc, arch: Arch, workload: Workload, source: str) -> Constraints:
+    key = ("mapspace_constraints",) if "mapspace_constraints" in doc else ("mapspace", "constraints")
+    entries = doc
+    for k in key:
+        entries = entries.get(k) if isinstance(entries, dict) else None
+    if not isinstance(entries, list):
+        raise error_at(doc, key, "must be a list of constraints", allowed="{target, type, factors, permutation, keep, bypass}")
+    out = Constraints(source=source)
+    for i, e in enumerate(entries):
+        loc = key + (i,)
+        if not isinstance(e, dict) or "target" not in e or "type" not in e:
+            raise error_at(doc, loc, "each constraint needs 'target' and 'type'", allowed="temporal, spatial, bypass, datatype")
+        L = _level(e["target"], arch, doc, loc + ("target",))
+        c = out.levels.setdefault(L, LevelConstraint())
+        kind = e["type"]
+        if kind in ("bypass", "datatype"):
+            if "keep" in e:
+                c.keep = _tensors(e["keep"], workload, doc, loc + ("keep",))
+            if "bypass" in e:
+                c.bypass = _tensors(e["bypass"], workload, doc, loc + ("bypass",))
+            continue
+        if kind not in ("temporal", "spatial"):
+            raise error_at(doc, loc + ("type",), f"unknown type {kind!r}", allowed="temporal, spatial, bypass, datatype")
+        target = c.temporal if kind == "temporal" else c.spatial_x
+        for tok in str(e.get("factors", "")).split():
+            name, _, val = tok.partition("=")
+            if not val:                     # 'N512' form
+                name, val = tok[0], tok[1:]
+            d = _dim(name, workload, doc, loc + ("factors",))
+            f = _range(val, doc, loc + ("factors",))
+            if f != (0, 0):
+                target[d] = f
+        if "permutation" in e and kind == "temporal":
+            perm = [_dim(ch, workload, doc, loc + ("permutation",)) for ch in str(e["permutation"]) if ch.strip()]
+            c.permutation = list(reversed(perm))       # Timeloop lists innermost first
+    return out

@@ -1,0 +1,49 @@
+"""What the mapper minimizes. Lower bounds of cycles and energy bound every objective below."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from storeloop.errors import SpecError
+
+NAMES = {"delay,energy": "lexicographic: fewest cycles, then least energy (the thesis's criterion)",
+         "delay": "fewest cycles", "energy": "least energy", "edp": "energy x delay",
+         "area-energy": "area x energy"}
+
+
+class Objective:
+    def __init__(self, name: str, area_um2: float = 1.0):
+        name = name.replace(" ", "")
+        if name not in NAMES:
+            raise SpecError(f"unknown objective {name!r}", field="--objective",
+                            allowed=", ".join(NAMES))
+        self.name, self.area = name, area_um2
+        self.lexicographic = name == "delay,energy"
+
+    def score(self, cycles, energy):
+        """One number per candidate (the lexicographic objective compares (cycles, energy))."""
+        c = np.asarray(cycles, dtype=np.float64)
+        e = np.asarray(energy, dtype=np.float64)
+        return {"delay": c, "delay,energy": c, "energy": e, "edp": c * e, "area-energy": self.area * e}[self.name]
+
+    def value(self, cycles: int, energy: float) -> float:
+        return float(self.score(cycles, energy))
+
+    def argbest(self, cycles, energy) -> int:
+        """Index of the best candidate; ties go to the first."""
+        if self.lexicographic:
+            return int(np.lexsort((np.arange(len(cycles)), energy, cycles))[0])
+        return int(np.argmin(self.score(cycles, energy)))
+
+    def better(self, cycles, energy, best: tuple) -> bool:
+        """Strictly better than ``best`` = (cycles, energy)."""
+        if self.lexicographic:
+            return (cycles, energy) < best
+        return self.score(cycles, energy) < self.score(*best)
+
+    def dominated(self, clb, elb, best: tuple):
+        """True where lower bounds (clb, elb) show no candidate can be strictly better than best."""
+        bc, be = best
+        if self.lexicographic:
+            return (clb > bc) | ((clb >= bc) & (elb >= be))
+        return self.score(clb, elb) >= self.score(bc, be)

@@ -1,0 +1,235 @@
+"""Search strategies. They see candidates and their costs (or cost bounds), never model internals.
+
+* :func:`branch_and_bound` walks the :class:`~storeloop.mapper.tree.Tree` depth first, children
+  in order of their lower bounds, and drops every subtree whose bound shows it cannot beat the
+  best mapping found so far. When it finishes, the best mapping is optimal for the objective
+  over the whole (constrained) map space. Several processes split the top-level subtrees; each
+  starts from the same first incumbent and ties go to the earliest subtree, so the answer does
+  not depend on scheduling.
+* :func:`random_search` samples mappings like Timeloop's ``random`` / ``random-pruned`` mappers
+  and stops after ``victory`` consecutive valid samples that did not improve (for comparison).
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+
+from storeloop.errors import MappingError
+from storeloop.mapper.objective import Objective
+from storeloop.mapper.space import MapSpace, divisors
+from storeloop.mapper.tree import Tree
+from storeloop.model.fast import FastModel
+from storeloop.spec.types import LevelMapping, Loop, Mapping
+
+
+@dataclass
+class Found:
+    cycles: int | None = None
+    energy_pJ: float | None = None
+    mapping: Mapping | None = None
+    complete: bool = False           # the whole space was covered (exhaustively or by bounds)
+    stopped: str | None = None       # "time limit", "interrupted", "victory condition"
+    stats: dict = field(default_factory=dict)
+
+
+class _Stop(Exception):
+    pass
+
+
+class _DFS:
+    def __init__(self, tree: Tree, objective: Objective, deadline: float | None):
+        self.tree, self.obj, self.deadline = tree, objective, deadline
+        self.best: tuple | None = None          # (cycles, energy, choice)
+        self.t0 = time.monotonic()
+        self.trace: list[tuple] = []             # (seconds, cycles, energy) of each new best
+
+    def key(self):
+        return None if self.best is None else self.best[:2]
+
+    def visit(self, node) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise _Stop("time limit")
+        out = self.tree.expand(node, self.key(), self.obj)
+        if node.depth == self.tree.nlev - 1:
+            if out:
+                self.best = out
+                self.trace.append((round(time.monotonic() - self.t0, 3), out[0], out[1]))
+            return
+        self.walk(out)
+
+    def walk(self, ch, indices=None) -> None:
+        idx = range(len(ch.row)) if indices is None else indices
+        for k, i in enumerate(idx):
+            if self.best is not None and self.obj.dominated(ch.clb[i], ch.elb[i], self.key()):
+                if indices is None:              # sorted by bound: everything after is dominated too
+                    self.tree.stats["pruned_bound"] += len(ch.row) - i
+                    return
+                self.tree.stats["pruned_bound"] += 1
+                continue
+            self.visit(self.tree.child(ch, i))
+
+
+def _progress(done: int, total: int, best, start: float) -> None:
+    if not sys.stderr.isatty():
+        return
+    width = 30
+    fill = int(width * done / max(total, 1))
+    b = f"best {best[0]:,} cycles, {best[1] / 1e12:.6g} J" if best else "no valid mapping yet"
+    sys.stderr.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {done}/{total} subtrees  {b}  {time.monotonic() - start:.1f} s ")
+    sys.stderr.flush()
+
+
+_WORKER: dict = {}
+
+
+def _worker(args):
+    share, nshare, first_best, deadline = args
+    tree, obj = _WORKER["tree"], _WORKER["objective"]
+    dfs = _DFS(tree, obj, deadline)
+    dfs.best = first_best
+    root_children = tree.expand(tree.root(), first_best[:2] if first_best else None, obj)
+    tree.stats = dict.fromkeys(tree.stats, 0)          # count only this share's work
+    mine = [i for i in range(len(root_children.row)) if i % nshare == share]
+    stopped = None
+    try:
+        dfs.walk(root_children, mine)
+    except _Stop as exc:
+        stopped = str(exc)
+    except KeyboardInterrupt:
+        stopped = "interrupted"
+    return dfs.best, stopped, tree.stats
+
+
+def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | None = None,
+                     threads: int = 1, progress: bool = True) -> Found:
+    """Exact search. For cycle-first objectives it first looks only for mappings at the cycle lower
+    bound (aspiration), then at 1%, 10% above it, then anywhere: a stage that finds a mapping has
+    covered every mapping that could beat it, so its best is optimal for the whole space."""
+    start = time.monotonic()
+    deadline = None if time_limit is None else start + time_limit
+    stages = [tree.global_lb, tree.global_lb * 1.01, tree.global_lb * 1.1, None] \
+        if objective.name in ("delay", "delay,energy") else [None]
+    found = None
+    for aspiration in stages:
+        found = _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration)
+        if found.mapping is not None or found.stopped:
+            break
+    found.stats["seconds"] = time.monotonic() - start
+    return found
+
+
+def _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration) -> Found:
+    dfs = _DFS(tree, objective, deadline)
+    if aspiration is not None:
+        dfs.best = (aspiration, math.inf, None)      # a virtual incumbent: prune whatever is slower
+    stopped = None
+    try:
+        root = tree.root()
+        ch = tree.expand(root, dfs.key(), objective)
+        total = len(ch.row)
+        if threads <= 1 or total < 2:
+            for i in range(total):
+                if dfs.best is not None and objective.dominated(ch.clb[i], ch.elb[i], dfs.key()):
+                    tree.stats["pruned_bound"] += total - i
+                    break
+                dfs.visit(tree.child(ch, i))
+                if progress:
+                    _progress(i + 1, total, dfs.best, start)
+        else:
+            dfs.visit(tree.child(ch, 0))             # a first incumbent every process starts from
+            _WORKER.update(tree=tree, objective=objective)
+            ctx = multiprocessing.get_context("fork")
+            with ctx.Pool(threads) as pool:
+                outs = pool.map(_worker, [(s, threads, dfs.best, deadline) for s in range(threads)])
+            for best, why, stats in outs:                # earliest share first: ties keep the first
+                stopped = stopped or why
+                for k, v in stats.items():
+                    tree.stats[k] += v
+                if best is not None and (dfs.best is None or objective.better(best[0], best[1], dfs.key())):
+                    dfs.best = best
+    except _Stop as exc:
+        stopped = str(exc)
+    except KeyboardInterrupt:
+        stopped = "interrupted"
+    if progress and sys.stderr.isatty():
+        sys.stderr.write("\n")
+    found = Found(stats=dict(tree.stats), complete=stopped is None, stopped=stopped)
+    found.stats["improvements"] = dfs.trace
+    if dfs.best is not None and dfs.best[2] is not None:
+        found.cycles, found.energy_pJ = dfs.best[0], dfs.best[1]
+        found.mapping = tree.mapping(dfs.best[2])
+    return found
+
+
+# ---------------------------------------------------------------------- random sampling
+def sample(space: MapSpace, rng: random.Random, pruned: bool) -> Mapping:
+    """One random mapping of the space: random keep sets, splits, factors and loop orders."""
+    rem = list(space.workload.bounds)
+    levels = []
+    for L in range(space.nlev):
+        opts = [o for o in space.spatial_options[L]
+                if all(r % (x * y) == 0 for r, x, y in zip(rem, *o))]
+        x, y = rng.choice(opts) if opts else ([1] * space.ndims, [1] * space.ndims)
+        tf = []
+        for d in range(space.ndims):
+            left = rem[d] // (x[d] * y[d])
+            lo, hi = space.temporal_range(L, d)
+            cands = [left] if L == space.nlev - 1 else [f for f in divisors(left) if lo <= f <= hi] or [1]
+            tf.append(rng.choice(cands))
+            rem[d] = left // tf[-1]
+        if pruned:
+            pattern = sum(1 << ci for ci, (_, ds) in enumerate(space.classes) if math.prod(tf[d] for d in ds) > 1)
+            perm = rng.choice(space.orders[L][pattern] or [tuple(range(len(space.classes)))])
+            dims = [d for ci in perm for d in space.classes[ci][1]]
+        else:
+            dims = list(range(space.ndims))
+            rng.shuffle(dims)
+        mask = rng.choice(space.keep_masks[L])
+        keep = frozenset(n for i, n in enumerate(space.names) if mask >> i & 1)
+        levels.append(LevelMapping(tuple(Loop(d, tf[d]) for d in dims if tf[d] > 1),
+                                   tuple(Loop(d, x[d], True, "X") for d in range(space.ndims) if x[d] > 1)
+                                   + tuple(Loop(d, y[d], True, "Y") for d in range(space.ndims) if y[d] > 1),
+                                   None if len(keep) == len(space.names) else keep))
+    return Mapping(tuple(levels))
+
+
+def random_search(space: MapSpace, model: FastModel, objective: Objective, *, victory: int = 500,
+                  time_limit: float | None = None, seed: int = 0, pruned: bool = True) -> Found:
+    rng = random.Random(seed)
+    start = time.monotonic()
+    found = Found(stats={"candidates": 0, "complete": 0, "pruned_capacity": 0, "pruned_bound": 0})
+    since = 0
+    try:
+        while since < victory:
+            if time_limit is not None and time.monotonic() - start > time_limit:
+                found.stopped = "time limit"
+                break
+            m = sample(space, rng, pruned)
+            found.stats["candidates"] += 1
+            try:
+                s = model.evaluate(m)
+            except MappingError:
+                found.stats["pruned_capacity"] += 1
+                continue
+            found.stats["complete"] += 1
+            since += 1
+            if found.cycles is None or objective.better(s.cycles, s.energy_pJ, (found.cycles, found.energy_pJ)):
+                found.cycles, found.energy_pJ, found.mapping = s.cycles, s.energy_pJ, m
+                since = 0
+        else:
+            found.stopped = "victory condition"
+    except KeyboardInterrupt:
+        found.stopped = "interrupted"
+    found.stats["seconds"] = time.monotonic() - start
+    return found
+
+
+def default_threads() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+

@@ -1,0 +1,161 @@
+"""The map space of one (arch, workload, constraints): what may be chosen at each level.
+
+A mapping is built level by level from the outermost: at each storage level, which tensors it
+keeps, the spatial factors of its fanout (X and Y), the temporal factors and the order of its
+temporal loops. Two exact reductions keep the space small without losing any distinct cost:
+
+* **Loop orders by relevance class.** Dimensions that index the same set of tensors form a class;
+  swapping two loops of one class changes no tile, no reuse and no access count. Within a level
+  only the order of classes can matter, and of those orders only the ones that give some tensor a
+  different set of loops below its innermost relevant loop (its reuse) are distinct. Per level and
+  per pattern of classes that have a factor > 1, :class:`MapSpace` keeps one order per distinct
+  reuse signature.
+* **Dominance.** Without a user permutation, a class that indexes every tensor goes outermost and
+  a class that indexes none goes innermost: any other place can only add iterations above some
+  tensor's innermost relevant loop, never remove them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+from storeloop.errors import StoreloopError
+from storeloop.spec.types import Arch, Workload
+
+
+def divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+@dataclass
+class LevelConstraint:
+    """What a user fixed at one level. ``None`` means free."""
+
+    temporal: dict[int, tuple[int, int]] = field(default_factory=dict)   # dim -> (min, max) factor
+    spatial_x: dict[int, tuple[int, int]] = field(default_factory=dict)
+    spatial_y: dict[int, tuple[int, int]] = field(default_factory=dict)
+    permutation: list[int] | None = None          # dims, outer -> inner (a partial order)
+    keep: frozenset[str] | None = None             # tensors that must be kept
+    bypass: frozenset[str] | None = None           # tensors that must be bypassed
+    stationary: str | None = None                  # tensor that must be reused across the innermost loop
+
+
+@dataclass
+class Constraints:
+    levels: dict[int, LevelConstraint] = field(default_factory=dict)
+    min_spatial_utilization: float = 0.0
+    source: str = "none"
+
+    def at(self, level: int) -> LevelConstraint:
+        return self.levels.get(level, LevelConstraint())
+
+
+class MapSpace:
+    def __init__(self, arch: Arch, workload: Workload, constraints: Constraints | None = None):
+        if not all(len(r) == 1 and r[0][1] == 1 for t in workload.tensors for r in t.ranks):
+            raise StoreloopError(f"the mapper needs an einsum whose tensor indices are plain dimensions; "
+                                 f"workload {workload.name!r} has sliding-window (affine) indices. "
+                                 f"Evaluate fixed mappings of it with 'storeloop model'.")
+        self.arch, self.workload = arch, workload
+        self.constraints = constraints or Constraints()
+        self.nlev = len(arch.levels)
+        self.ndims = len(workload.dims)
+        self.names = [t.name for t in workload.tensors]
+        self.relevant = [[d in t.dims() for d in range(self.ndims)] for t in workload.tensors]
+        # relevance classes over dims with a bound > 1
+        sigs: dict[frozenset[int], list[int]] = {}
+        for d in range(self.ndims):
+            if workload.bounds[d] > 1:
+                sigs.setdefault(frozenset(ti for ti in range(len(self.names)) if self.relevant[ti][d]), []).append(d)
+        self.classes = list(sigs.items())                 # [(tensor set, dims)]
+        self.fanouts = [arch.fanout(i) for i in range(self.nlev)]
+        self.spatial_options = [self._spatial_options(L) for L in range(self.nlev)]
+        self.orders = [self._orders(L) for L in range(self.nlev)]
+        self.keep_masks = [self._keep_masks(L) for L in range(self.nlev)]
+
+    # ------------------------------------------------------------------ spatial
+    def _spatial_options(self, L: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+        """(X factors, Y factors) per dim, within the fanout below level L."""
+        total, fx, fy = self.fanouts[L]
+        c = self.constraints.at(L)
+        dims = [d for d in range(self.ndims) if self.workload.bounds[d] > 1]
+
+        def axis(limit: int, fixed: dict[int, tuple[int, int]]) -> list[tuple[int, ...]]:
+            per_dim = []
+            for d in range(self.ndims):
+                lo, hi = fixed.get(d, (1, limit))
+                opts = [f for f in divisors(self.workload.bounds[d]) if f <= limit and lo <= f <= hi] if d in dims else [1]
+                per_dim.append(opts or [None])
+            out = []
+            for combo in itertools.product(*per_dim):
+                if None not in combo and math.prod(combo) <= limit:
+                    out.append(tuple(combo))
+            return out
+
+        xs = axis(fx, c.spatial_x)
+        ys = axis(fy, c.spatial_y) if fy > 1 or c.spatial_y else [tuple([1] * self.ndims)]
+        opts = [(x, y) for x in xs for y in ys if math.prod(x) * math.prod(y) <= total]
+        need = self.constraints.min_spatial_utilization
+        if need > 0 and total > 1:
+            opts = [o for o in opts if math.prod(o[0]) * math.prod(o[1]) >= need * total]
+        return opts
+
+    # ------------------------------------------------------------------ loop orders
+    def _orders(self, L: int) -> dict[int, list[tuple[int, ...]]]:
+        """Presence pattern (bit per class with factor > 1) -> distinct class orders, outer -> inner."""
+        ntens = len(self.names)
+        c = self.constraints.at(L)
+        k = len(self.classes)
+        allowed = []
+        for perm in itertools.permutations(range(k)):
+            if c.permutation is None:
+                # dominance: all-relevant classes outermost, classes relevant to nothing innermost
+                kinds = [0 if len(self.classes[ci][0]) == ntens else 2 if not self.classes[ci][0] else 1
+                         for ci in perm]
+                if kinds != sorted(kinds):
+                    continue
+            else:
+                cls_of = {d: ci for ci, (_, ds) in enumerate(self.classes) for d in ds}
+                seq = [cls_of[d] for d in c.permutation if d in cls_of]
+                pos = {ci: i for i, ci in enumerate(perm)}
+                if any(pos[a] > pos[b] for a, b in zip(seq, seq[1:]) if a != b):
+                    continue
+            allowed.append(perm)
+        out: dict[int, list[tuple[int, ...]]] = {}
+        for pattern in range(1 << k):
+            seen = {}
+            for perm in allowed:
+                present = [ci for ci in perm if pattern >> ci & 1]
+                sig = []
+                for ti in range(ntens):
+                    rel = [i for i, ci in enumerate(present) if ti in self.classes[ci][0]]
+                    sig.append(frozenset(present[rel[-1] + 1:]) if rel else None)
+                if c.stationary is not None:
+                    ti = self.names.index(c.stationary)
+                    if present and ti in self.classes[present[-1]][0]:
+                        continue                      # innermost loop must not index the stationary tensor
+                seen.setdefault(tuple(sig), perm)
+            out[pattern] = list(seen.values())
+        return out
+
+    # ------------------------------------------------------------------ keep / bypass
+    def _keep_masks(self, L: int) -> list[int]:
+        n = len(self.names)
+        if L == 0:
+            return [(1 << n) - 1]                     # the outermost level backs every tensor
+        c = self.constraints.at(L)
+        masks = []
+        for m in range(1 << n):
+            kept = {self.names[i] for i in range(n) if m >> i & 1}
+            if c.keep is not None and not c.keep <= kept:
+                continue
+            if c.bypass is not None and kept & c.bypass:
+                continue
+            masks.append(m)
+        return masks
+
+    def temporal_range(self, L: int, d: int) -> tuple[int, int]:
+        return self.constraints.at(L).temporal.get(d, (1, self.workload.bounds[d]))

@@ -1,0 +1,344 @@
+"""The map space as a search tree, with exact costs at the leaves and lower bounds inside.
+
+A node is a partial mapping that has chosen the loops of every level above ``depth`` and which
+tensors level ``depth`` keeps. Expanding it chooses level ``depth``'s spatial factors, temporal
+factors and loop order, and the keep set of the next level; every child of a node is generated
+and bounded at once with NumPy.
+
+Why top-down works: the words that enter a level depend only on the loops *above* it (its tile is
+the product of everything that is left, its repetitions are the loops above down to the innermost
+one that indexes the tensor). So when a child enters level ``depth + 1`` its fills and the reads of
+each tensor's parent level are final; what is still open are reads of the innermost kept levels,
+and those are bounded below by the words that would enter ``depth + 1`` (any deeper child must
+receive at least that much). Per-level traffic over bandwidth and the compute product give a cycle
+lower bound; the final counts so far plus the open bounds give an energy lower bound. Leaves are
+priced with :func:`storeloop.model.batch.level_costs`, the exact arithmetic of the model.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from dataclasses import dataclass
+
+import numpy as np
+
+from storeloop.mapper.space import MapSpace, divisors
+from storeloop.model.batch import level_costs
+from storeloop.spec.types import EnergyTable, LevelMapping, Loop, Mapping
+
+RD, FL, UP = 0, 1, 2
+SAFE = 1.0 - 1e-9          # lower bounds are shaved so float rounding can never prune an optimum
+
+
+def cartesian(lists: list[list[int]]) -> np.ndarray:
+    out = np.ones((1, 0), dtype=np.int64)
+    for opts in lists:
+        a = np.asarray(opts, dtype=np.int64)
+        out = np.concatenate([np.repeat(out, len(a), axis=0), np.tile(a, len(out))[:, None]], axis=1)
+    return out
+
+
+@dataclass
+class Node:
+    """One partial mapping (scalars and small arrays; ``depth`` = level whose loops come next)."""
+
+    depth: int
+    rem: np.ndarray        # (D,) what is left of each bound
+    P: int                 # product of the temporal factors chosen so far
+    rep: np.ndarray        # (T,) product of the loops down to each tensor's innermost relevant one
+    above: np.ndarray      # (D,) spatial product of the levels above `depth`
+    last: np.ndarray       # (T,) innermost level that keeps each tensor so far
+    scat: np.ndarray       # (T,) relevant spatial product since `last`
+    partl: np.ndarray      # (T,) partition size of each tensor at `last` (outputs)
+    blk: np.ndarray        # (T,) deepest level of an irrelevant spatial loop in the innermost spatial block
+    cnt: np.ndarray        # (levels, T, 3) reads, fills, updates per instance (final ones)
+    util: np.ndarray       # (levels,) utilized instances of each level entered so far
+    e_acc: float           # energy of the final counts (lower-bound arithmetic)
+    choice: tuple          # per decided level: (temporal (D,), X (D,), Y (D,), order, keep mask)
+    keep: int              # keep mask of level `depth`
+
+
+@dataclass
+class Children:
+    """Survivors of one expansion, best lower bound first."""
+
+    node: Node
+    rows: dict             # per-row arrays (combo x order)
+    row: np.ndarray        # row of each child
+    mask: np.ndarray       # keep mask of each child (of level depth + 1)
+    clb: np.ndarray
+    elb: np.ndarray
+
+
+class Tree:
+    def __init__(self, space: MapSpace, energy: EnergyTable):
+        self.space = space
+        self.arch, self.workload = space.arch, space.workload
+        w = self.workload
+        self.T, self.D, self.nlev = len(w.tensors), len(w.dims), space.nlev
+        self.bounds = np.array(w.bounds, dtype=np.int64)
+        self.rel = np.array(space.relevant, dtype=bool)                  # (T, D)
+        self.rw = np.array([t.read_write for t in w.tensors], dtype=bool)
+        self.costs = [energy.storage[lvl.name] for lvl in self.arch.levels]
+        self.compute_pJ = w.macs * energy.compute.read_pJ
+        self.class_of = np.full(self.D, -1)
+        for ci, (_, ds) in enumerate(space.classes):
+            self.class_of[ds] = ci
+        self.class_rel = np.array([[ti in ts for ts, _ in space.classes] for ti in range(self.T)], dtype=bool)
+        tot = [f[0] for f in space.fanouts]
+        self.cap_below = [math.prod(tot[L:]) for L in range(self.nlev)] + [1]
+        # energy per word of each action, for lower bounds
+        self.rpw = np.array([c.read_pJ / lvl.block_size for c, lvl in zip(self.costs, self.arch.levels)])
+        self.wpw = np.array([c.write_pJ / lvl.block_size for c, lvl in zip(self.costs, self.arch.levels)])
+        self.global_lb, self.bound_parts = self.lower_bound()
+        self.stats = {"candidates": 0, "complete": 0, "pruned_capacity": 0, "pruned_bound": 0}
+
+    # ------------------------------------------------------------------ root and global bound
+    def root(self) -> Node:
+        T, nlev = self.T, self.nlev
+        size = np.array([np.prod(self.bounds[self.rel[t]]) for t in range(T)], dtype=np.int64)
+        return Node(0, self.bounds.copy(), 1, np.ones(T, np.int64), np.ones(self.D, np.int64),
+                    np.zeros(T, np.int64), np.ones(T, np.int64), np.where(self.rw, size, 1), np.full(T, -1),
+                    np.zeros((nlev, T, 3), np.int64), np.ones(nlev, np.int64), 0.0, (), (1 << T) - 1)
+
+    def lower_bound(self) -> tuple[int, dict]:
+        """Cycles no mapping can beat: compulsory traffic of the backing level, and compute (exact)."""
+        w, arch = self.workload, self.arch
+        parts = {"compute": math.ceil(Fraction(w.macs, min(arch.compute.instances, self.cap_below[0])))}
+        reads = sum(w.tensor_elements(t) for t in w.tensors if not t.read_write)
+        writes = sum(w.tensor_elements(t) for t in w.tensors if t.read_write)
+        top = arch.levels[0]
+        bw = [(reads, top.read_bandwidth), (writes, top.write_bandwidth), (reads + writes, top.shared_bandwidth)]
+        parts[f"{top.name} compulsory traffic"] = max([math.ceil(Fraction(v) / Fraction(b)) for v, b in bw if b] or [0])
+        return max(parts.values()), parts
+
+    def _traffic_cycles(self, L: int, r, w):
+        lvl = self.arch.levels[L]
+        out = 0.0
+        if lvl.read_bandwidth is not None:
+            out = np.maximum(out, r / lvl.read_bandwidth)
+        if lvl.write_bandwidth is not None:
+            out = np.maximum(out, w / lvl.write_bandwidth)
+        if lvl.shared_bandwidth is not None:
+            out = np.maximum(out, (r + w) / lvl.shared_bandwidth)
+        return out
+
+    # ------------------------------------------------------------------ expansion
+    def _combos(self, n: Node) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        L, space = n.depth, self.space
+        last_level = L == self.nlev - 1
+        tf, xs, ys = [], [], []
+        for x, y in space.spatial_options[L]:
+            s = np.array(x) * np.array(y)
+            if np.any(n.rem % s):
+                continue
+            left = n.rem // s
+            lists = []
+            for d in range(self.D):
+                lo, hi = space.temporal_range(L, d)
+                opts = [int(left[d])] if last_level else divisors(int(left[d]))
+                lists.append([f for f in opts if lo <= f <= hi])
+            c = cartesian(lists)
+            if len(c):
+                tf.append(c)
+                xs.append(np.broadcast_to(np.array(x), c.shape))
+                ys.append(np.broadcast_to(np.array(y), c.shape))
+        if not tf:
+            z = np.zeros((0, self.D), np.int64)
+            return z, z, z
+        return np.concatenate(tf), np.concatenate(xs), np.concatenate(ys)
+
+    def _rows(self, n: Node) -> dict | None:
+        """Every (factors, order) of level n.depth, with the state each leaves for the next level."""
+        tf, sx, sy = self._combos(n)
+        if not len(tf):
+            return None
+        k = len(self.space.classes)
+        cp = np.ones((len(tf), k), np.int64)
+        for ci, (_, ds) in enumerate(self.space.classes):
+            cp[:, ci] = tf[:, ds].prod(axis=1)
+        pattern = ((cp > 1) * (1 << np.arange(k))).sum(axis=1)
+        idx, orders = [], []
+        for p in np.unique(pattern):
+            sel = np.nonzero(pattern == p)[0]
+            for perm in self.space.orders[n.depth][int(p)]:
+                idx.append(sel)
+                orders.extend([perm] * len(sel))
+        if not idx:
+            return None
+        idx = np.concatenate(idx)
+        tf, sx, sy, cp = tf[idx], sx[idx], sy[idx], cp[idx]
+        m = len(idx)
+        ids: dict[tuple, int] = {}
+        order_ids = np.array([ids.setdefault(o, len(ids)) for o in orders])
+        P = np.full(m, n.P, np.int64)
+        rep = np.broadcast_to(n.rep, (m, self.T)).copy()
+        for oid in np.unique(order_ids):
+            sel = order_ids == oid
+            perm = orders[int(np.argmax(sel))]
+            run = P[sel].copy()
+            r = rep[sel]
+            for ci in perm:
+                run = run * cp[sel, ci]
+                hit = (cp[sel, ci] > 1)[:, None] & self.class_rel[:, ci][None, :]
+                r = np.where(hit, run[:, None], r)
+            rep[sel] = r
+            P[sel] = run
+        s = sx * sy
+        rem = n.rem[None, :] // (tf * s)
+        above = n.above[None, :] * s
+        any_t = (tf > 1).any(axis=1)
+        blk = np.where(any_t[:, None], -1, n.blk[None, :])
+        irr_sp = ((s[:, None, :] > 1) & ~self.rel[None, :, :]).any(axis=2)      # (m, T)
+        blk = np.where(irr_sp, n.depth, blk)
+        scat = n.scat[None, :] * np.stack([np.where(self.rel[t], s, 1).prod(axis=1) for t in range(self.T)], axis=1)
+        tile = np.stack([np.where(self.rel[t], rem, 1).prod(axis=1) for t in range(self.T)], axis=1)
+        part = np.stack([np.where(self.rel[t], self.bounds // above, 1).prod(axis=1) for t in range(self.T)], axis=1)
+        return dict(tf=tf, sx=sx, sy=sy, orders=orders, P=P, rep=rep, rem=rem, above=above, blk=blk,
+                    scat=scat, tile=tile, arr=tile * rep, part=part, util=above.prod(axis=1))
+
+    def expand(self, n: Node, best: tuple | None, objective) -> Children | tuple:
+        """Children of an inner node (bounded, pruned, sorted), or the best leaf of a last-level node."""
+        rows = self._rows(n)
+        if rows is None:
+            return Children(n, {}, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0)) \
+                if n.depth < self.nlev - 1 else ()
+        if n.depth == self.nlev - 1:
+            return self._leaves(n, rows, best, objective)
+        L1 = n.depth + 1
+        lvl1 = self.arch.levels[L1]
+        masks = np.array(self.space.keep_masks[L1], dtype=np.int64)
+        m, T = len(rows["P"]), self.T
+        kept = ((masks[:, None] >> np.arange(T)[None, :]) & 1).astype(bool)          # (K, T)
+        arr, part, scat = rows["arr"], rows["part"], rows["scat"]
+        # what each tensor adds, kept at L1 or not: per level traffic (reads, writes) and energy
+        fill = np.where(self.rw[None, :], arr - part, arr)                            # (m, T)
+        used = (rows["tile"][:, None, :] * kept[None, :, :]).sum(axis=2)                # (m, K)
+        ok = np.ones((m, len(masks)), bool) if lvl1.size_words is None else used <= lvl1.size_words
+        self.stats["candidates"] += ok.size
+        self.stats["pruned_capacity"] += int((~ok).sum())
+        util1 = rows["util"].astype(np.float64)
+        tr_r = {l: np.full((m, len(masks)), float(n.cnt[l, :, RD].sum())) for l in range(L1 + 1)}
+        tr_w = {l: np.full((m, len(masks)), float(n.cnt[l, :, FL].sum() + n.cnt[l, :, UP].sum())) for l in range(L1 + 1)}
+        e = np.full((m, len(masks)), n.e_acc + self.compute_pJ)
+        innermost = L1 == self.nlev - 1 and self.cap_below[L1] == 1
+        cc_lb = (rows["P"] * -(-rows["rem"].prod(axis=1) // self.cap_below[L1])).astype(np.float64)
+        for t in range(T):
+            pl = int(n.last[t])
+            k = kept[None, :, t]
+            # the parent's reads (updates) of t: final if L1 keeps t, else a lower bound -- the same value
+            via = (arr[:, t] * scat[:, t]).astype(np.float64)
+            if self.rw[t]:
+                tr_r[pl] += (via - n.partl[t])[:, None]
+                tr_w[pl] += via[:, None]
+                e += ((via - n.partl[t]) * self.rpw[pl] + via * self.wpw[pl])[:, None] * float(n.util[pl])
+            else:
+                if innermost:      # bypassing the last level: every compute reads t from the parent
+                    via = np.where(k, via[:, None], np.maximum(via, cc_lb * scat[:, t])[:, None])
+                else:
+                    via = via[:, None]
+                tr_r[pl] += via
+                e += via * (self.rpw[pl] * float(n.util[pl]))
+            # kept at L1: its fill (final) and its own later reads (updates) >= what arrives (bound)
+            a = arr[:, t].astype(np.float64)
+            if self.rw[t]:
+                w1, r1 = fill[:, t] + a, a - part[:, t]
+            else:
+                w1, r1 = a, np.maximum(a, cc_lb) if innermost else a
+            tr_w[L1] += np.where(k, w1[:, None], 0.0)
+            tr_r[L1] += np.where(k, r1[:, None], 0.0)
+            e += np.where(k, ((w1 * self.wpw[L1] + r1 * self.rpw[L1]) * util1)[:, None], 0.0)
+        clb = np.broadcast_to(np.maximum(cc_lb, self.global_lb).astype(np.float64)[:, None], e.shape)
+        for l in range(L1 + 1):
+            clb = np.maximum(clb, self._traffic_cycles(l, tr_r[l], tr_w[l]) * SAFE)
+        clb = np.floor(clb)
+        e = e * SAFE
+        keepc = ok.copy()
+        if best is not None:
+            keepc &= ~objective.dominated(clb, e, best)
+            self.stats["pruned_bound"] += int((ok & ~keepc).sum())
+        r, c = np.nonzero(keepc)
+        order = np.lexsort((e[r, c], clb[r, c])) if objective.lexicographic else np.argsort(objective.score(clb[r, c], e[r, c]), kind="stable")
+        r, c = r[order], c[order]
+        return Children(n, rows, r, masks[c], clb[r, c], e[r, c])
+
+    def child(self, ch: Children, i: int) -> Node:
+        """Materialize the i-th surviving child as a node of the next level."""
+        n, rows = ch.node, ch.rows
+        j, mask = int(ch.row[i]), int(ch.mask[i])
+        L1 = n.depth + 1
+        cnt = n.cnt.copy()
+        last, scat, partl = n.last.copy(), rows["scat"][j].copy(), n.partl.copy()
+        util = n.util.copy()
+        util[L1] = rows["util"][j]
+        e_acc = n.e_acc
+        for t in range(self.T):
+            if not mask >> t & 1:
+                continue
+            pl = int(last[t])
+            a, p = int(rows["arr"][j, t]), int(rows["part"][j, t])
+            via = a * int(scat[t])
+            if self.rw[t]:
+                cnt[pl, t, UP] = via
+                cnt[pl, t, RD] = via - int(partl[t])
+                cnt[L1, t, FL] = a - p
+            else:
+                cnt[pl, t, RD] = via
+                cnt[L1, t, FL] = a
+            bpl, bl1 = self.arch.levels[pl].block_size, self.arch.levels[L1].block_size
+            e_acc += (-(-cnt[pl, t, RD] // bpl) * self.costs[pl].read_pJ
+                      + -(-cnt[pl, t, UP] // bpl) * self.costs[pl].write_pJ) * float(util[pl])
+            e_acc += -(-cnt[L1, t, FL] // bl1) * self.costs[L1].write_pJ * float(util[L1])
+            last[t], scat[t], partl[t] = L1, 1, p
+        choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["orders"][j], n.keep),)
+        return Node(L1, rows["rem"][j], int(rows["P"][j]), rows["rep"][j], rows["above"][j], last, scat, partl,
+                    rows["blk"][j], cnt, util, e_acc, choice, mask)
+
+    def _leaves(self, n: Node, rows: dict, best, objective):
+        """Exact cycles and energy of every complete mapping under a last-level node; the best one."""
+        m, T = len(rows["P"]), self.T
+        self.stats["candidates"] += m
+        self.stats["complete"] += m
+        cc = rows["P"]
+        cnt = np.broadcast_to(n.cnt, (m,) + n.cnt.shape).copy()
+        for t in range(T):
+            pl = int(n.last[t])
+            if self.rw[t]:
+                ca = np.where(rows["blk"][:, t] >= pl, rows["rep"][:, t], cc)
+                upd = ca * rows["scat"][:, t]
+                cnt[:, pl, t, UP] = upd
+                cnt[:, pl, t, RD] = upd - n.partl[t]
+            else:
+                cnt[:, pl, t, RD] = cc * rows["scat"][:, t]
+        cycles = cc.copy()
+        energy = np.full(m, self.compute_pJ)
+        for L, lvl in enumerate(self.arch.levels):
+            e, lc = level_costs(lvl, self.costs[L], cnt[:, L, :, RD].T, cnt[:, L, :, FL].T, cnt[:, L, :, UP].T, cc)
+            energy = energy + e * n.util[L]
+            cycles = np.maximum(cycles, lc)
+        i = objective.argbest(cycles, energy)
+        if best is not None and not objective.better(cycles[i], energy[i], best):
+            return ()
+        j = int(i)
+        choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["orders"][j], n.keep),)
+        return (int(cycles[j]), float(energy[j]), choice)
+
+    # ------------------------------------------------------------------ output
+    def mapping(self, choice: tuple, name: str | None = None) -> Mapping:
+        """The storeloop Mapping of a complete choice (loops with factor 1 are left out)."""
+        levels = []
+        perm_dims = {L: self.space.constraints.at(L).permutation for L in range(self.nlev)}
+        for L, (tf, sx, sy, order, keep) in enumerate(choice):
+            temporal = []
+            for ci in order:
+                ds = list(self.space.classes[ci][1])
+                pref = perm_dims[L] or []
+                ds.sort(key=lambda d: (pref.index(d) if d in pref else len(pref), d))
+                temporal += [Loop(d, int(tf[d])) for d in ds if tf[d] > 1]
+            spatial = [Loop(d, int(sx[d]), True, "X") for d in range(self.D) if sx[d] > 1]
+            spatial += [Loop(d, int(sy[d]), True, "Y") for d in range(self.D) if sy[d] > 1]
+            kept = frozenset(self.space.names[t] for t in range(self.T) if keep >> t & 1)
+            levels.append(LevelMapping(tuple(temporal), tuple(spatial),
+                                       None if len(kept) == self.T else kept))
+        return Mapping(tuple(levels), name)
