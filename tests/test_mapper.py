@@ -1,0 +1,183 @@
+"""The mapper: optimal against brute force, round trip through the model, determinism, constraints."""
+
+import itertools
+import json
+import math
+
+import pytest
+import yaml
+
+from conftest import VALIDATION, validation_cases
+from storeloop.cli import main
+from storeloop.errors import MappingError, StoreloopError
+from storeloop.mapper import map_workload
+from storeloop.mapper.constraints import load_constraints
+from storeloop.mapper.space import Constraints, LevelConstraint, divisors
+from storeloop.model.evaluate import evaluate
+from storeloop.model.fast import FastModel
+from storeloop.spec.native import workload_from_native
+from storeloop.spec.yamlio import loads
+from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload
+from storeloop.spec.types import (ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop, Mapping,
+                                  StorageLevel, Workload)
+
+
+def workload(einsum: str, bounds: dict[str, int]) -> Workload:
+    doc = {"workload": {"name": "t", "einsum": einsum, "bounds": bounds}}
+    return workload_from_native(loads(yaml.safe_dump(doc)))
+
+
+def arch(levels: list[StorageLevel], macs: int) -> Arch:
+    return Arch("t", tuple(levels), ComputeLevel("MAC", "intmac", macs))
+
+
+def table(a: Arch) -> EnergyTable:
+    costs = {"DRAM": (100.0, 120.0), "SRAM": (6.0, 7.5), "RF": (0.5, 0.6)}
+    return EnergyTable({lvl.name: ActionCosts(*costs[lvl.name], area_um2=10.0) for lvl in a.levels},
+                       ActionCosts(2.0, area_um2=5.0))
+
+
+def splits(n: int, slots: int):
+    if slots == 1:
+        yield (n,)
+        return
+    for f in divisors(n):
+        for rest in splits(n // f, slots - 1):
+            yield (f,) + rest
+
+
+def brute_force(a: Arch, w: Workload, e: EnergyTable):
+    """Every mapping (all splits, every permutation, every keep set), lexicographic best."""
+    model = FastModel(a, w, e)
+    nlev, T = len(a.levels), [t.name for t in w.tensors]
+    slots = [(L, False) for L in range(nlev)] + [(L, True) for L in range(nlev) if a.fanout(L)[0] > 1]
+    keeps = [frozenset(c) for r in range(len(T) + 1) for c in itertools.combinations(T, r)]
+    best = None
+    for per_dim in itertools.product(*[list(splits(b, len(slots))) for b in w.bounds]):
+        temporal = [[(d, per_dim[d][k]) for d in range(len(w.dims)) if per_dim[d][k] > 1]
+                    for k, (L, sp) in enumerate(slots) if not sp]
+        spatial = [[] for _ in range(nlev)]
+        for k, (L, sp) in enumerate(slots):
+            if sp:
+                spatial[L] = [Loop(d, per_dim[d][k], True) for d in range(len(w.dims)) if per_dim[d][k] > 1]
+        for perms in itertools.product(*[list(itertools.permutations(t)) for t in temporal]):
+            for ks in itertools.product(*[[None]] + [keeps] * (nlev - 1)):
+                m = Mapping(tuple(LevelMapping(tuple(Loop(d, f) for d, f in perms[L]), tuple(spatial[L]), ks[L])
+                                  for L in range(nlev)))
+                try:
+                    s = model.evaluate(m)
+                except MappingError:
+                    continue
+                if best is None or (s.cycles, s.energy_pJ) < best:
+                    best = (s.cycles, s.energy_pJ)
+    return best
+
+
+SMALL = [
+    # matmul over DRAM -> 2 x SRAM (spatial fanout) -> MAC, with a tight SRAM
+    (arch([StorageLevel("DRAM", "DRAM", shared_bandwidth=2.0),
+           StorageLevel("SRAM", "SRAM", instances=2, size_words=6, read_bandwidth=2.0, write_bandwidth=1.0)], 2),
+     workload("Z[m,n] = X[m,k] * Y[k,n]", {"M": 4, "N": 2, "K": 2})),
+    # an einsum with two dimensions of one relevance class (merged by the mapper), three levels
+    (arch([StorageLevel("DRAM", "DRAM", shared_bandwidth=1.0),
+           StorageLevel("SRAM", "SRAM", size_words=8, block_size=2, read_bandwidth=4.0, write_bandwidth=4.0),
+           StorageLevel("RF", "regfile", size_words=3)], 1),
+     workload("C[m,n] = A[m,k,l] * B[k,l,n]", {"M": 2, "N": 2, "K": 2, "L": 2})),
+]
+
+
+@pytest.mark.parametrize("a,w", SMALL, ids=["matmul-spatial", "merged-class"])
+def test_branch_and_bound_equals_brute_force(a, w):
+    e = table(a)
+    out = map_workload(a, w, e)
+    assert out.search["optimal"]
+    assert (out.result.cycles, out.result.energy_pJ) == pytest.approx(brute_force(a, w, e), rel=1e-12)
+
+
+@pytest.mark.parametrize("a,w", SMALL[:1], ids=["matmul-spatial"])
+def test_other_objectives_equal_brute_force_energy(a, w):
+    e = table(a)
+    best = map_workload(a, w, e, objective="energy").result.energy_pJ
+    model = FastModel(a, w, e)
+    assert best <= map_workload(a, w, e).result.energy_pJ
+    # the energy optimum is no worse than any sampled mapping
+    for seed in range(5):
+        r = map_workload(a, w, e, algorithm="random-pruned", seed=seed, victory=50)
+        assert best <= model.evaluate(r.mapping).energy_pJ + 1e-6
+
+
+def test_deterministic_and_threads_agree():
+    a, w = SMALL[1]
+    e = table(a)
+    one = map_workload(a, w, e)
+    again = map_workload(a, w, e)
+    two = map_workload(a, w, e, threads=2)
+    assert one.mapping == again.mapping == two.mapping
+    r1 = map_workload(a, w, e, algorithm="random", seed=3, victory=30)
+    r2 = map_workload(a, w, e, algorithm="random", seed=3, victory=30)
+    assert r1.mapping == r2.mapping
+
+
+def test_constraints_are_honoured():
+    a, w = SMALL[0]
+    e = table(a)
+    m, k = w.dim_index("M"), w.dim_index("K")
+    c = Constraints(levels={0: LevelConstraint(temporal={m: (4, 4)}), 1: LevelConstraint(bypass=frozenset({"Y"}))})
+    out = map_workload(a, w, e, constraints=c)
+    dram = out.mapping.levels[0]
+    assert math.prod(lp.factor for lp in dram.temporal if lp.dim == m) == 4
+    assert "Y" not in out.mapping.levels[1].keep
+    assert out.result.cycles >= map_workload(a, w, e).result.cycles
+    stat = Constraints(levels={1: LevelConstraint(stationary="Z")})
+    inner = [lp for lp in map_workload(a, w, e, constraints=stat).mapping.levels[1].temporal]
+    assert not inner or inner[-1].dim == k          # the innermost SRAM loop does not index Z
+
+
+def test_unsatisfiable_space_says_why(tmp_path):
+    a, w = SMALL[0]
+    c = Constraints(levels={1: LevelConstraint(temporal={0: (4, 4), 1: (2, 2), 2: (2, 2)}, keep=frozenset({"X", "Y", "Z"}))})
+    with pytest.raises(StoreloopError, match="no valid mapping.*exceed a level's capacity"):
+        map_workload(a, w, table(a), constraints=c)
+
+
+CORPUS = [c for c in validation_cases("valid") if c.name.startswith("mapper__")]
+
+
+@pytest.mark.parametrize("case", CORPUS, ids=[c.name for c in CORPUS])
+def test_no_worse_than_timeloop_mapper(case):
+    a = load_arch(case / "arch.yaml")
+    w = load_workload(case / "problem.yaml")
+    e = load_energy_table(a, case / "ERT.yaml", case / "ART.yaml")
+    out = map_workload(a, w, e, time_limit=8)
+    tl = json.loads((case / "expected.json").read_text())["summary"]
+    assert (out.result.cycles, out.result.energy_pJ) <= (tl["cycles"], tl["energy_pJ"] * (1 + 1e-9))
+    assert out.search["lower_bound_cycles"] <= out.result.cycles
+
+
+def test_cli_round_trip_and_timeloop_constraints(tmp_path, capsys):
+    case = VALIDATION / "mapper__a1-dram-sram-mac-16b__matmul-64"
+    if not case.is_dir():
+        pytest.skip("validation corpus not present")
+    cons = tmp_path / "c.yaml"
+    cons.write_text("mapspace_constraints:\n  - target: DRAM\n    type: temporal\n    factors: M=4\n"
+                    "  - target: SRAM\n    type: bypass\n    keep: [A, Z]\n    bypass: [B]\n")
+    files = [str(case / "arch.yaml"), str(case / "problem.yaml")]
+    energy = ["--ert", str(case / "ERT.yaml"), "--art", str(case / "ART.yaml")]
+    a = load_arch(files[0])
+    w = load_workload(files[1])
+    c = load_constraints(cons, a, w)
+    assert c.levels[1].bypass == frozenset({"B"})
+    out = tmp_path / "best.yaml"
+    assert main(["map", *files, *energy, "--constraints", str(cons), "--json", "--out", str(out),
+                 "--time-limit", "20"]) == 0
+    mapped = json.loads(capsys.readouterr().out)
+    assert set(mapped["search"]) >= {"candidates", "valid", "pruned", "seconds", "lower_bound_cycles", "gap", "optimal"}
+    m = load_mapping(out, a, w)
+    assert "B" not in m.levels[1].keep
+    r = evaluate(a, w, m, load_energy_table(a, energy[1], energy[3]))
+    assert (r.cycles, r.energy_pJ) == (mapped["summary"]["cycles"], mapped["summary"]["energy_pJ"])
+    assert main(["map", *files, *energy, "--objective", "speed"]) == 2
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("constraints:\n  levels:\n    - level: SRAM\n      temporal: {Q: 2}\n")
+    assert main(["map", *files, *energy, "--constraints", str(bad)]) == 2
+    assert "bad.yaml:4" in capsys.readouterr().err
