@@ -49,7 +49,7 @@ def cmd_model(args: argparse.Namespace) -> int:
     arch = load_arch(args.arch)
     workload = load_workload(args.workload)
     mapping = load_mapping(args.mapping, arch, workload)
-    energy = load_energy_table(arch, args.ert, args.art)
+    energy = energy_for(args, arch)
     try:
         result = evaluate(arch, workload, mapping, energy)
     except MappingError as exc:
@@ -60,6 +60,36 @@ def cmd_model(args: argparse.Namespace) -> int:
     else:
         print(render_table(result, arch))
     return 0
+
+
+def cmd_energy(args: argparse.Namespace) -> int:
+    from storeloop.energy import price
+
+    arch = load_arch(args.arch)
+    _, comps = price(arch)
+    total = sum(c.estimate.area_um2 * c.instances for c in comps)
+    if args.json:
+        print(json.dumps({"components": [
+            {"name": c.name, "class": c.cls, "instances": c.instances, "area_um2": c.estimate.area_um2,
+             "leak_W": c.estimate.leak_W, "actions": c.estimate.actions, "source": f"{c.plugin}: {c.estimate.source}"}
+            for c in comps], "total_area_um2": total}, indent=1))
+        return 0
+    for c in comps:
+        acts = ", ".join(f"{k} {v:.6g} pJ" for k, v in c.estimate.actions.items())
+        print(f"{c.name:<8} {c.cls:<8} x{c.instances:<3} area {c.estimate.area_um2:>12,.1f} um2  leak "
+              f"{c.estimate.leak_W:.3g} W  {acts}")
+        print(f"         source: {c.plugin}: {c.estimate.source}")
+    print(f"total area {total / 1e6:.6g} mm^2")
+    return 0
+
+
+def energy_for(args: argparse.Namespace, arch: Arch):
+    """ERT/ART files when given, else the energy plug-ins."""
+    if args.ert is None and args.art is None:
+        from storeloop.energy import price
+
+        return price(arch)[0]
+    return load_energy_table(arch, args.ert, args.art)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -83,7 +113,7 @@ def cmd_map(args: argparse.Namespace) -> int:
 
     arch = load_arch(args.arch)
     workload = load_workload(args.workload)
-    energy = load_energy_table(arch, args.ert, args.art)
+    energy = energy_for(args, arch)
     constraints = load_constraints(args.constraints, arch, workload) if args.constraints else None
     if args.algorithm not in ALGORITHMS:
         raise SpecError(f"unknown algorithm {args.algorithm!r}", field="--algorithm", allowed=", ".join(ALGORITHMS))
@@ -160,6 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--art", help="Accelergy ART.yaml with per-instance areas")
     m.add_argument("--json", action="store_true", help="print one JSON object shaped like the validation corpus")
     m.set_defaults(func=cmd_model)
+    en = sub.add_parser("energy", help="per-action energy, area and leakage of each component, with sources")
+    en.add_argument("arch")
+    en.add_argument("--json", action="store_true")
+    en.set_defaults(func=cmd_energy)
     e = sub.add_parser("export", help="write storeloop specs as Timeloop v0.3 files")
     e.add_argument("arch")
     e.add_argument("workload")

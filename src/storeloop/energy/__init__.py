@@ -1,0 +1,155 @@
+"""Per-action energy, area and leakage of every component, from plug-ins (Accelergy's role).
+
+**Contract.** A plug-in is an object (or a class instantiated without arguments) with
+
+* ``name`` (str), ``priority`` (float; the highest that supports a class wins), ``classes``
+  (component classes it prices, lower case), and
+* ``estimate(cls: str, attrs: dict) -> Estimate`` -- pJ per action, µm² per instance, leakage in W
+  and the source of the numbers (plug-in, parameters, datasheet or paper).
+
+Plug-ins are found through the Python entry-point group ``storeloop.energy`` (the packages in
+``plugins/`` register there) plus storeloop's own hwcomponents adapter. A plug-in that fails to
+load or to estimate is skipped with a warning; a class no plug-in knows is an error listing the
+known classes. Estimates are cached as JSON in the user's cache directory
+(``$STORELOOP_CACHE`` or ``$XDG_CACHE_HOME/storeloop`` or ``~/.cache/storeloop``), never in
+site-packages, keyed by plug-in, class and attributes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from dataclasses import asdict, dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from storeloop.errors import StoreloopError
+from storeloop.spec.types import ActionCosts, Arch, EnergyTable
+
+GROUP = "storeloop.energy"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    actions: dict[str, float]          # pJ per action
+    area_um2: float
+    leak_W: float = 0.0
+    source: str = ""
+
+
+@dataclass
+class Component:
+    name: str
+    cls: str
+    instances: int
+    attrs: dict
+    estimate: Estimate | None = None
+    plugin: str = ""
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("STORELOOP_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "storeloop")
+    return Path(base) / "energy"
+
+
+@dataclass
+class Registry:
+    plugins: list = field(default_factory=list)
+    cache: Path | None = None
+    hits: int = 0
+    misses: int = 0
+
+    @classmethod
+    def discover(cls, cache: Path | None = None, use_cache: bool = True) -> "Registry":
+        from storeloop.energy.hwc import HwComponentsPlugin
+
+        found = [HwComponentsPlugin()]
+        for ep in entry_points(group=GROUP):
+            try:
+                obj = ep.load()
+                found.append(obj() if isinstance(obj, type) else obj)
+            except Exception as exc:        # a broken plug-in must not break the others
+                warnings.warn(f"storeloop: energy plug-in {ep.name!r} ({ep.value}) failed to load: {exc}; skipped")
+        return cls(found, (cache or cache_dir()) if use_cache else None)
+
+    def known_classes(self) -> list[str]:
+        return sorted({c for p in self.plugins for c in p.classes})
+
+    def estimate(self, cls: str, attrs: dict, where: str = "") -> tuple[Estimate, str]:
+        cands = sorted((p for p in self.plugins if cls.lower() in p.classes), key=lambda p: -p.priority)
+        if not cands:
+            raise StoreloopError(f"{where}no energy plug-in prices component class {cls!r}; "
+                                 f"known classes: {', '.join(self.known_classes())}")
+        errors = []
+        for p in cands:
+            key = hashlib.sha256(json.dumps([p.name, getattr(p, "version", ""), cls.lower(), attrs],
+                                            sort_keys=True, default=str).encode()).hexdigest()[:32]
+            path = self.cache / f"{key}.json" if self.cache else None
+            if path is not None and path.is_file():
+                self.hits += 1
+                return Estimate(**json.loads(path.read_text())), p.name
+            try:
+                est = p.estimate(cls.lower(), dict(attrs))
+            except Exception as exc:
+                warnings.warn(f"storeloop: energy plug-in {p.name!r} failed on {cls!r}: {exc}; trying the next one")
+                errors.append(f"{p.name}: {exc}")
+                continue
+            self.misses += 1
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(asdict(est)))
+            return est, p.name
+        raise StoreloopError(f"{where}every plug-in for class {cls!r} failed: " + "; ".join(errors))
+
+
+def components(arch: Arch) -> list[Component]:
+    """The arch's components with the attributes plug-ins see (technology in metres, widths in bits)."""
+    tech = _metres(arch.technology or arch.attributes.get("technology") or "45nm")
+    out = []
+    for lvl in arch.levels:
+        a = {"technology": tech, "word_bits": lvl.word_bits, "block_size": lvl.block_size,
+             "width": lvl.word_bits * lvl.block_size, "clock_hz": arch.clock_hz}
+        if lvl.size_words is not None:
+            a["size_bits"] = lvl.size_words * lvl.word_bits
+            a["depth"] = lvl.size_words // lvl.block_size
+        for k in ("read_bandwidth", "write_bandwidth", "shared_bandwidth"):
+            v = getattr(lvl, k)
+            if v is not None:
+                a[k] = v                                     # words per cycle per instance
+                if arch.clock_hz:
+                    a[k.replace("bandwidth", "bytes_per_s")] = v * lvl.word_bits / 8 * arch.clock_hz
+        a.update({k: v for k, v in lvl.attributes.items() if k not in a or k in ("width", "depth")})
+        out.append(Component(lvl.name, lvl.cls, lvl.instances, a))
+    c = arch.compute
+    out.append(Component(c.name, c.cls, c.instances,
+                         {"technology": tech, "width": c.word_bits, "clock_hz": arch.clock_hz, **dict(c.attributes)}))
+    return out
+
+
+def _metres(tech) -> float:
+    s = str(tech).strip().lower().replace(" ", "")
+    if s.endswith("nm"):
+        return float(s[:-2]) * 1e-9
+    v = float(s)
+    return v * 1e-9 if v > 1e-3 else v
+
+
+def price(arch: Arch, registry: Registry | None = None) -> tuple[EnergyTable, list[Component]]:
+    """An EnergyTable for the model (per block access for storage, per MAC for compute)."""
+    reg = registry or Registry.discover()
+    comps = components(arch)
+    for comp in comps:
+        comp.estimate, comp.plugin = reg.estimate(comp.cls, comp.attrs, where=f"arch {arch.name}, component {comp.name}: ")
+    storage = {}
+    for comp in comps[:-1]:
+        e = comp.estimate
+        storage[comp.name] = ActionCosts(e.actions.get("read", 0.0), e.actions.get("write", 0.0), e.area_um2,
+                                         f"{comp.plugin}: {e.source}")
+    ce = comps[-1].estimate
+    mac = ce.actions.get("mac", ce.actions.get("compute", ce.actions.get("read", 0.0)))
+    table = EnergyTable(storage, ActionCosts(mac, 0.0, ce.area_um2, f"{comps[-1].plugin}: {ce.source}"),
+                        source="energy plug-ins")
+    return table, comps

@@ -1,0 +1,93 @@
+"""Energy plug-ins: hwcomponents/CACTI adapter, the Disk plug-in, discovery, cache and failures."""
+
+import json
+
+import pytest
+
+from storeloop.cli import main
+from storeloop.energy import Estimate, Registry, price
+from storeloop.energy.cacti import ensure_cacti
+from storeloop.energy.hwc import HwComponentsPlugin
+from storeloop.errors import StoreloopError
+from storeloop.spec.load import load_arch
+
+from conftest import ROOT
+
+ARCH = ROOT / "arch" / "onionchopper.yaml"
+
+
+@pytest.fixture
+def registry(tmp_path):
+    return Registry.discover(cache=tmp_path / "cache")
+
+
+def test_sram_equals_hwcomponents_cacti(registry):
+    from hwcomponents_cacti import SRAM
+
+    ensure_cacti(quiet=True)
+    attrs = {"technology": 45e-9, "width": 256, "size_bits": 4 * 1024 * 8, "depth": 128}
+    est, plugin = registry.estimate("SRAM", attrs)
+    ref = SRAM(tech_node=45e-9, width=256, size=4 * 1024 * 8)
+    assert plugin == "hwcomponents"
+    assert est.actions["read"] == pytest.approx(ref.read().energy * 1e12, rel=1e-12)
+    assert est.actions["write"] == pytest.approx(ref.write().energy * 1e12, rel=1e-12)
+    assert est.area_um2 == pytest.approx(ref.area * 1e12, rel=1e-12)
+
+
+def test_disk_energy_is_power_over_bandwidth(registry):
+    attrs = {"word_bits": 64, "block_size": 1, "read_power_W": 6.0, "write_power_W": 9.0,
+             "read_bytes_per_s": 5e9, "write_bytes_per_s": 4.4e9}
+    est, plugin = registry.estimate("Disk", attrs)
+    assert plugin == "storeloop-disk"                    # discovered through its entry point
+    assert est.actions["read"] == pytest.approx(6.0 / (5e9 * 8) * 64 * 1e12)
+    assert est.actions["write"] == pytest.approx(9.0 / (4.4e9 * 8) * 64 * 1e12)
+    assert "arch file" in est.source
+
+
+def test_cache_hit_skips_the_model(registry, tmp_path, monkeypatch):
+    attrs = {"technology": 45e-9, "width": 64, "depth": 32, "size_bits": 2048}
+    first, _ = registry.estimate("regfile", attrs)
+    again = Registry.discover(cache=tmp_path / "cache")
+    monkeypatch.setattr(HwComponentsPlugin, "estimate", lambda *a: pytest.fail("model called on a cache hit"))
+    second, _ = again.estimate("regfile", attrs)
+    assert (again.hits, second) == (1, first)
+    assert not any("site-packages" in str(p) for p in (tmp_path / "cache").rglob("*"))
+
+
+class Broken:
+    name, priority, classes = "broken", 9.0, ("sram",)
+
+    def estimate(self, cls, attrs):
+        raise RuntimeError("boom")
+
+
+class Fixed:
+    name, priority, classes = "fixed", 1.0, ("sram", "widget")
+
+    def estimate(self, cls, attrs):
+        return Estimate({"read": 1.0, "write": 2.0}, 3.0, 0.0, "test")
+
+
+def test_broken_plugin_warns_and_the_next_one_answers():
+    reg = Registry([Broken(), Fixed()], cache=None)
+    with pytest.warns(UserWarning, match="broken.*boom"):
+        est, plugin = reg.estimate("SRAM", {})
+    assert plugin == "fixed" and est.area_um2 == 3.0
+    with pytest.raises(StoreloopError, match="known classes: sram, widget"):
+        reg.estimate("quantum", {})
+
+
+def test_energy_cli_and_model_without_ert(capsys):
+    assert main(["energy", str(ARCH), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    by = {c["name"]: c for c in doc["components"]}
+    assert set(by) == {"Disk", "DRAM", "SRAM", "RF", "MAC"}
+    for name in ("SRAM", "RF", "MAC"):
+        assert by[name]["area_um2"] > 0 and by[name]["source"]
+    assert by["Disk"]["actions"]["read"] == pytest.approx(20000.0)   # 2.5 nJ/B x 8 B
+    assert doc["total_area_um2"] == pytest.approx(sum(c["area_um2"] * c["instances"] for c in doc["components"]))
+    table, _ = price(load_arch(ARCH))
+    assert table.storage["SRAM"].read_pJ > 0
+    assert main(["model", str(ARCH), str(ROOT / "workloads/onionpir-64GiB.yaml"),
+                 str(ROOT / "mappings/onionchopper-thesis-best.yaml"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["cycles"] == 13_811_004_212
