@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import multiprocessing
-import os
 import random
 import sys
 import time
@@ -228,8 +227,3 @@ def random_search(space: MapSpace, model: FastModel, objective: Objective, *, vi
         found.stopped = "interrupted"
     found.stats["seconds"] = time.monotonic() - start
     return found
-
-
-def default_threads() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-
