@@ -109,7 +109,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_map(args: argparse.Namespace) -> int:
     from storeloop.mapper import ALGORITHMS, map_workload
     from storeloop.mapper.constraints import load_constraints
-    from storeloop.spec.native import mapping_to_native
+    from storeloop.spec.native import format_loops, mapping_to_native
 
     arch = load_arch(args.arch)
     workload = load_workload(args.workload)
@@ -134,7 +134,7 @@ def cmd_map(args: argparse.Namespace) -> int:
     print()
     print("mapping (outer -> inner):")
     for lvl, lm in zip(arch.levels, out.mapping.levels):
-        loops = " ".join(f"{workload.dims[lp.dim]}={lp.factor}" for lp in lm.temporal) or "-"
+        loops = format_loops(lm.temporal, workload) or "-"
         sp = " ".join(f"{workload.dims[lp.dim]}={lp.factor}{'' if lp.axis == 'X' else '(Y)'}" for lp in lm.spatial)
         keep = "all" if lm.keep is None else (", ".join(sorted(lm.keep)) or "none")
         print(f"  {lvl.name:<8} {loops}{'  spatial ' + sp if sp else ''}  keep: {keep}")

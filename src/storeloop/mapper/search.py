@@ -24,7 +24,7 @@ from storeloop.mapper.objective import Objective
 from storeloop.mapper.space import MapSpace, divisors
 from storeloop.mapper.tree import Tree
 from storeloop.model.fast import FastModel
-from storeloop.spec.types import LevelMapping, Loop, Mapping
+from storeloop.spec.types import Mapping
 
 
 @dataclass
@@ -62,9 +62,10 @@ class _DFS:
             return
         self.walk(out)
 
-    def walk(self, ch, indices=None) -> None:
+    def walk(self, ch, indices=None, after=None) -> None:
+        """Visit the children of ``ch`` (or only ``indices``), calling ``after(i)`` after each."""
         idx = range(len(ch.row)) if indices is None else indices
-        for k, i in enumerate(idx):
+        for i in idx:
             if self.best is not None and self.obj.dominated(ch.clb[i], ch.elb[i], self.key()):
                 if indices is None:              # sorted by bound: everything after is dominated too
                     self.tree.stats["pruned_bound"] += len(ch.row) - i
@@ -72,6 +73,8 @@ class _DFS:
                 self.tree.stats["pruned_bound"] += 1
                 continue
             self.visit(self.tree.child(ch, i))
+            if after is not None:
+                after(i)
 
 
 def _progress(done: int, total: int, best, start: float) -> None:
@@ -133,13 +136,7 @@ def _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration) 
         ch = tree.expand(root, dfs.key(), objective)
         total = len(ch.row)
         if threads <= 1 or total < 2:
-            for i in range(total):
-                if dfs.best is not None and objective.dominated(ch.clb[i], ch.elb[i], dfs.key()):
-                    tree.stats["pruned_bound"] += total - i
-                    break
-                dfs.visit(tree.child(ch, i))
-                if progress:
-                    _progress(i + 1, total, dfs.best, start)
+            dfs.walk(ch, after=(lambda i: _progress(i + 1, total, dfs.best, start)) if progress else None)
         else:
             dfs.visit(tree.child(ch, 0))             # a first incumbent every process starts from
             _WORKER.update(tree=tree, objective=objective)
@@ -189,12 +186,7 @@ def sample(space: MapSpace, rng: random.Random, pruned: bool) -> Mapping:
         else:
             dims = list(range(space.ndims))
             rng.shuffle(dims)
-        mask = rng.choice(space.keep_masks[L])
-        keep = frozenset(n for i, n in enumerate(space.names) if mask >> i & 1)
-        levels.append(LevelMapping(tuple(Loop(d, tf[d]) for d in dims if tf[d] > 1),
-                                   tuple(Loop(d, x[d], True, "X") for d in range(space.ndims) if x[d] > 1)
-                                   + tuple(Loop(d, y[d], True, "Y") for d in range(space.ndims) if y[d] > 1),
-                                   None if len(keep) == len(space.names) else keep))
+        levels.append(space.level_mapping(dims, tf, x, y, rng.choice(space.keep_masks[L])))
     return Mapping(tuple(levels))
 
 

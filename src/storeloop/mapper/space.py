@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 
 from storeloop.errors import StoreloopError
-from storeloop.spec.types import Arch, Workload
+from storeloop.spec.types import Arch, LevelMapping, Loop, Workload
 
 
 def divisors(n: int) -> list[int]:
@@ -156,6 +156,14 @@ class MapSpace:
                 continue
             masks.append(m)
         return masks
+
+    def level_mapping(self, dims, tf, x, y, mask: int) -> LevelMapping:
+        """One level's loops (temporal in the order of ``dims``, factor-1 loops left out) and keep set."""
+        kept = frozenset(n for i, n in enumerate(self.names) if mask >> i & 1)
+        return LevelMapping(tuple(Loop(d, int(tf[d])) for d in dims if tf[d] > 1),
+                            tuple(Loop(d, int(x[d]), True, "X") for d in range(self.ndims) if x[d] > 1)
+                            + tuple(Loop(d, int(y[d]), True, "Y") for d in range(self.ndims) if y[d] > 1),
+                            None if len(kept) == len(self.names) else kept)
 
     def temporal_range(self, L: int, d: int) -> tuple[int, int]:
         return self.constraints.at(L).temporal.get(d, (1, self.workload.bounds[d]))

@@ -25,7 +25,7 @@ import numpy as np
 
 from storeloop.mapper.space import MapSpace, divisors
 from storeloop.model.batch import level_costs
-from storeloop.spec.types import EnergyTable, LevelMapping, Loop, Mapping
+from storeloop.spec.types import EnergyTable, Mapping
 
 RD, FL, UP = 0, 1, 2
 SAFE = 1.0 - 1e-9          # lower bounds are shaved so float rounding can never prune an optimum
@@ -328,17 +328,9 @@ class Tree:
     def mapping(self, choice: tuple, name: str | None = None) -> Mapping:
         """The storeloop Mapping of a complete choice (loops with factor 1 are left out)."""
         levels = []
-        perm_dims = {L: self.space.constraints.at(L).permutation for L in range(self.nlev)}
         for L, (tf, sx, sy, order, keep) in enumerate(choice):
-            temporal = []
-            for ci in order:
-                ds = list(self.space.classes[ci][1])
-                pref = perm_dims[L] or []
-                ds.sort(key=lambda d: (pref.index(d) if d in pref else len(pref), d))
-                temporal += [Loop(d, int(tf[d])) for d in ds if tf[d] > 1]
-            spatial = [Loop(d, int(sx[d]), True, "X") for d in range(self.D) if sx[d] > 1]
-            spatial += [Loop(d, int(sy[d]), True, "Y") for d in range(self.D) if sy[d] > 1]
-            kept = frozenset(self.space.names[t] for t in range(self.T) if keep >> t & 1)
-            levels.append(LevelMapping(tuple(temporal), tuple(spatial),
-                                       None if len(kept) == self.T else kept))
+            pref = self.space.constraints.at(L).permutation or []
+            dims = [d for ci in order for d in sorted(self.space.classes[ci][1],
+                                                      key=lambda d: (pref.index(d) if d in pref else len(pref), d))]
+            levels.append(self.space.level_mapping(dims, tf, sx, sy, keep))
         return Mapping(tuple(levels), name)

@@ -322,10 +322,15 @@ def _fanout_text(arch: Arch, li: int) -> str:
 
 
 
+def format_loops(loops, workload: Workload) -> str:
+    """'D=32 N=512': loops as written in a storeloop mapping file."""
+    return " ".join(f"{workload.dims[lp.dim]}={lp.factor}" for lp in loops)
+
+
 def mapping_to_native(mapping: Mapping, arch: Arch, workload: Workload) -> dict:
     """A storeloop mapping document (loops outer -> inner) that loads back to ``mapping``."""
     def loops(ls) -> str:
-        return " ".join(f"{workload.dims[lp.dim]}={lp.factor}" for lp in ls)
+        return format_loops(ls, workload)
 
     levels = []
     for lvl, lm in zip(arch.levels, mapping.levels):
