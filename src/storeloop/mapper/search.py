@@ -42,10 +42,10 @@ class _Stop(Exception):
 
 
 class _DFS:
-    def __init__(self, tree: Tree, objective: Objective, deadline: float | None):
+    def __init__(self, tree: Tree, objective: Objective, deadline: float | None, start: float | None = None):
         self.tree, self.obj, self.deadline = tree, objective, deadline
         self.best: tuple | None = None          # (cycles, energy, choice)
-        self.t0 = time.monotonic()
+        self.t0 = time.monotonic() if start is None else start
         self.trace: list[tuple] = []             # (seconds, cycles, energy) of each new best
 
     def key(self):
@@ -127,7 +127,7 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
 
 
 def _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration) -> Found:
-    dfs = _DFS(tree, objective, deadline)
+    dfs = _DFS(tree, objective, deadline, start)
     if aspiration is not None:
         dfs.best = (aspiration, math.inf, None)      # a virtual incumbent: prune whatever is slower
     stopped = None
