@@ -14,12 +14,6 @@ from storeloop.errors import MappingError, SpecError
 from storeloop.model.evaluate import evaluate, result_to_json
 from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload
 
-# A convolution whose window rank R is split across PEs while P runs temporally above them:
-# Timeloop reports more RF reads of Inputs than computes (10/7x), fewer GLB reads, and an
-# RF partition of |Inputs|/6. storeloop does not reproduce that accounting yet.
-KNOWN_GAPS = {"a3-dram-glb-pe16-rf-32b__cnn-vgg02-l5__r1":
-              "a sliding-window rank (R) split across PEs: Timeloop counts overlapping input windows through its multicast histogram and sets the partition to total/6; not modelled yet"}
-
 VALID = validation_cases("valid")
 INVALID = validation_cases("invalid")
 COUNT_FIELDS = ("kept", "utilized_capacity", "partition_size", "utilized_instances",
@@ -43,9 +37,7 @@ def test_corpus_present():
     assert len(VALID) >= 30 and len(INVALID) >= 4, "validation corpus missing or incomplete"
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(c, id=c.name, marks=pytest.mark.xfail(reason=KNOWN_GAPS[c.name], strict=True))
-    if c.name in KNOWN_GAPS else pytest.param(c, id=c.name) for c in VALID])
+@pytest.mark.parametrize("case", VALID, ids=lambda c: c.name)
 def test_matches_timeloop(case):
     expected = json.loads((case / "expected.json").read_text())
     result, arch = run_case(case)

@@ -18,6 +18,11 @@ number of utilized instances. The semantics, checked against real Timeloop v3.0.
   its extent, otherwise the whole tile.
 * A parent serves each child fill once per distinct child tile: children separated by a spatial
   loop over a dimension the tensor does not use receive one multicast read.
+* Sliding windows split across a mesh: a child instance whose new data a mesh neighbour received
+  one step earlier gets it over a link (Timeloop's inter-PE link transfers); the parent serves
+  fewer words and the children read what they forward (see ``_link_transfers``).
+* Partitions (the share of a tensor one instance owns) follow Timeloop's chain: the parent's
+  partition times the tile over the tile of all siblings (``_partitions``).
 * Outputs (read-write tensors): a level's updates are its child's write-backs (spatial reductions
   merged); its reads are updates minus the partition it owns, because the first write of an
   element needs no read (Timeloop's first-read elision). A child's output fills likewise skip the
@@ -26,7 +31,9 @@ number of utilized instances. The semantics, checked against real Timeloop v3.0.
 
 from __future__ import annotations
 
+import itertools
 import math
+from fractions import Fraction
 from dataclasses import dataclass
 
 from storeloop.spec.check import check_mapping
@@ -65,7 +72,7 @@ def _flatten(mapping: Mapping) -> list[tuple[int, int, int, bool]]:
         for lp in lm.temporal:
             if lp.factor > 1:
                 loops.append((li, lp.dim, lp.factor, False))
-        for lp in lm.spatial:
+        for lp in lm.spatial_nest():
             if lp.factor > 1:
                 loops.append((li, lp.dim, lp.factor, True))
     return loops
@@ -125,20 +132,21 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
         relevant = t.dims()
         for L in range(nlev):
             levels[L].tensors[t.name] = TensorLevelStats(kept=L in kept)
+        partition = _partitions(t, loops, inner, nlev)
         arrivals: dict[int, int] = {}
         for L in kept:
             st = levels[L].tensors[t.name]
-            extents = [sum(c * (inner[L][d] - 1) for d, c in rank) + 1 for rank in t.ranks]
+            extents = _extents(t, inner[L])
             st.tile = math.prod(extents)
-            st.partition = math.prod(
-                sum(c * (workload.bounds[d] // above_spatial[L][d] - 1) for d, c in rank) + 1
-                for rank in t.ranks)
+            st.partition = partition[L]
             arrivals[L] = _arrivals(t, loops, stride, L, extents, st.tile)
+        links = {C: _link_transfers(t, loops, stride, inner, C - 1, arch.fanout(C - 1)[1])
+                 for C in kept if C > 0 and any(len(rank) > 1 for rank in t.ranks)}
         for k, L in enumerate(kept):
             st = levels[L].tensors[t.name]
             child = kept[k + 1] if k + 1 < len(kept) else nlev     # nlev: the compute units
-            between = [(d, f) for li, d, f, sp in loops if sp and L <= li < child]
-            scatter = math.prod(f for d, f in between if d in relevant)
+            between = [(li, d, f) for li, d, f, sp in loops if sp and L <= li < child]
+            scatter = math.prod(f for _, d, f in between if d in relevant)
             if child < nlev:
                 child_arrivals = arrivals[child]
             elif t.read_write and any(d not in relevant for li, d in innermost_spatial if li >= L):
@@ -148,15 +156,138 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
                 child_arrivals = _arrivals(t, loops, stride, nlev, [1] * len(t.ranks), 1)
             else:
                 child_arrivals = compute_cycles
+            content = child_arrivals * scatter
+            if child in links:
+                # Words the child's instances forward to each other over links are not served
+                # here (per instance of level child-1, times its instances below this level).
+                content -= links[child][0] * math.prod(
+                    f for li, d, f in between if d in relevant and li < child - 1)
+            peer, fills = 0, Fraction(arrivals[L])
+            if L in links and links[L][1]:
+                # Timeloop's peer accesses and fills: each instance reads what it forwards and
+                # fills what it receives; the share of parent fills drops by the same words.
+                peer = links[L][1] // utilized[L]
+                fanout = math.prod(f for li, _, f, sp in loops if sp and li == L - 1)
+                fills += peer - Fraction(links[L][1], fanout)
             has_parent = k > 0
             if t.read_write:
-                st.updates = child_arrivals * scatter
-                st.reads = st.updates - st.partition
-                st.fills = arrivals[L] - st.partition if has_parent else 0
+                st.updates = content
+                st.reads = content + peer - st.partition
+                st.fills = round(fills - st.partition) if has_parent else 0
             else:
-                st.reads = child_arrivals * scatter
-                st.fills = arrivals[L] if has_parent else 0
+                st.reads = content + peer
+                st.fills = round(fills) if has_parent else 0
     return NestAnalysis(compute_cycles, workload.macs, utilized[nlev], levels)
+
+
+def _extents(t: Tensor, spans) -> list[int]:
+    """Extent of each rank of ``t`` over a tile spanning ``spans[d]`` along each dimension."""
+    return [sum(c * (spans[d] - 1) for d, c in rank) + 1 for rank in t.ranks]
+
+
+def _partitions(t: Tensor, loops, inner, nlev: int) -> list[int]:
+    """Per level, the share of ``t`` one instance owns, computed as Timeloop v3 does.
+
+    Outermost: the whole tile. Further in: the parent's partition times this level's tile over
+    the tile of all instances under one parent (the parent's spatial loops around this level's
+    tile), rounding down at each level. Without sliding windows this is the tensor over the
+    instances that hold distinct data; with windows split across instances it counts the halo
+    as Timeloop does (e.g. |Inputs| / 6 for C=2 x R=3 instances of a 3-wide window).
+    """
+    tiles = [math.prod(_extents(t, inner[L])) for L in range(nlev)]
+    part = [tiles[0]]
+    for L in range(1, nlev):
+        spans = inner[L][:]
+        for li, d, f, sp in loops:
+            if sp and li == L - 1:
+                spans[d] *= f
+        part.append(part[-1] * tiles[L] // math.prod(_extents(t, spans)))
+    return part
+
+
+def _link_transfers(t: Tensor, loops, stride, inner, L: int, mesh_x: int) -> tuple[int, int]:
+    """Inter-instance link transfers below level ``L``, as Timeloop v3 counts them.
+
+    Timeloop compares, at every simulated step of the temporal loops above ``L``'s spatial fanout,
+    the new data (delta) each child instance needs with the delta each of its mesh neighbours
+    (left, right, up, down; X innermost, row-major over ``mesh_x`` columns) received one step
+    earlier. Children whose delta a neighbour already holds get it over a link; if that lowers
+    the words level ``L`` must send (multicast counted once), the links are used for that step.
+    Steps follow Timeloop's extrapolation: every temporal loop runs iteration 0, then iteration 1
+    standing for the remaining ``f - 1``. Only sliding-window ranks can match a neighbour's delta.
+
+    Returns (words level L no longer sends, words moved over links), per instance of ``L``.
+    """
+    spatial = [(d, f, s) for (li, d, f, sp), s in zip(loops, stride) if sp and li == L]
+    windows = {d for rank in t.ranks if len(rank) > 1 for d, _ in rank}
+    if not any(d in windows for d, _, _ in spatial):
+        return 0, 0
+    temporal = [(d, f, s) for (li, d, f, sp), s in zip(loops, stride) if li <= L and not sp]
+    spans = inner[L + 1]
+    npe = math.prod(f for _, f, _ in spatial)
+    nx = max(1, mesh_x)
+    pe_offsets = []                                   # per child instance, its origin per dim
+    for p in range(npe):
+        off, rest = {}, p
+        for d, f, s in reversed(spatial):
+            off[d] = off.get(d, 0) + (rest % f) * s
+            rest //= f
+        pe_offsets.append(off)
+    neighbours = []
+    for p in range(npe):
+        h, v = p % nx, p // nx
+        cand = [(h, v - 1), (h, v + 1), (h - 1, v), (h + 1, v)]
+        neighbours.append([y * nx + x for x, y in cand if 0 <= x < nx and y >= 0 and y * nx + x < npe])
+    widths = [sum(c * (spans[d] - 1) for d, c in rank) for rank in t.ranks]
+
+    def box(origin):
+        lows = [sum(c * origin.get(d, 0) for d, c in rank) for rank in t.ranks]
+        return tuple((lo, lo + w) for lo, w in zip(lows, widths))
+
+    def delta(new, old):                              # Timeloop's AAHR difference
+        if old is None:
+            return new
+        moved = [r for r in range(len(new)) if new[r] != old[r]]
+        if not moved:
+            return None
+        if len(moved) == 1:
+            r = moved[0]
+            (nlo, nhi), (olo, ohi) = new[r], old[r]
+            if olo <= nlo <= ohi < nhi:
+                return new[:r] + ((ohi + 1, nhi),) + new[r + 1:]
+            if nlo < olo <= nhi <= ohi:
+                return new[:r] + ((nlo, olo - 1),) + new[r + 1:]
+        return new
+
+    def size(b):
+        return math.prod(hi - lo + 1 for lo, hi in b)
+
+    last = [None] * npe
+    prev = [None] * npe
+    saved = transfers = 0
+    for idx in itertools.product((0, 1), repeat=len(temporal)):
+        weight, origin = 1, {}
+        for i, (d, f, s) in zip(idx, temporal):
+            if i:
+                weight *= f - 1
+                origin[d] = origin.get(d, 0) + s
+        cur = []
+        for p in range(npe):
+            here = dict(origin)
+            for d, o in pe_offsets[p].items():
+                here[d] = here.get(d, 0) + o
+            b = box(here)
+            cur.append(delta(b, last[p]))
+            last[p] = b
+        without = sum(size(b) for b in {b for b in cur if b is not None})
+        linked = [b is not None and any(prev[q] == b for q in neighbours[p]) for p, b in enumerate(cur)]
+        if any(linked):
+            with_links = sum(size(b) for b in {b for b, ln in zip(cur, linked) if b is not None and not ln})
+            if with_links < without:
+                saved += (without - with_links) * weight
+                transfers += sum(size(b) for b, ln in zip(cur, linked) if ln) * weight
+        prev = cur
+    return saved, transfers
 
 
 def _arrivals(t: Tensor, loops, stride, L: int, extents: list[int], tile: int) -> int:

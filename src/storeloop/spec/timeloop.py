@@ -198,9 +198,10 @@ def mapping_from_timeloop(doc: LDict, arch: Arch, workload: Workload) -> Mapping
             # innermost-first permutation -> our outer->inner order
             temporal[li] = [Loop(dims.index(d), factors.get(d, 1)) for d in reversed(order)]
         else:
+            # innermost-first; the first ``split`` dims run along X (always the inner loops)
             split = int(e.get("split", len(order)))
             spatial[li] = [Loop(dims.index(d), factors.get(d, 1), True, "X" if j < split else "Y")
-                           for j, d in enumerate(order)]
+                           for j, d in reversed(list(enumerate(order)))]
     levels = tuple(LevelMapping(tuple(temporal.get(li, ())), tuple(spatial.get(li, ())), keep.get(li))
                    for li in range(len(names)))
     return Mapping(levels=levels, name=str(getattr(doc, "file", None) or "timeloop-mapping"))
@@ -338,9 +339,9 @@ def mapping_to_timeloop(m: Mapping, arch: Arch, w: Workload) -> dict:
             order = [w.dims[lp.dim] for lp in loops]
             if kind == "temporal":
                 order = list(reversed(order))          # Timeloop lists innermost first
-            else:
-                order = [w.dims[lp.dim] for lp in loops if lp.axis == "X"] + \
-                        [w.dims[lp.dim] for lp in loops if lp.axis == "Y"]
+            else:                                      # X loops innermost, then Y
+                order = [w.dims[lp.dim] for lp in reversed(loops) if lp.axis == "X"] + \
+                        [w.dims[lp.dim] for lp in reversed(loops) if lp.axis == "Y"]
             order += [d for d in w.dims if d not in order]
             e: dict[str, Any] = {"target": lvl.name, "type": kind,
                                  "factors": " ".join(f"{d}={f[d]}" for d in w.dims),

@@ -124,11 +124,19 @@ class Loop:
 
 @dataclass(frozen=True)
 class LevelMapping:
-    """The loops one storage level runs: temporal (outer->inner), then its spatial fanout."""
+    """The loops one storage level runs: temporal (outer->inner), then its spatial fanout.
+
+    Spatial loops are listed outer->inner within each axis; as in Timeloop, the X loops sit inside
+    the Y loops (see :meth:`spatial_nest`)."""
 
     temporal: tuple[Loop, ...] = ()
     spatial: tuple[Loop, ...] = ()
     keep: frozenset[str] | None = None   # None: every tensor is kept
+
+    def spatial_nest(self) -> tuple[Loop, ...]:
+        """The spatial loops in nest order, outer->inner: Y loops, then X loops."""
+        return tuple(lp for lp in self.spatial if lp.axis == "Y") + \
+            tuple(lp for lp in self.spatial if lp.axis == "X")
 
     def keeps(self, tensor: str) -> bool:
         return self.keep is None or tensor in self.keep
