@@ -21,3 +21,19 @@ def validation_cases(kind: str = "valid") -> list[Path]:
 @pytest.fixture
 def root() -> Path:
     return ROOT
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say how much of the Timeloop corpus this run checked."""
+    counts = {}
+    for outcome in ("passed", "failed"):
+        for rep in terminalreporter.stats.get(outcome, []):
+            for test in ("test_matches_timeloop", "test_invalid_mapping_rejected"):
+                if f"::{test}[" in rep.nodeid and rep.when == "call":
+                    counts[(test, outcome)] = counts.get((test, outcome), 0) + 1
+    if counts:
+        terminalreporter.write_line(
+            f"Timeloop v3.0.3 corpus ({VALIDATION}): "
+            f"{counts.get(('test_matches_timeloop', 'passed'), 0)} valid cases matched, "
+            f"{counts.get(('test_matches_timeloop', 'failed'), 0)} mismatched; "
+            f"{counts.get(('test_invalid_rejected', 'passed'), 0)} invalid cases rejected")
