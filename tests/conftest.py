@@ -36,4 +36,4 @@ def pytest_terminal_summary(terminalreporter):
             f"Timeloop v3.0.3 corpus ({VALIDATION}): "
             f"{counts.get(('test_matches_timeloop', 'passed'), 0)} valid cases matched, "
             f"{counts.get(('test_matches_timeloop', 'failed'), 0)} mismatched; "
-            f"{counts.get(('test_invalid_rejected', 'passed'), 0)} invalid cases rejected")
+            f"{counts.get(('test_invalid_mapping_rejected', 'passed'), 0)} invalid cases rejected")
