@@ -14,7 +14,7 @@ from storeloop.model.evaluate import Result, evaluate, result_to_json
 from storeloop.spec import timeloop
 from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload
 from storeloop.spec.types import Arch
-from storeloop.units import ExpressionError, bytes_of
+from storeloop.units import ExpressionError, bytes_of, integer
 from storeloop.workloads import pir
 
 
@@ -149,33 +149,65 @@ def cmd_map(args: argparse.Namespace) -> int:
     return 0
 
 
-SCHEMES = ("onionpir",)
+def _scheme_params(args: argparse.Namespace, fn) -> dict:
+    import inspect
+
+    allowed = {n: p.default for n, p in inspect.signature(fn).parameters.items() if p.kind == p.KEYWORD_ONLY
+               or (n not in ("db_bytes",) and p.default is not p.empty)}
+    out = {}
+    for item in args.param or []:
+        key, sep, value = item.partition("=")
+        if not sep or key not in allowed:
+            raise SpecError(f"unknown parameter {item!r} for {args.scheme}", field="--param",
+                            allowed=", ".join(f"{k}=<int> (default {v})" for k, v in allowed.items()) or "none")
+        try:
+            out[key] = integer(value)
+        except ExpressionError as exc:
+            raise SpecError(f"{key}: {exc}", field="--param", allowed="an integer") from None
+    return out
 
 
 def cmd_workload(args: argparse.Namespace) -> int:
-    try:
-        db_bytes = bytes_of(args.db_size)
-    except ExpressionError as exc:
-        raise SpecError(str(exc), field="--db-size", allowed="a size such as 64GiB, 512 MiB or 10GB") from None
-    if not float(db_bytes).is_integer():
-        raise SpecError(f"{args.db_size!r} is not a whole number of bytes", field="--db-size")
-    if args.scheme != "onionpir":
-        raise SpecError(f"unknown scheme {args.scheme!r}", field="scheme", allowed=", ".join(SCHEMES))
-    w = pir.onionpir_first_dimension(int(db_bytes))
+    from storeloop.workloads import rotation
+
+    schemes = {**pir.SCHEMES, **rotation.SCHEMES}
+    if args.scheme not in schemes:
+        raise SpecError(f"unknown scheme {args.scheme!r}", field="scheme", allowed=", ".join(schemes))
+    fn = schemes[args.scheme]
+    params = _scheme_params(args, fn)
+    db_bytes = None
+    if args.scheme in pir.SCHEMES:
+        if args.db_size is None:
+            raise SpecError(f"{args.scheme} needs --db-size", field="--db-size", allowed="a size such as 64GiB")
+        try:
+            db_bytes = bytes_of(args.db_size)
+        except ExpressionError as exc:
+            raise SpecError(str(exc), field="--db-size", allowed="a size such as 64GiB, 512 MiB or 10GB") from None
+        if not float(db_bytes).is_integer():
+            raise SpecError(f"{args.db_size!r} is not a whole number of bytes", field="--db-size")
+        db_bytes = int(db_bytes)
+        workloads = fn(db_bytes, **params)
+    else:
+        workloads = fn(**params)
     einsums = [{"name": w.name, "einsum": w.einsum, "bounds": w.bounds_dict(),
                 "bits": {t.name: t.bits for t in w.tensors}, "macs": w.macs,
-                "tensor_elements": pir.tensor_elements(w)}]
+                "tensor_elements": pir.tensor_elements(w)} for w in workloads]
     if args.out:
+        w = workloads[0]
         doc = {"workload": {"name": w.name, "einsum": w.einsum, "bounds": w.bounds_dict(), "bits": 64,
-                            "source": f"storeloop workload {args.scheme} --db-size {args.db_size}"}}
-        Path(args.out).write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=None))
+                            "source": " ".join(["storeloop workload", args.scheme]
+                                               + ([f"--db-size {args.db_size}"] if db_bytes else [])
+                                               + [f"--param {p}" for p in args.param or []])}}
+        doc_line = (fn.__doc__ or "").strip().splitlines()[0]
+        Path(args.out).write_text(f"# {doc_line}\n# formulas and references: {fn.__module__}.{fn.__name__}\n"
+                                  + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None))
     if args.json:
-        print(json.dumps({"scheme": args.scheme, "db_size_bytes": int(db_bytes), "einsums": einsums}, indent=1))
+        print(json.dumps({"scheme": args.scheme, "db_size_bytes": db_bytes, "einsums": einsums}, indent=1))
     elif not args.out:
-        e = einsums[0]
-        print(f"{e['name']}: {e['einsum']}")
-        print("  bounds " + " ".join(f"{k}={v}" for k, v in e["bounds"].items()))
-        print(f"  MACs {e['macs']:,}; elements " + ", ".join(f"{k} {v:,}" for k, v in e["tensor_elements"].items()))
+        for e in einsums:
+            print(f"{e['name']}: {e['einsum']}")
+            print("  bounds " + " ".join(f"{k}={v}" for k, v in e["bounds"].items()))
+            print(f"  MACs {e['macs']:,}; elements " + ", ".join(f"{k} {v:,}" for k, v in e["tensor_elements"].items()))
     return 0
 
 
@@ -218,8 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     mp.add_argument("--out", help="write the best mapping here (storeloop mapping YAML)")
     mp.set_defaults(func=cmd_map)
     w = sub.add_parser("workload", help="generate a workload from a scheme and a database size")
-    w.add_argument("scheme", help=f"one of: {', '.join(SCHEMES)}")
-    w.add_argument("--db-size", required=True, help="database size, e.g. 64GiB or 512MiB (GiB = 2^30 B, GB = 10^9 B)")
+    w.add_argument("scheme", help="onionpir, sealpir, simplepir, fastpir or rotation")
+    w.add_argument("--db-size", help="database size for PIR schemes, e.g. 64GiB or 512MiB (GiB = 2^30 B, GB = 10^9 B)")
+    w.add_argument("--param", action="append", metavar="K=V", help="scheme parameter, e.g. ell=5 or rows=30720")
     w.add_argument("--json", action="store_true")
     w.add_argument("--out", help="write a storeloop workload YAML here")
     w.set_defaults(func=cmd_workload)

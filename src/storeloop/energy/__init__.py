@@ -65,8 +65,9 @@ class Registry:
     @classmethod
     def discover(cls, cache: Path | None = None, use_cache: bool = True) -> "Registry":
         from storeloop.energy.hwc import HwComponentsPlugin
+        from storeloop.energy.network import NetworkPlugin
 
-        found = [HwComponentsPlugin()]
+        found = [HwComponentsPlugin(), NetworkPlugin()]
         for ep in entry_points(group=GROUP):
             try:
                 obj = ep.load()

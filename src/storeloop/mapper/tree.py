@@ -105,7 +105,8 @@ class Tree:
     def lower_bound(self) -> tuple[int, dict]:
         """Cycles no mapping can beat: compulsory traffic of the backing level, and compute (exact)."""
         w, arch = self.workload, self.arch
-        parts = {"compute": math.ceil(Fraction(w.macs, min(arch.compute.instances, self.cap_below[0])))}
+        parts = {"compute": math.ceil(Fraction(w.macs * arch.compute.cycles_per_op,
+                                               min(arch.compute.instances, self.cap_below[0])))}
         reads = sum(w.tensor_elements(t) for t in w.tensors if not t.read_write)
         writes = sum(w.tensor_elements(t) for t in w.tensors if t.read_write)
         top = arch.levels[0]
@@ -223,7 +224,8 @@ class Tree:
         tr_w = {l: np.full((m, len(masks)), float(n.cnt[l, :, FL].sum() + n.cnt[l, :, UP].sum())) for l in range(L1 + 1)}
         e = np.full((m, len(masks)), n.e_acc + self.compute_pJ)
         innermost = L1 == self.nlev - 1 and self.cap_below[L1] == 1
-        cc_lb = (rows["P"] * -(-rows["rem"].prod(axis=1) // self.cap_below[L1])).astype(np.float64)
+        cc_lb = (rows["P"] * -(-rows["rem"].prod(axis=1) // self.cap_below[L1])
+                 * self.arch.compute.cycles_per_op).astype(np.float64)
         for t in range(T):
             pl = int(n.last[t])
             k = kept[None, :, t]
@@ -311,6 +313,7 @@ class Tree:
                 cnt[:, pl, t, RD] = upd - n.partl[t]
             else:
                 cnt[:, pl, t, RD] = cc * rows["scat"][:, t]
+        cc = cc * self.arch.compute.cycles_per_op            # from here on: time
         cycles = cc.copy()
         energy = np.full(m, self.compute_pJ)
         for L, lvl in enumerate(self.arch.levels):

@@ -163,6 +163,7 @@ class BatchModel:
                     if k > 0:
                         fills[L, ti] = arrivals[L]
 
+        compute_cycles = compute_cycles * self.arch.compute.cycles_per_op    # from here on: time
         cycles = compute_cycles.copy()
         energy = np.full(rows, self.compute_pJ)
         level_cycles = np.zeros((rows, nlev), dtype=np.int64)

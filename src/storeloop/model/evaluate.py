@@ -135,9 +135,10 @@ def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTab
     nest = analyze(arch, workload, mapping)
     check_capacity(arch, nest)
     levels = []
-    cycles = nest.compute_cycles
+    compute_cycles = nest.compute_cycles * arch.compute.cycles_per_op
+    cycles = compute_cycles
     for lvl, st in zip(arch.levels, nest.levels):
-        cyc, slowdown = level_cycles(lvl, st.tensors, nest.compute_cycles)
+        cyc, slowdown = level_cycles(lvl, st.tensors, compute_cycles)
         cycles = max(cycles, cyc)
         costs = energy.storage[lvl.name]
         b = lvl.block_size
@@ -151,7 +152,7 @@ def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTab
         levels.append(LevelResult(lvl.name, lvl.cls, lvl.instances, st.utilized_instances, cyc, slowdown,
                                   costs.area_um2, costs.source, tensors))
     c = arch.compute
-    return Result(cycles=cycles, computes=nest.computes, compute_cycles=nest.compute_cycles,
+    return Result(cycles=cycles, computes=nest.computes, compute_cycles=compute_cycles,
                   compute_name=c.name, compute_instances=c.instances,
                   utilized_compute_instances=nest.utilized_compute_instances,
                   compute_energy_pJ=nest.computes * energy.compute.read_pJ,

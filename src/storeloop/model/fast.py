@@ -168,6 +168,7 @@ class FastModel:
                     reads[L][ti] = ca * scatter
                     fills[L][ti] = arrivals[L] if k > 0 else 0
 
+        compute_cycles *= self.arch.compute.cycles_per_op      # from here on: time
         cycles = compute_cycles
         energy = self.compute_pJ
         level_cycles = []

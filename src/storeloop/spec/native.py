@@ -84,6 +84,8 @@ class ComputeSpec(_Spec):
     instances: int = Field(1, ge=1)
     mesh_x: int | None = Field(None, ge=1)
     word_bits: Scalar = 64
+    cycles_per_op: int = Field(1, ge=1, description="initiation interval: cycles between two operations "
+                               "of one unit (1 = fully pipelined, Timeloop's assumption)")
     attributes: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("word_bits")
@@ -203,7 +205,8 @@ def arch_from_native(doc: LDict) -> Arch:
                        f"{c.instances} compute units cannot be spread over {levels[-1].instances} {levels[-1].name}s",
                        allowed=f"a multiple of {levels[-1].instances}")
     compute = ComputeLevel(name=c.name, cls=c.cls, instances=c.instances, mesh_x=c.mesh_x,
-                           word_bits=bits_of(c.word_bits), attributes=dict(c.attributes))
+                           word_bits=bits_of(c.word_bits), cycles_per_op=c.cycles_per_op,
+                           attributes=dict(c.attributes))
     return Arch(name=spec.name, levels=tuple(levels), compute=compute, clock_hz=clock,
                 technology=spec.technology, attributes=dict(spec.attributes))
 

@@ -83,6 +83,7 @@ class ComputeLevel:
     instances: int = 1
     mesh_x: int | None = None
     word_bits: int = 64
+    cycles_per_op: int = 1             # initiation interval; Timeloop assumes 1
     attributes: MappingT[str, object] = field(default_factory=dict)
 
     @property

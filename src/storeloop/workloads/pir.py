@@ -10,6 +10,8 @@ words (one NTT coefficient modulo one coefficient modulus).
 
 from __future__ import annotations
 
+import math
+
 from storeloop.errors import SpecError
 from storeloop.spec.einsum import parse_einsum
 from storeloop.spec.types import Tensor, Workload
@@ -18,12 +20,15 @@ PIR_EINSUM = "C[m,n,p,q,c,d] = A[m,j,p,k,c,d] * B[j,n,k,q,c,d]"
 WORD_BYTES = 8
 
 
-def pir_workload(name: str, bounds: dict[str, int], bits: int = 64) -> Workload:
-    dims, tensors = parse_einsum(PIR_EINSUM)
+def einsum_workload(name: str, einsum: str, bounds: dict[str, int], bits: int = 64) -> Workload:
+    dims, tensors = parse_einsum(einsum)
     ts = tuple(Tensor(n, tuple(tuple((dims.index(v.upper()), c) for v, c in rank) for rank in ranks), rw, bits)
                for n, ranks, rw in tensors)
-    return Workload(name=name, dims=tuple(dims), bounds=tuple(bounds[d] for d in dims), tensors=ts,
-                    einsum=PIR_EINSUM)
+    return Workload(name=name, dims=tuple(dims), bounds=tuple(bounds[d] for d in dims), tensors=ts, einsum=einsum)
+
+
+def pir_workload(name: str, bounds: dict[str, int], bits: int = 64) -> Workload:
+    return einsum_workload(name, PIR_EINSUM, bounds, bits)
 
 
 def onionpir_first_dimension(db_bytes: int, *, first_dim: int = 256, ell: int = 2, moduli: int = 2,
@@ -49,6 +54,108 @@ def onionpir_first_dimension(db_bytes: int, *, first_dim: int = 256, ell: int = 
                         {"M": 1, "N": n, "P": 2, "Q": 1, "J": first_dim, "K": ell, "C": moduli, "D": degree})
 
 
+def onionpir(db_bytes: int, *, first_dim: int = 256, later_dim: int = 4, ell: int = 5, moduli: int = 2,
+             degree: int = 4096) -> list[Workload]:
+    """Every external-product pass of one OnionPIR query (thesis ch. 2.1, 3.3; OnionPIR ref. code).
+
+    ``[0]`` is the first dimension (:func:`onionpir_first_dimension`): it leaves N BFV ciphertexts.
+    Each later dimension of size ``later_dim`` (4 in the reference implementation) folds groups of
+    ``later_dim`` ciphertexts with an RGSW query entry (a 2*ell x 2 matrix of polynomials) by the
+    external product: A = RGSW query (M=1, J=later_dim, P=2, K=2*ell), B = the ciphertexts
+    decomposed base B into 2*ell polynomials (J=later_dim, N=n/later_dim, K=2*ell, Q=1). When N is
+    not a power of ``later_dim`` the last dimension is the remaining factor. ``ell`` is the RGSW
+    decomposition length; the thesis leaves it open, 5 is an assumption here (change it with
+    ``--param ell=``). MACs of a later dimension: n * 2 * 2*ell * C * D.
+    """
+    first = onionpir_first_dimension(db_bytes, first_dim=first_dim, moduli=moduli, degree=degree)
+    out = [first]
+    n = first.bounds_dict()["N"]
+    step = 1
+    while n > 1:
+        if n % later_dim == 0:
+            size = later_dim
+        elif n < later_dim:
+            size = n
+        else:
+            raise SpecError(f"{n} intermediate ciphertexts cannot be folded in dimensions of {later_dim}",
+                            field="later_dim", allowed=f"a first dimension that leaves {later_dim}^k x r "
+                            f"ciphertexts (r < {later_dim})")
+        n //= size
+        step += 1
+        out.append(pir_workload(f"{first.name}-dim{step}",
+                                {"M": 1, "N": n, "P": 2, "Q": 1, "J": size, "K": 2 * ell, "C": moduli, "D": degree}))
+    return out
+
+
+def _near_square(n: int) -> tuple[int, int]:
+    """(small, large) with small * large >= n: the divisor pair of n closest to a square, or
+    ceil(sqrt(n)) x ceil(n / ceil(sqrt(n))) with padding when n has no divisor within 2x of sqrt(n)."""
+    root = math.isqrt(n)
+    for a in range(root, 0, -1):
+        if n % a == 0:
+            if 2 * a >= root:
+                return a, n // a
+            break
+    a = root if root * root == n else root + 1
+    return a, -(-n // a)
+
+
+def _check_db(db_bytes: int, unit: int, what: str) -> int:
+    if db_bytes < unit:
+        raise SpecError(f"a {db_bytes} B database is smaller than one {what} ({unit} B)",
+                        field="db_size", allowed=f"at least {unit} B, a multiple of it")
+    if db_bytes % unit:
+        raise SpecError(f"the database size {db_bytes} B is not a whole number of {what}s of {unit} B",
+                        field="db_size", allowed=f"a multiple of {unit} B")
+    return db_bytes // unit
+
+
+def sealpir(db_bytes: int, *, moduli: int = 2, degree: int = 4096) -> list[Workload]:
+    """SealPIR's first dimension (thesis Table 3.2, ch. 3.4.1): M=1, P=2, Q=1, K=1, C=2, D=4096.
+
+    The database holds ``db_bytes / (8 * C * D)`` plaintexts (in NTT form, one 64-bit word per
+    coefficient and modulus) arranged as a J x N matrix as close to sqrt(records) x sqrt(records) as
+    a divisor allows (padded with zero plaintexts otherwise, as SealPIR does); the query has J
+    ciphertexts. Only this database-wide pass is generated (later dimensions work on N ciphertexts).
+    """
+    records = _check_db(db_bytes, WORD_BYTES * moduli * degree, "plaintext")
+    j, n = _near_square(records)
+    return [pir_workload(f"sealpir-{_size_name(db_bytes)}",
+                         {"M": 1, "N": n, "P": 2, "Q": 1, "J": j, "K": 1, "C": moduli, "D": degree})]
+
+
+def simplepir(db_bytes: int) -> list[Workload]:
+    """SimplePIR's answer (thesis Table 3.2, ch. 3.4.3): a matrix-vector product, D = C = 1.
+
+    The database is the matrix A (M rows x J columns, one 64-bit word per entry: SimplePIR's
+    small-modulus entries packed into the arch's words), the query the vector B (J x N=1). M x J is
+    as close to sqrt(records) x sqrt(records) as a divisor allows (padded otherwise); M >= J.
+    """
+    records = _check_db(db_bytes, WORD_BYTES, "64-bit word")
+    j, m = _near_square(records)
+    return [pir_workload(f"simplepir-{_size_name(db_bytes)}",
+                         {"M": m, "N": 1, "P": 1, "Q": 1, "J": j, "K": 1, "C": 1, "D": 1})]
+
+
+def fastpir(db_bytes: int, *, record_bytes: int = 256, slot_bits: int = 16, moduli: int = 2,
+            degree: int = 4096) -> list[Workload]:
+    """FastPIR's pass over the database (thesis Table 3.2, ch. 3.4.4): M=1, P=2, Q=1, K=1.
+
+    Each record is split over ``columns = record_bytes * 8 / slot_bits`` columns (one plaintext slot
+    of ``slot_bits`` bits each); a column packs ``degree`` records per plaintext, so the database
+    holds N = columns x J = plaintexts per column plaintexts, each stored in NTT form as C x D
+    64-bit words. The defaults (256 B records, 16-bit slots: 128 columns) are assumptions, not
+    values from the thesis.
+    """
+    if (record_bytes * 8) % slot_bits:
+        raise SpecError(f"a {record_bytes} B record does not split into {slot_bits}-bit slots",
+                        field="record_bytes", allowed=f"a multiple of {slot_bits // 8 or 1} B")
+    columns = record_bytes * 8 // slot_bits
+    per_column = _check_db(db_bytes, WORD_BYTES * moduli * degree * columns, f"row of {columns} plaintexts")
+    return [pir_workload(f"fastpir-{_size_name(db_bytes)}",
+                         {"M": 1, "N": columns, "P": 2, "Q": 1, "J": per_column, "K": 1, "C": moduli, "D": degree})]
+
+
 def _size_name(n: int) -> str:
     for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n % size == 0:
@@ -60,4 +167,7 @@ def tensor_elements(w: Workload) -> dict[str, int]:
     return {t.name: w.tensor_elements(t) for t in w.tensors}
 
 
-__all__ = ["PIR_EINSUM", "pir_workload", "onionpir_first_dimension", "tensor_elements"]
+SCHEMES = {"onionpir": onionpir, "sealpir": sealpir, "simplepir": simplepir, "fastpir": fastpir}
+
+__all__ = ["PIR_EINSUM", "SCHEMES", "einsum_workload", "pir_workload", "onionpir", "onionpir_first_dimension", "sealpir",
+           "simplepir", "fastpir", "tensor_elements"]
