@@ -56,3 +56,93 @@ def test_cli_unknown_scheme_exits_2():
     p = subprocess.run([sys.executable, "-m", "storeloop.cli", "workload", "mulpir", "--db-size", "1GiB"],
                        capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 2 and "allowed: onionpir" in p.stderr and "Traceback" not in p.stderr
+
+
+# --- the other schemes of Table 3.2, the later OnionPIR dimensions, the rotation pipeline -------------
+
+from storeloop.workloads.pir import fastpir, onionpir, sealpir, simplepir  # noqa: E402
+
+SIZES = [2**29 * 2**k for k in range(8)]          # 512 MiB .. 64 GiB, doubling (thesis ch. 6.5)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_table_3_2_bounds(size):
+    plaintexts = size // (8 * 2 * 4096)
+    s = sealpir(size)[0].bounds_dict()
+    assert (s["M"], s["P"], s["Q"], s["K"], s["C"], s["D"]) == (1, 2, 1, 1, 2, 4096)
+    assert s["J"] * s["N"] == plaintexts and s["J"] <= s["N"] <= 2 * s["J"]     # ~sqrt(records) each
+    p = simplepir(size)[0].bounds_dict()
+    assert (p["N"], p["P"], p["Q"], p["K"], p["C"], p["D"]) == (1, 1, 1, 1, 1, 1)
+    assert p["M"] * p["J"] == size // 8 and p["J"] <= p["M"] <= 2 * p["J"]
+    f = fastpir(size)[0].bounds_dict()
+    assert (f["M"], f["P"], f["Q"], f["K"], f["C"], f["D"]) == (1, 2, 1, 1, 2, 4096)
+    assert f["N"] == 256 * 8 // 16 and f["J"] * f["N"] == plaintexts          # N = columns, J = ptxts/column
+
+
+def test_sealpir_64GiB_is_square():
+    assert sealpir(64 * 2**30)[0].bounds_dict()["J"] == sealpir(64 * 2**30)[0].bounds_dict()["N"] == 1024
+
+
+def test_onionpir_later_dimensions_fold_by_four():
+    dims = onionpir(64 * 2**30, ell=5)
+    assert dims[0].bounds_dict()["N"] == 2048
+    ns = [w.bounds_dict()["N"] for w in dims[1:]]
+    js = [w.bounds_dict()["J"] for w in dims[1:]]
+    assert ns == [512, 128, 32, 8, 2, 1] and js == [4, 4, 4, 4, 4, 2]
+    assert all(w.bounds_dict()["K"] == 10 for w in dims[1:])
+    later = sum(w.macs for w in dims[1:])
+    assert later == sum(n * j for n, j in zip(ns, js)) * 2 * 10 * 2 * 4096
+    assert later / dims[0].macs < 0.03              # the first dimension dominates (thesis ch. 3.2: 99.4 %)
+
+
+def test_invalid_scheme_parameters_are_refused():
+    with pytest.raises(SpecError, match="smaller than one plaintext"):
+        sealpir(1024)
+    with pytest.raises(SpecError, match="not a whole number"):
+        fastpir(2**30 + 8)
+    with pytest.raises(SpecError, match="slots"):
+        fastpir(2**30, record_bytes=3, slot_bits=16)
+
+
+def test_cli_param_and_unknown_param():
+    run = lambda *a: subprocess.run([sys.executable, "-m", "storeloop.cli", "workload", *a],
+                                    capture_output=True, text=True, cwd=ROOT)
+    p = run("onionpir", "--db-size", "64GiB", "--param", "ell=3", "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["einsums"][0]["bounds"]["N"] == 2048 and out["einsums"][1]["bounds"]["K"] == 6
+    p = run("fastpir", "--db-size", "1GiB", "--param", "colour=3")
+    assert p.returncode == 2 and "record_bytes" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_rotation_cores_for_line_rate():
+    from storeloop.energy import Registry, price
+    from storeloop.spec.load import load_arch
+    from storeloop.workloads.rotation import cores_for_line_rate, line_rate_words_per_cycle, rotation
+
+    assert line_rate_words_per_cycle(10) == 1.0                      # 8 B/cycle at 156.25 MHz (paper 4.2)
+    arch, w = load_arch(ROOT / "arch" / "rotation-nic.yaml"), rotation()[0]
+    reg = Registry.discover()
+    cores, info = cores_for_line_rate(arch, w, lambda a: price(a, reg)[0], 10, time_limit=5)
+    assert cores == 6                                                 # the paper's six cores
+    assert info["mapped_cycles"][6] == info["nic_bound_cycles"]
+    assert info["mapped_cycles"].get(5, info["nic_bound_cycles"] + 1) > info["nic_bound_cycles"]
+
+
+def _workload_files():
+    return sorted((ROOT / "workloads").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", _workload_files(), ids=lambda p: p.name)
+def test_every_workload_file_maps(path):
+    from storeloop.energy import price
+    from storeloop.mapper import map_workload
+    from storeloop.model.evaluate import evaluate
+    from storeloop.spec.load import load_arch
+
+    arch = load_arch(ROOT / "arch" / ("rotation-nic.yaml" if path.name.startswith("rotation") else "onionchopper.yaml"))
+    w = load_workload(path)
+    energy = price(arch)[0]
+    out = map_workload(arch, w, energy, time_limit=1.0)
+    assert out.result.cycles >= out.search["lower_bound_cycles"] > 0
+    assert evaluate(arch, w, out.mapping, energy).cycles == out.result.cycles

@@ -47,6 +47,7 @@ class _DFS:
         self.best: tuple | None = None          # (cycles, energy, choice)
         self.t0 = time.monotonic() if start is None else start
         self.trace: list[tuple] = []             # (seconds, cycles, energy) of each new best
+        self.first_only = False                  # stop at the first complete mapping (a dive)
 
     def key(self):
         return None if self.best is None else self.best[:2]
@@ -59,6 +60,8 @@ class _DFS:
             if out:
                 self.best = out
                 self.trace.append((round(time.monotonic() - self.t0, 3), out[0], out[1]))
+                if self.first_only:
+                    raise _Stop("first mapping")
             return
         self.walk(out)
 
@@ -117,13 +120,33 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
     deadline = None if time_limit is None else start + time_limit
     stages = [tree.global_lb, tree.global_lb * 1.01, tree.global_lb * 1.1, None] \
         if objective.name in ("delay", "delay,energy") else [None]
+    fallback = _dive(tree, objective, deadline, start) if deadline is not None and len(stages) > 1 else None
     found = None
     for aspiration in stages:
         found = _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration)
         if found.mapping is not None or found.stopped:
             break
+    if found.mapping is None and fallback is not None:
+        # stopped before any stage found a mapping: report the dive's (not proven optimal)
+        found.cycles, found.energy_pJ = fallback.best[0], fallback.best[1]
+        found.mapping = tree.mapping(fallback.best[2])
+        found.stats["improvements"] = fallback.trace
     found.stats["seconds"] = time.monotonic() - start
     return found
+
+
+def _dive(tree, objective, deadline, start) -> _DFS | None:
+    """Best-bound-first descent to the first complete mapping: an answer for a time limit that
+    ends before the aspiration stages find one. Its counts are not kept in the search stats."""
+    saved = dict(tree.stats)
+    dfs = _DFS(tree, objective, deadline, start)
+    dfs.first_only = True
+    try:
+        dfs.walk(tree.expand(tree.root(), None, objective))
+    except _Stop:
+        pass
+    tree.stats = saved
+    return dfs if dfs.best is not None else None
 
 
 def _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration) -> Found:
