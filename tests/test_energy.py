@@ -91,3 +91,19 @@ def test_energy_cli_and_model_without_ert(capsys):
     assert main(["model", str(ARCH), str(ROOT / "workloads/onionpir-64GiB.yaml"),
                  str(ROOT / "mappings/onionchopper-thesis-best.yaml"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["summary"]["cycles"] == 13_811_004_212
+
+
+def test_modmac_grows_with_pipeline_depth():
+    """ModMAC (thesis ch. 4.2.5): shallower stages (fewer full adders each) mean more stages,
+    more pipeline registers, so more area and energy per MAC; a stage slower than the clock is refused."""
+    from storeloop.energy import Registry
+
+    reg = Registry.discover(use_cache=False)
+    base = {"technology": 45e-9, "width": 64, "clock_hz": 2e9}
+    est = {g: reg.estimate("modmac", {**base, "fa_per_stage": g})[0] for g in (3, 2, 1)}
+    depth = {g: int(e.source.split(" pipeline stages")[0].rsplit(" ", 1)[1]) for g, e in est.items()}
+    assert depth[3] < depth[2] < depth[1] == 3 * (3 * 64 - 4) + 4 * 64 + 2 * 64 * 3 + 3 * 64
+    assert est[3].area_um2 < est[2].area_um2 < est[1].area_um2
+    assert est[3].actions["mac"] < est[2].actions["mac"] < est[1].actions["mac"]
+    with pytest.raises(Exception, match="clock period"):
+        reg.estimate("modmac", {**base, "fa_per_stage": 4})
