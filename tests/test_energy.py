@@ -107,3 +107,19 @@ def test_modmac_grows_with_pipeline_depth():
     assert est[3].actions["mac"] < est[2].actions["mac"] < est[1].actions["mac"]
     with pytest.raises(Exception, match="clock period"):
         reg.estimate("modmac", {**base, "fa_per_stage": 4})
+
+
+def test_dram_from_cacti_has_area_growing_with_capacity():
+    """DRAM (thesis's Accelergy change): CACTI main-memory area by capacity, energy by type."""
+    reg = Registry.discover(use_cache=False)
+    base = {"technology": 45e-9, "width": 64, "word_bits": 64, "block_size": 1}
+    small, p1 = reg.estimate("dram", {**base, "type": "DDR4", "size_bits": 2**33})
+    big, p2 = reg.estimate("dram", {**base, "type": "DDR4", "size_bits": 2**35})
+    assert p1 == p2 == "storeloop-dram"
+    assert 0 < small.area_um2 < big.area_um2
+    assert big.area_um2 == pytest.approx(4 * small.area_um2)          # four 8 Gb dies instead of one
+    assert small.actions["read"] > 0 and "CACTI 7 main memory" in small.source
+    lp, _ = reg.estimate("dram", {**base, "type": "LPDDR4", "size_bits": 2**33})
+    assert lp.area_um2 == small.area_um2 and "fallback, not CACTI" in lp.source
+    with pytest.raises(Exception, match="neither in CACTI"):
+        reg.estimate("dram", {**base, "type": "SDR0", "size_bits": 2**33})

@@ -40,7 +40,7 @@ class HwComponentsPlugin:
             per_bit = m.read().energy / bus
             return Estimate({"read": per_bit * bits * PJ, "write": m.write().energy / bus * bits * PJ}, 0.0, 0.0,
                             f"hwcomponents-cacti {kind} table: {per_bit * PJ:g} pJ/bit, area 0 (flat per-bit "
-                            f"model; a CACTI main-memory DRAM plug-in is not built yet)")
+                            f"model; the storeloop-dram plug-in prices DRAM with CACTI's main-memory model when installed)")
         from hwcomponents_library.library.aladdin import (AladdinAdder, AladdinIntMAC, AladdinMultiplier,
                                                           AladdinRegister)
         width = int(a.get("width", 64))
