@@ -33,14 +33,18 @@ def _constrained(c: LevelConstraint) -> set[int]:
     return set(c.temporal) | set(c.spatial_x) | set(c.spatial_y) | set(c.permutation or [])
 
 
-def merge(workload: Workload, constraints: Constraints) -> tuple[Workload, list[list[int]], Constraints]:
-    """(merged workload, original dims of each merged dim, constraints on merged dims)."""
+def merge(workload: Workload, constraints: Constraints, *, enabled: bool = True
+          ) -> tuple[Workload, list[list[int]], Constraints]:
+    """(merged workload, original dims of each merged dim, constraints on merged dims).
+
+    ``enabled=False`` keeps every dimension apart (only bound-1 dimensions are dropped): needed
+    when the cost depends on more than the product per level, e.g. a paged level's layout."""
     pinned = set().union(*[_constrained(c) for c in constraints.levels.values()]) if constraints.levels else set()
     groups: dict[object, list[int]] = {}
     for d in range(len(workload.dims)):
         if workload.bounds[d] == 1:
             continue
-        key = ("pin", d) if d in pinned else frozenset(t.name for t in workload.tensors if d in t.dims())
+        key = ("pin", d) if d in pinned or not enabled else frozenset(t.name for t in workload.tensors if d in t.dims())
         groups.setdefault(key, []).append(d)
     members = list(groups.values())
     new_of = {d: i for i, ds in enumerate(members) for d in ds}

@@ -35,6 +35,12 @@ class Objective:
             return int(np.lexsort((np.arange(len(cycles)), energy, cycles))[0])
         return int(np.argmin(self.score(cycles, energy)))
 
+    def order(self, cycles, energy):
+        """Indices from best to worst; ties keep the given order."""
+        if self.lexicographic:
+            return np.lexsort((np.arange(len(cycles)), energy, cycles))
+        return np.argsort(self.score(cycles, energy), kind="stable")
+
     def better(self, cycles, energy, best: tuple) -> bool:
         """Strictly better than ``best`` = (cycles, energy)."""
         if self.lexicographic:

@@ -72,8 +72,11 @@ class Children:
 
 
 class Tree:
-    def __init__(self, space: MapSpace, energy: EnergyTable):
+    def __init__(self, space: MapSpace, energy: EnergyTable, exact=None):
         self.space = space
+        # exact(choice) -> (cycles, energy): set when the leaf arithmetic is only a lower bound
+        # (paged levels); leaves are then re-priced with it, best lower bound first
+        self.exact = exact
         self.arch, self.workload = space.arch, space.workload
         w = self.workload
         self.T, self.D, self.nlev = len(w.tensors), len(w.dims), space.nlev
@@ -320,12 +323,28 @@ class Tree:
             e, lc = level_costs(lvl, self.costs[L], cnt[:, L, :, RD].T, cnt[:, L, :, FL].T, cnt[:, L, :, UP].T, cc)
             energy = energy + e * n.util[L]
             cycles = np.maximum(cycles, lc)
+        if self.exact is not None:
+            return self._exact_leaves(n, rows, cycles, energy, best, objective)
         i = objective.argbest(cycles, energy)
         if best is not None and not objective.better(cycles[i], energy[i], best):
             return ()
         j = int(i)
         choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["orders"][j], n.keep),)
         return (int(cycles[j]), float(energy[j]), choice)
+
+    def _exact_leaves(self, n: Node, rows: dict, cycles, energy, best, objective):
+        """Re-price leaves exactly in order of their lower bounds until a bound cannot win."""
+        found = ()
+        for j in objective.order(cycles, energy):
+            j = int(j)
+            key = found[:2] if found else best
+            if key is not None and objective.dominated(cycles[j], energy[j], key):
+                break                                # sorted by bound: nothing after can win
+            choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["orders"][j], n.keep),)
+            c, e = self.exact(choice)
+            if key is None or objective.better(c, e, key):
+                found = (int(c), float(e), choice)
+        return found
 
     # ------------------------------------------------------------------ output
     def mapping(self, choice: tuple, name: str | None = None) -> Mapping:

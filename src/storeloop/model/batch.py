@@ -69,6 +69,8 @@ class BatchModel:
     def __init__(self, arch: Arch, workload: Workload, energy: EnergyTable):
         if not all(len(r) == 1 and r[0][1] == 1 for t in workload.tensors for r in t.ranks):
             raise ValueError("BatchModel needs an einsum whose tensor indices are plain dimensions")
+        if any(lvl.page_bytes for lvl in arch.levels):
+            raise ValueError("BatchModel does not model access granularity (page_size); use evaluate()")
         self.arch, self.workload = arch, workload
         self.nlev = len(arch.levels)
         self.tensors = [(t.name, t.dims(), t.read_write, [r[0][0] for r in t.ranks]) for t in workload.tensors]

@@ -11,6 +11,14 @@ per-data-space vector-access energy), so results agree with it number for number
 * per data space and instance, energy is
   ``ceil(reads/B)·E_read + ceil(fills/B)·E_write + ceil(updates/B)·E_write`` (B: block size);
 * area is per-instance area × instances, for every level and the compute units.
+
+Beyond Timeloop (both off by default, so Timeloop inputs give Timeloop's numbers):
+
+* ``cycles_per_op`` on the compute level: a unit issues one operation every that many cycles;
+* ``page_size`` on a storage level (e.g. an SSD's 4 KiB page): a level's reads and updates are
+  counted in whole pages of the runs each child tile occupies in its layout
+  (:func:`storeloop.model.nest.page_factors`), so bandwidth and energy see sequential vs.
+  scattered access.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import math
 from dataclasses import dataclass, field
 
 from storeloop.errors import MappingError
-from storeloop.model.nest import NestAnalysis, analyze
+from storeloop.model.nest import NestAnalysis, analyze, page_factors
 from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
 from storeloop.units import ceil_div
 
@@ -134,6 +142,9 @@ def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTab
     """Evaluate one mapping. Raises MappingError when it cannot run (capacity, fanout, factors)."""
     nest = analyze(arch, workload, mapping)
     check_capacity(arch, nest)
+    for (L, name), factor in page_factors(arch, workload, mapping).items():
+        st = nest.levels[L].tensors[name]
+        st.reads, st.updates = math.ceil(st.reads * factor), math.ceil(st.updates * factor)
     levels = []
     compute_cycles = nest.compute_cycles * arch.compute.cycles_per_op
     cycles = compute_cycles

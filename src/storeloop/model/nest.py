@@ -304,3 +304,47 @@ def _arrivals(t: Tensor, loops, stride, L: int, extents: list[int], tile: int) -
         total += (f - 1) * outer * _box_delta(shift, extents, tile)
         wrap[d] = wrap.get(d, 0) - (f - 1) * s
     return total
+
+
+def page_factors(arch: Arch, workload: Workload, mapping: Mapping) -> dict[tuple[int, str], Fraction]:
+    """Access-granularity inflation per (level, tensor) for levels with a page size.
+
+    A level with ``page_bytes`` (an SSD's page or request size) serves each child tile as
+    contiguous runs of its own tile, laid out row-major in the tensor's rank order (last rank
+    fastest). A run is the child tile's extent along the last rank, times the ranks before it as
+    long as the child spans the level's whole extent there. Every run is rounded up to whole
+    pages (runs are taken as page-aligned), so the words the level moves per child tile are
+    ``runs x ceil(run / page) x page``; the factor is that over the tile's words (1 when runs are
+    whole pages, e.g. sequential streaming; up to page/word for word-by-word access). The model
+    multiplies the level's reads and updates by it, so bandwidth and energy pay for whole pages.
+    Delta slabs of sliding windows are priced with the full tile's shape.
+    """
+    nlev = len(arch.levels)
+    pages = {L: lvl.page_bytes for L, lvl in enumerate(arch.levels) if lvl.page_bytes}
+    if not pages:
+        return {}
+    ndims = len(workload.dims)
+    inner = [[1] * ndims for _ in range(nlev + 1)]
+    for L in range(nlev - 1, -1, -1):
+        inner[L] = inner[L + 1][:]
+        for lp in mapping.levels[L].temporal + mapping.levels[L].spatial:
+            inner[L][lp.dim] *= lp.factor
+    out = {}
+    for L, page in pages.items():
+        bits = arch.levels[L].word_bits
+        for t in workload.tensors:
+            if not mapping.levels[L].keeps(t.name):
+                continue
+            child = next((C for C in range(L + 1, nlev) if mapping.levels[C].keeps(t.name)), nlev)
+            full = _extents(t, inner[L])
+            # the child's tile: its own loops; the compute units take one element at a time
+            part = _extents(t, inner[child]) if child < nlev else [1] * len(t.ranks)
+            run = 1
+            for e, E in zip(reversed(part), reversed(full)):
+                run *= e
+                if e != E:
+                    break
+            words = math.prod(part)
+            per_run = Fraction(math.ceil(Fraction(run * bits, 8 * page)) * page * 8, bits)   # words
+            out[(L, t.name)] = (words // run) * per_run / words
+    return out

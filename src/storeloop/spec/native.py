@@ -58,6 +58,8 @@ class StorageSpec(_Spec):
     read_bandwidth: Scalar | None = Field(None, description="words/cycle, or 'N GB/s' with the arch clock")
     write_bandwidth: Scalar | None = Field(None, description="words/cycle, or 'N GB/s'")
     shared_bandwidth: Scalar | None = Field(None, description="reads + writes together: words/cycle or 'N GB/s'")
+    page_size: Scalar | None = Field(None, description="access granularity, e.g. '4 KiB' (SSD page): a transfer "
+                                     "whose contiguous run is shorter pays for whole pages")
     attributes: dict[str, Any] = Field(default_factory=dict, description="free attributes for energy/area models")
 
     @field_validator("word_bits")
@@ -191,6 +193,16 @@ def arch_from_native(doc: LDict) -> Arch:
             size = capacity_words(s.capacity, wb)
         except ExpressionError as exc:
             raise error_at(doc, loc + ("capacity",), str(exc)) from None
+        page = None
+        if s.page_size is not None:
+            try:
+                page = bytes_of(s.page_size)
+            except ExpressionError as exc:
+                raise error_at(doc, loc + ("page_size",), str(exc), allowed="a size such as '4 KiB'") from None
+            if page < wb / 8 or page != int(page):
+                raise error_at(doc, loc + ("page_size",), f"page size {page} B is smaller than a word or not whole",
+                               allowed=f"a whole number of bytes >= {wb // 8}")
+            page = int(page)
         if i > 0 and s.instances % spec.levels[i - 1].instances:
             raise error_at(doc, loc + ("instances",),
                            f"{s.instances} instances cannot be spread over the {spec.levels[i - 1].instances} of the level above",
@@ -198,7 +210,7 @@ def arch_from_native(doc: LDict) -> Arch:
         levels.append(StorageLevel(name=s.name, cls=s.cls, instances=s.instances, mesh_x=s.mesh_x, size_words=size,
                                    word_bits=wb, block_size=s.block_size, read_bandwidth=bw("read_bandwidth"),
                                    write_bandwidth=bw("write_bandwidth"), shared_bandwidth=bw("shared_bandwidth"),
-                                   attributes=dict(s.attributes)))
+                                   page_bytes=page, attributes=dict(s.attributes)))
     c = spec.compute
     if c.instances % levels[-1].instances:
         raise error_at(doc, ("arch", "compute", "instances"),

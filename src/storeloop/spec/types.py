@@ -69,6 +69,7 @@ class StorageLevel:
     read_bandwidth: float | None = None
     write_bandwidth: float | None = None
     shared_bandwidth: float | None = None
+    page_bytes: int | None = None      # access granularity: a transfer pays whole pages (None: per word)
     attributes: MappingT[str, object] = field(default_factory=dict)
 
     @property
