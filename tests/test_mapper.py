@@ -1,5 +1,6 @@
 """The mapper: optimal against brute force, round trip through the model, determinism, constraints."""
 
+import dataclasses
 import itertools
 import json
 import math
@@ -86,7 +87,16 @@ SMALL = [
 ]
 
 
-@pytest.mark.parametrize("a,w", SMALL, ids=["matmul-spatial", "merged-class"])
+def paged(a: Arch, page_bytes: int) -> Arch:
+    """``a`` with pages on its outermost level: tile layout now matters (model.nest.page_factors)."""
+    return dataclasses.replace(a, levels=(dataclasses.replace(a.levels[0], page_bytes=page_bytes),) + a.levels[1:])
+
+
+PAGED = [(paged(a, 32), w) for a, w in SMALL]        # 4 words of 64 bits per page
+
+
+@pytest.mark.parametrize("a,w", SMALL + PAGED,
+                         ids=["matmul-spatial", "merged-class", "matmul-spatial-paged", "three-levels-paged"])
 def test_branch_and_bound_equals_brute_force(a, w):
     e = table(a)
     out = map_workload(a, w, e)

@@ -36,17 +36,11 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     area = sum(energy.storage[lvl.name].area_um2 * lvl.instances for lvl in arch.levels) \
         + energy.compute.area_um2 * arch.compute.instances
     obj = Objective(objective, area)
+    # a paged level's cost depends on the tile layout (rank order), so dims are not merged there
     paged = any(lvl.page_bytes for lvl in arch.levels)
     merged, members, mcons = merge(workload, constraints, enabled=not paged)
     space = MapSpace(arch, merged, mcons)
-    exact = None
-    if paged:
-        # a paged level's cost depends on the tile layout: the tree's arithmetic bounds it from
-        # below, and every leaf that could win is priced by the reference model
-        def exact(choice):
-            r = evaluate(arch, workload, split_mapping(tree.mapping(choice), members, workload), energy)
-            return r.cycles, r.energy_pJ
-    tree = Tree(space, energy, exact)                   # also gives the lower bound
+    tree = Tree(space, energy)                          # also gives the lower bound
     if algorithm == "exhaustive":
         found = branch_and_bound(tree, obj, time_limit=time_limit, threads=threads, progress=progress)
     elif algorithm in ("random", "random-pruned"):

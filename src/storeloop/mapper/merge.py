@@ -50,9 +50,12 @@ def merge(workload: Workload, constraints: Constraints, *, enabled: bool = True
     new_of = {d: i for i, ds in enumerate(members) for d in ds}
     dims = tuple("".join(workload.dims[d] for d in ds) for ds in members)
     bounds = tuple(_prod(workload.bounds[d] for d in ds) for ds in members)
-    tensors = tuple(replace(t, ranks=tuple(((i, 1),) for i, ds in enumerate(members)
-                                           if any(d in t.dims() for d in ds)))
-                    for t in workload.tensors)
+    def ranks(t):
+        if not enabled:                      # keep the tensor's rank order (its layout)
+            return tuple(((new_of[d], 1),) for rank in t.ranks for d, _ in rank if d in new_of)
+        return tuple(((i, 1),) for i, ds in enumerate(members) if any(d in t.dims() for d in ds))
+
+    tensors = tuple(replace(t, ranks=ranks(t)) for t in workload.tensors)
     merged = Workload(workload.name, dims, bounds, tensors, workload.einsum)
 
     def remap(m: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:

@@ -57,6 +57,7 @@ class Node:
     e_acc: float           # energy of the final counts (lower-bound arithmetic)
     choice: tuple          # per decided level: (temporal (D,), X (D,), Y (D,), order, keep mask)
     keep: int              # keep mask of level `depth`
+    spans: np.ndarray      # (levels, D) tile span of each decided level and of `depth` (for pages)
 
 
 @dataclass
@@ -72,11 +73,8 @@ class Children:
 
 
 class Tree:
-    def __init__(self, space: MapSpace, energy: EnergyTable, exact=None):
+    def __init__(self, space: MapSpace, energy: EnergyTable):
         self.space = space
-        # exact(choice) -> (cycles, energy): set when the leaf arithmetic is only a lower bound
-        # (paged levels); leaves are then re-priced with it, best lower bound first
-        self.exact = exact
         self.arch, self.workload = space.arch, space.workload
         w = self.workload
         self.T, self.D, self.nlev = len(w.tensors), len(w.dims), space.nlev
@@ -84,6 +82,9 @@ class Tree:
         self.rel = np.array(space.relevant, dtype=bool)                  # (T, D)
         self.rw = np.array([t.read_write for t in w.tensors], dtype=bool)
         self.costs = [energy.storage[lvl.name] for lvl in self.arch.levels]
+        # paged levels (access granularity, model.nest.page_factors): words moved per child tile
+        self.pages = {L: lvl.page_bytes for L, lvl in enumerate(self.arch.levels) if lvl.page_bytes}
+        self.rank_dims = [[r[0][0] for r in t.ranks] for t in w.tensors]
         self.compute_pJ = w.macs * energy.compute.read_pJ
         self.class_of = np.full(self.D, -1)
         for ci, (_, ds) in enumerate(space.classes):
@@ -103,7 +104,41 @@ class Tree:
         size = np.array([np.prod(self.bounds[self.rel[t]]) for t in range(T)], dtype=np.int64)
         return Node(0, self.bounds.copy(), 1, np.ones(T, np.int64), np.ones(self.D, np.int64),
                     np.zeros(T, np.int64), np.ones(T, np.int64), np.where(self.rw, size, 1), np.full(T, -1),
-                    np.zeros((nlev, T, 3), np.int64), np.ones(nlev, np.int64), 0.0, (), (1 << T) - 1)
+                    np.zeros((nlev, T, 3), np.int64), np.ones(nlev, np.int64), 0.0, (), (1 << T) - 1,
+                    np.vstack([self.bounds[None, :], np.ones((nlev - 1, self.D), np.int64)]))
+
+    # ------------------------------------------------------------------ pages
+    def _runs(self, t: int, full, part) -> np.ndarray:
+        """Contiguous run (words) of child tiles ``part`` (m, D) in a layout of extents ``full`` (D,)."""
+        part = np.atleast_2d(part)
+        run = np.ones(len(part), np.int64)
+        going = np.ones(len(part), bool)
+        for d in reversed(self.rank_dims[t]):
+            run = np.where(going, run * part[:, d], run)
+            going &= part[:, d] == full[d]
+        return run
+
+    def _page_ratio(self, L: int, run: int) -> tuple[int, int]:
+        """Words moved per word of a tile read in runs of ``run`` words, as a reduced fraction."""
+        bits, page = self.arch.levels[L].word_bits, self.pages[L]
+        num, den = -(-run * bits // (8 * page)) * 8 * page, bits * run
+        g = math.gcd(num, den)
+        return num // g, den // g
+
+    def _page_factor(self, L: int, runs: np.ndarray, bound: bool = False) -> np.ndarray:
+        """Per row, the factor for runs (exact), or its lower bound over any sub-tile (``bound``)."""
+        pw = self.pages[L] * 8 / self.arch.levels[L].word_bits
+        if bound:
+            return np.where(runs < pw, pw / runs, 1.0)
+        return np.ceil(runs * (1.0 / pw) - 1e-12) * pw / runs
+
+    def _paged(self, L: int, count, run: int):
+        """``count`` words of child tiles with runs of ``run`` words, in whole pages (exact)."""
+        num, den = self._page_ratio(L, run)
+        c = np.asarray(count, dtype=np.int64)
+        if c.size and int(c.max()) * num >= 2**62:
+            return np.array([-(-int(x) * num // den) for x in c.ravel()], dtype=object).reshape(c.shape).astype(np.int64)
+        return -(-(c * num) // den)
 
     def lower_bound(self) -> tuple[int, dict]:
         """Cycles no mapping can beat: compulsory traffic of the backing level, and compute (exact)."""
@@ -234,17 +269,23 @@ class Tree:
             k = kept[None, :, t]
             # the parent's reads (updates) of t: final if L1 keeps t, else a lower bound -- the same value
             via = (arr[:, t] * scat[:, t]).astype(np.float64)
+            fac = 1.0
+            if pl in self.pages:       # whole pages: exact if L1 keeps t, else bounded over sub-tiles
+                runs = self._runs(t, n.spans[pl], rows["rem"])
+                other = np.full(m, self._page_factor(pl, np.ones(1, np.int64))[0]) if innermost \
+                    else self._page_factor(pl, runs, bound=True)
+                fac = np.where(k, self._page_factor(pl, runs)[:, None], other[:, None])
             if self.rw[t]:
-                tr_r[pl] += (via - n.partl[t])[:, None]
-                tr_w[pl] += via[:, None]
-                e += ((via - n.partl[t]) * self.rpw[pl] + via * self.wpw[pl])[:, None] * float(n.util[pl])
+                tr_r[pl] += (via - n.partl[t])[:, None] * fac
+                tr_w[pl] += via[:, None] * fac
+                e += ((via - n.partl[t]) * self.rpw[pl] + via * self.wpw[pl])[:, None] * fac * float(n.util[pl])
             else:
                 if innermost:      # bypassing the last level: every compute reads t from the parent
                     via = np.where(k, via[:, None], np.maximum(via, cc_lb * scat[:, t])[:, None])
                 else:
                     via = via[:, None]
-                tr_r[pl] += via
-                e += via * (self.rpw[pl] * float(n.util[pl]))
+                tr_r[pl] += via * fac
+                e += via * fac * (self.rpw[pl] * float(n.util[pl]))
             # kept at L1: its fill (final) and its own later reads (updates) >= what arrives (bound)
             a = arr[:, t].astype(np.float64)
             if self.rw[t]:
@@ -291,14 +332,20 @@ class Tree:
             else:
                 cnt[pl, t, RD] = via
                 cnt[L1, t, FL] = a
+            if pl in self.pages:
+                run = int(self._runs(t, n.spans[pl], rows["rem"][j])[0])
+                for act in (RD, UP):
+                    cnt[pl, t, act] = int(self._paged(pl, cnt[pl, t, act], run))
             bpl, bl1 = self.arch.levels[pl].block_size, self.arch.levels[L1].block_size
             e_acc += (-(-cnt[pl, t, RD] // bpl) * self.costs[pl].read_pJ
                       + -(-cnt[pl, t, UP] // bpl) * self.costs[pl].write_pJ) * float(util[pl])
             e_acc += -(-cnt[L1, t, FL] // bl1) * self.costs[L1].write_pJ * float(util[L1])
             last[t], scat[t], partl[t] = L1, 1, p
         choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["orders"][j], n.keep),)
+        spans = n.spans.copy()
+        spans[L1] = rows["rem"][j]
         return Node(L1, rows["rem"][j], int(rows["P"][j]), rows["rep"][j], rows["above"][j], last, scat, partl,
-                    rows["blk"][j], cnt, util, e_acc, choice, mask)
+                    rows["blk"][j], cnt, util, e_acc, choice, mask, spans)
 
     def _leaves(self, n: Node, rows: dict, best, objective):
         """Exact cycles and energy of every complete mapping under a last-level node; the best one."""
@@ -316,6 +363,9 @@ class Tree:
                 cnt[:, pl, t, RD] = upd - n.partl[t]
             else:
                 cnt[:, pl, t, RD] = cc * rows["scat"][:, t]
+            if pl in self.pages:       # the compute units take one element at a time: runs of 1
+                for act in (RD, UP):
+                    cnt[:, pl, t, act] = self._paged(pl, cnt[:, pl, t, act], 1)
         cc = cc * self.arch.compute.cycles_per_op            # from here on: time
         cycles = cc.copy()
         energy = np.full(m, self.compute_pJ)
@@ -323,28 +373,12 @@ class Tree:
             e, lc = level_costs(lvl, self.costs[L], cnt[:, L, :, RD].T, cnt[:, L, :, FL].T, cnt[:, L, :, UP].T, cc)
             energy = energy + e * n.util[L]
             cycles = np.maximum(cycles, lc)
-        if self.exact is not None:
-            return self._exact_leaves(n, rows, cycles, energy, best, objective)
         i = objective.argbest(cycles, energy)
         if best is not None and not objective.better(cycles[i], energy[i], best):
             return ()
         j = int(i)
         choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["orders"][j], n.keep),)
         return (int(cycles[j]), float(energy[j]), choice)
-
-    def _exact_leaves(self, n: Node, rows: dict, cycles, energy, best, objective):
-        """Re-price leaves exactly in order of their lower bounds until a bound cannot win."""
-        found = ()
-        for j in objective.order(cycles, energy):
-            j = int(j)
-            key = found[:2] if found else best
-            if key is not None and objective.dominated(cycles[j], energy[j], key):
-                break                                # sorted by bound: nothing after can win
-            choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["orders"][j], n.keep),)
-            c, e = self.exact(choice)
-            if key is None or objective.better(c, e, key):
-                found = (int(c), float(e), choice)
-        return found
 
     # ------------------------------------------------------------------ output
     def mapping(self, choice: tuple, name: str | None = None) -> Mapping:
