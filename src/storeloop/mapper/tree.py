@@ -198,24 +198,27 @@ class Tree:
         for ci, (_, ds) in enumerate(self.space.classes):
             cp[:, ci] = tf[:, ds].prod(axis=1)
         pattern = ((cp > 1) * (1 << np.arange(k))).sum(axis=1)
-        idx, orders = [], []
+        idx, oids, perms = [], [], []          # rows x orders; each row's order as an index into perms
+        ids: dict[tuple, int] = {}
         for p in np.unique(pattern):
             sel = np.nonzero(pattern == p)[0]
             for perm in self.space.orders[n.depth][int(p)]:
+                if perm not in ids:
+                    ids[perm] = len(perms)
+                    perms.append(perm)
                 idx.append(sel)
-                orders.extend([perm] * len(sel))
+                oids.append(np.full(len(sel), ids[perm]))
         if not idx:
             return None
         idx = np.concatenate(idx)
+        order_ids = np.concatenate(oids)
         tf, sx, sy, cp = tf[idx], sx[idx], sy[idx], cp[idx]
         m = len(idx)
-        ids: dict[tuple, int] = {}
-        order_ids = np.array([ids.setdefault(o, len(ids)) for o in orders])
         P = np.full(m, n.P, np.int64)
         rep = np.broadcast_to(n.rep, (m, self.T)).copy()
         for oid in np.unique(order_ids):
             sel = order_ids == oid
-            perm = orders[int(np.argmax(sel))]
+            perm = perms[int(oid)]
             run = P[sel].copy()
             r = rep[sel]
             for ci in perm:
@@ -234,7 +237,7 @@ class Tree:
         scat = n.scat[None, :] * np.stack([np.where(self.rel[t], s, 1).prod(axis=1) for t in range(self.T)], axis=1)
         tile = np.stack([np.where(self.rel[t], rem, 1).prod(axis=1) for t in range(self.T)], axis=1)
         part = np.stack([np.where(self.rel[t], self.bounds // above, 1).prod(axis=1) for t in range(self.T)], axis=1)
-        return dict(tf=tf, sx=sx, sy=sy, orders=orders, P=P, rep=rep, rem=rem, above=above, blk=blk,
+        return dict(tf=tf, sx=sx, sy=sy, oid=order_ids, perms=perms, P=P, rep=rep, rem=rem, above=above, blk=blk,
                     scat=scat, tile=tile, arr=tile * rep, part=part, util=above.prod(axis=1))
 
     def expand(self, n: Node, best: tuple | None, objective) -> Children | tuple:
@@ -276,9 +279,15 @@ class Tree:
                     else self._page_factor(pl, runs, bound=True)
                 fac = np.where(k, self._page_factor(pl, runs)[:, None], other[:, None])
             if self.rw[t]:
-                tr_r[pl] += (via - n.partl[t])[:, None] * fac
-                tr_w[pl] += via[:, None] * fac
-                e += ((via - n.partl[t]) * self.rpw[pl] + via * self.wpw[pl])[:, None] * fac * float(n.util[pl])
+                if innermost:      # bypassing the last level: one update per compute, unless a
+                    # spatial reduction below the parent accumulates (then per innermost relevant loop)
+                    ca = np.where(rows["blk"][:, t] >= pl, rows["rep"][:, t], cc_lb)
+                    via = np.where(k, via[:, None], np.maximum(via, ca * scat[:, t])[:, None])
+                else:
+                    via = via[:, None]
+                tr_r[pl] += (via - n.partl[t]) * fac
+                tr_w[pl] += via * fac
+                e += ((via - n.partl[t]) * self.rpw[pl] + via * self.wpw[pl]) * fac * float(n.util[pl])
             else:
                 if innermost:      # bypassing the last level: every compute reads t from the parent
                     via = np.where(k, via[:, None], np.maximum(via, cc_lb * scat[:, t])[:, None])
@@ -341,7 +350,7 @@ class Tree:
                       + -(-cnt[pl, t, UP] // bpl) * self.costs[pl].write_pJ) * float(util[pl])
             e_acc += -(-cnt[L1, t, FL] // bl1) * self.costs[L1].write_pJ * float(util[L1])
             last[t], scat[t], partl[t] = L1, 1, p
-        choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["orders"][j], n.keep),)
+        choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["perms"][rows["oid"][j]], n.keep),)
         spans = n.spans.copy()
         spans[L1] = rows["rem"][j]
         return Node(L1, rows["rem"][j], int(rows["P"][j]), rows["rep"][j], rows["above"][j], last, scat, partl,
@@ -377,7 +386,7 @@ class Tree:
         if best is not None and not objective.better(cycles[i], energy[i], best):
             return ()
         j = int(i)
-        choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["orders"][j], n.keep),)
+        choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["perms"][rows["oid"][j]], n.keep),)
         return (int(cycles[j]), float(energy[j]), choice)
 
     # ------------------------------------------------------------------ output
