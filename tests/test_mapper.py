@@ -84,6 +84,10 @@ SMALL = [
            StorageLevel("SRAM", "SRAM", size_words=8, block_size=2, read_bandwidth=4.0, write_bandwidth=4.0),
            StorageLevel("RF", "regfile", size_words=3)], 1),
      workload("C[m,n] = A[m,k,l] * B[k,l,n]", {"M": 2, "N": 2, "K": 2, "L": 2})),
+    # the last level fans out to 2 MACs (spatial reduction of Z over K possible), tiny buffers
+    (arch([StorageLevel("DRAM", "DRAM", shared_bandwidth=1.0),
+           StorageLevel("SRAM", "SRAM", size_words=4, read_bandwidth=2.0, write_bandwidth=2.0)], 2),
+     workload("Z[m,n] = X[m,k] * Y[k,n]", {"M": 2, "N": 4, "K": 2})),
 ]
 
 
@@ -96,7 +100,8 @@ PAGED = [(paged(a, 32), w) for a, w in SMALL]        # 4 words of 64 bits per pa
 
 
 @pytest.mark.parametrize("a,w", SMALL + PAGED,
-                         ids=["matmul-spatial", "merged-class", "matmul-spatial-paged", "three-levels-paged"])
+                         ids=["matmul-spatial", "merged-class", "last-level-fanout",
+                              "matmul-spatial-paged", "three-levels-paged", "last-level-fanout-paged"])
 def test_branch_and_bound_equals_brute_force(a, w):
     e = table(a)
     out = map_workload(a, w, e)
@@ -191,3 +196,37 @@ def test_cli_round_trip_and_timeloop_constraints(tmp_path, capsys):
     bad.write_text("constraints:\n  levels:\n    - level: SRAM\n      temporal: {Q: 2}\n")
     assert main(["map", *files, *energy, "--constraints", str(bad)]) == 2
     assert "bad.yaml:4" in capsys.readouterr().err
+
+
+def random_case(rng):
+    """A small random (arch, workload): 2-3 levels, fanouts, tight buffers, sometimes pages."""
+    einsum, dims = rng.choice([("Z[m,n] = X[m,k] * Y[k,n]", "MNK"), ("C[m,n] = A[m,k,l] * B[k,l,n]", "MNKL"),
+                               ("Y[m] = A[m,k] * X[k]", "MK"), ("C[m,p,d] = A[m,j,p,d] * B[j,p,d]", "MJPD")])
+    bounds = {d: rng.choice([1, 2, 2, 3, 4]) for d in dims}
+    while math.prod(bounds.values()) > 24:                     # keep brute force to seconds
+        bounds[rng.choice(dims)] = 1
+    levels, inst = [StorageLevel("DRAM", "DRAM", shared_bandwidth=rng.choice([0.5, 1.0, 2.0]))], 1
+    for i, (name, cls) in enumerate([("SRAM", "SRAM"), ("RF", "regfile")][:rng.choice([1, 2])]):
+        inst *= rng.choice([1, 1, 2])
+        levels.append(StorageLevel(name, cls, instances=inst, size_words=rng.choice([2, 3, 4, 6, 8]),
+                                   read_bandwidth=rng.choice([1.0, 2.0, None]),
+                                   write_bandwidth=rng.choice([1.0, 2.0, None])))
+    a = arch(levels, inst * rng.choice([1, 2]))
+    return (paged(a, rng.choice([16, 32])) if rng.random() < 0.3 else a), workload(einsum, bounds)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_small_spaces_equal_brute_force(seed):
+    """The bounds that prune the tree (capacity-forced reuse, bypass, pages) never cut an optimum."""
+    import random
+
+    a, w = random_case(random.Random(seed))
+    e = table(a)
+    best = brute_force(a, w, e)
+    if best is None:
+        with pytest.raises(StoreloopError):
+            map_workload(a, w, e)
+        return
+    out = map_workload(a, w, e)
+    assert out.search["optimal"]
+    assert (out.result.cycles, out.result.energy_pJ) == pytest.approx(best, rel=1e-12)

@@ -92,6 +92,9 @@ class Tree:
         self.class_rel = np.array([[ti in ts for ts, _ in space.classes] for ti in range(self.T)], dtype=bool)
         tot = [f[0] for f in space.fanouts]
         self.cap_below = [math.prod(tot[L:]) for L in range(self.nlev)] + [1]
+        # the most words one instance of any level below L can hold (inf: an unbounded level)
+        sizes = [math.inf if lvl.size_words is None else lvl.size_words for lvl in self.arch.levels]
+        self.cap_after = [max(sizes[L + 1:], default=0) for L in range(self.nlev)]
         # energy per word of each action, for lower bounds
         self.rpw = np.array([c.read_pJ / lvl.block_size for c, lvl in zip(self.costs, self.arch.levels)])
         self.wpw = np.array([c.write_pJ / lvl.block_size for c, lvl in zip(self.costs, self.arch.levels)])
@@ -267,6 +270,14 @@ class Tree:
         innermost = L1 == self.nlev - 1 and self.cap_below[L1] == 1
         cc_lb = (rows["P"] * -(-rows["rem"].prod(axis=1) // self.cap_below[L1])
                  * self.arch.compute.cycles_per_op).astype(np.float64)
+        def forced_reuse(t):
+            """A child that does not keep t at L1: if no level below can hold t's remaining tile
+            (even split over every instance below), a t-relevant temporal loop must still come
+            above t's next keeper, inside every loop chosen so far -- so t arrives once per
+            iteration of all of them (P), not only down to its innermost relevant loop (rep)."""
+            forced = rows["tile"][:, t] > max(self.cap_after[L1], 1) * self.cap_below[L1]
+            return np.where(forced, rows["P"] / rows["rep"][:, t], 1.0)
+
         for t in range(T):
             pl = int(n.last[t])
             k = kept[None, :, t]
@@ -284,7 +295,7 @@ class Tree:
                     ca = np.where(rows["blk"][:, t] >= pl, rows["rep"][:, t], cc_lb)
                     via = np.where(k, via[:, None], np.maximum(via, ca * scat[:, t])[:, None])
                 else:
-                    via = via[:, None]
+                    via = np.where(k, via[:, None], (via * forced_reuse(t))[:, None])
                 tr_r[pl] += (via - n.partl[t]) * fac
                 tr_w[pl] += via * fac
                 e += ((via - n.partl[t]) * self.rpw[pl] + via * self.wpw[pl]) * fac * float(n.util[pl])
@@ -292,7 +303,7 @@ class Tree:
                 if innermost:      # bypassing the last level: every compute reads t from the parent
                     via = np.where(k, via[:, None], np.maximum(via, cc_lb * scat[:, t])[:, None])
                 else:
-                    via = via[:, None]
+                    via = np.where(k, via[:, None], (via * forced_reuse(t))[:, None])
                 tr_r[pl] += via * fac
                 e += via * fac * (self.rpw[pl] * float(n.util[pl]))
             # kept at L1: its fill (final) and its own later reads (updates) >= what arrives (bound)
