@@ -122,10 +122,11 @@ def cmd_map(args: argparse.Namespace) -> int:
     constraints = load_constraints(args.constraints, arch, workload) if args.constraints else None
     if args.algorithm not in ALGORITHMS:
         raise SpecError(f"unknown algorithm {args.algorithm!r}", field="--algorithm", allowed=", ".join(ALGORITHMS))
-    if args.time_limit is not None and args.time_limit <= 0:
-        raise SpecError(f"{args.time_limit} is not a positive number of seconds", field="--time-limit")
+    if args.time_limit < 0:
+        raise SpecError(f"{args.time_limit} is not a number of seconds", field="--time-limit",
+                        allowed="seconds > 0, or 0 for no limit")
     out = map_workload(arch, workload, energy, constraints=constraints, objective=args.objective,
-                       algorithm=args.algorithm, time_limit=args.time_limit, threads=max(1, args.threads),
+                       algorithm=args.algorithm, time_limit=args.time_limit or None, threads=max(1, args.threads),
                        seed=args.seed, victory=args.victory, progress=not args.json)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -245,7 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="delay,energy (lexicographic, default), delay, energy, edp, area-energy")
     mp.add_argument("--algorithm", default="exhaustive",
                     help="exhaustive (branch and bound, default), random-pruned, random")
-    mp.add_argument("--time-limit", type=float, help="seconds; the best mapping so far is returned")
+    mp.add_argument("--time-limit", type=float, default=60.0,
+                    help="seconds (default 60; 0: until optimality is proven); the best mapping so far is returned")
     mp.add_argument("--threads", type=int, default=1, help="processes for the exhaustive search")
     mp.add_argument("--seed", type=int, default=0, help="seed of the random searches")
     mp.add_argument("--victory", type=int, default=500, help="random searches stop after this many non-improving samples")
