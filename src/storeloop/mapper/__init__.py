@@ -36,9 +36,9 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     area = sum(energy.storage[lvl.name].area_um2 * lvl.instances for lvl in arch.levels) \
         + energy.compute.area_um2 * arch.compute.instances
     obj = Objective(objective, area)
-    # a paged level's cost depends on the tile layout (rank order), so dims are not merged there
+    # a paged level's cost depends on the tile layout (rank order): merge only what keeps it
     paged = any(lvl.page_bytes for lvl in arch.levels)
-    merged, members, mcons = merge(workload, constraints, enabled=not paged)
+    merged, members, mcons = merge(workload, constraints, layout=paged)
     space = MapSpace(arch, merged, mcons)
     tree = Tree(space, energy)                          # also gives the lower bound
     if algorithm == "exhaustive":

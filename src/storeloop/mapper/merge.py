@@ -33,26 +33,53 @@ def _constrained(c: LevelConstraint) -> set[int]:
     return set(c.temporal) | set(c.spatial_x) | set(c.spatial_y) | set(c.permutation or [])
 
 
-def merge(workload: Workload, constraints: Constraints, *, enabled: bool = True
+def _layout_chains(workload: Workload, group: list[int]) -> list[list[int]]:
+    """Split a relevance class into runs of dimensions that are neighbours, in one order, in every
+    tensor's layout (rank order) and whose bounds are powers of one prime. For those, merging keeps
+    the layout: :func:`split_mapping` gives the outer levels the slower dimension's primes first, so
+    every level's tile is a contiguous suffix exactly when the merged tile is (paged levels)."""
+    ranks = [[r[0][0] for r in t.ranks] for t in workload.tensors if set(group) <= t.dims()]
+    order = sorted(group, key=lambda d: ranks[0].index(d))
+    chains: list[list[int]] = []
+    for d in order:
+        if chains:
+            prev = chains[-1][-1]
+            neighbours = all(r.index(d) == r.index(prev) + 1 for r in ranks)
+            same_prime = set(_primes(workload.bounds[d])) == set(_primes(workload.bounds[prev]))
+            if neighbours and same_prime and len(set(_primes(workload.bounds[d]))) == 1:
+                chains[-1].append(d)
+                continue
+        chains.append([d])
+    return chains
+
+
+def merge(workload: Workload, constraints: Constraints, *, layout: bool = False
           ) -> tuple[Workload, list[list[int]], Constraints]:
     """(merged workload, original dims of each merged dim, constraints on merged dims).
 
-    ``enabled=False`` keeps every dimension apart (only bound-1 dimensions are dropped): needed
-    when the cost depends on more than the product per level, e.g. a paged level's layout."""
+    ``layout=True`` (a paged level prices the tile layout) merges only neighbouring dimensions
+    (:func:`_layout_chains`) and keeps each tensor's ranks in layout order."""
     pinned = set().union(*[_constrained(c) for c in constraints.levels.values()]) if constraints.levels else set()
     groups: dict[object, list[int]] = {}
     for d in range(len(workload.dims)):
         if workload.bounds[d] == 1:
             continue
-        key = ("pin", d) if d in pinned or not enabled else frozenset(t.name for t in workload.tensors if d in t.dims())
+        key = ("pin", d) if d in pinned else frozenset(t.name for t in workload.tensors if d in t.dims())
         groups.setdefault(key, []).append(d)
     members = list(groups.values())
+    if layout:
+        members = [chain for ds in members for chain in _layout_chains(workload, ds)]
     new_of = {d: i for i, ds in enumerate(members) for d in ds}
     dims = tuple("".join(workload.dims[d] for d in ds) for ds in members)
     bounds = tuple(_prod(workload.bounds[d] for d in ds) for ds in members)
     def ranks(t):
-        if not enabled:                      # keep the tensor's rank order (its layout)
-            return tuple(((new_of[d], 1),) for rank in t.ranks for d, _ in rank if d in new_of)
+        if layout:                           # the tensor's rank order, one rank per merged chain
+            out = []
+            for rank in t.ranks:
+                i = new_of.get(rank[0][0])
+                if i is not None and (not out or out[-1] != ((i, 1),)):
+                    out.append(((i, 1),))
+            return tuple(out)
         return tuple(((i, 1),) for i, ds in enumerate(members) if any(d in t.dims() for d in ds))
 
     tensors = tuple(replace(t, ranks=ranks(t)) for t in workload.tensors)

@@ -32,6 +32,7 @@ class Found:
     cycles: int | None = None
     energy_pJ: float | None = None
     mapping: Mapping | None = None
+    choice: tuple | None = None      # the tree's description of the mapping (branch and bound)
     complete: bool = False           # the whole space was covered (exhaustively or by bounds)
     stopped: str | None = None       # "time limit", "interrupted", "victory condition"
     stats: dict = field(default_factory=dict)
@@ -115,17 +116,34 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
                      threads: int = 1, progress: bool = True) -> Found:
     """Exact search. For cycle-first objectives it first looks only for mappings at the cycle lower
     bound (aspiration), then at 1%, 10% above it, then anywhere: a stage that finds a mapping has
-    covered every mapping that could beat it, so its best is optimal for the whole space."""
+    covered every mapping that could beat it, so its best is optimal for the whole space.
+
+    With a time limit, a stage that has found nothing gets half of the time left, so a space with
+    no mapping near the bound still gets an answer from the later stages (not proven optimal);
+    a stage that has found a mapping gets the rest of the time to improve it."""
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
     stages = [tree.global_lb, tree.global_lb * 1.01, tree.global_lb * 1.1, None] \
         if objective.name in ("delay", "delay,energy") else [None]
     fallback = _dive(tree, objective, deadline, start) if deadline is not None and len(stages) > 1 else None
-    found = None
-    for aspiration in stages:
-        found = _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration)
+    found, cut = None, False
+    for i, aspiration in enumerate(stages):
+        share = deadline
+        if deadline is not None and i < len(stages) - 1:
+            share = time.monotonic() + (deadline - time.monotonic()) / 2
+        found = _bnb_stage(tree, objective, share, threads, progress, start, aspiration)
+        if found.stopped == "time limit" and share != deadline and time.monotonic() < deadline:
+            if found.mapping is None:
+                cut = True                          # out of its share: go on, nothing is proven now
+                continue
+            # found one: use the rest of the time in this stage, starting from it
+            found = _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration,
+                               incumbent=(found.cycles, found.energy_pJ, found.choice), before=found)
         if found.mapping is not None or found.stopped:
             break
+    if cut:
+        found.complete = False
+        found.stopped = found.stopped or "time limit (an earlier stage was cut short)"
     if found.mapping is None and fallback is not None:
         # stopped before any stage found a mapping: report the dive's (not proven optimal)
         found.cycles, found.energy_pJ = fallback.best[0], fallback.best[1]
@@ -149,10 +167,14 @@ def _dive(tree, objective, deadline, start) -> _DFS | None:
     return dfs if dfs.best is not None else None
 
 
-def _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration) -> Found:
+def _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration, incumbent=None,
+               before: Found | None = None) -> Found:
     dfs = _DFS(tree, objective, deadline, start)
     if aspiration is not None:
         dfs.best = (aspiration, math.inf, None)      # a virtual incumbent: prune whatever is slower
+    if incumbent is not None:
+        dfs.best = incumbent
+        dfs.trace = list(before.stats.get("improvements", []))
     stopped = None
     try:
         root = tree.root()
@@ -181,7 +203,7 @@ def _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration) 
     found = Found(stats=dict(tree.stats), complete=stopped is None, stopped=stopped)
     found.stats["improvements"] = dfs.trace
     if dfs.best is not None and dfs.best[2] is not None:
-        found.cycles, found.energy_pJ = dfs.best[0], dfs.best[1]
+        found.cycles, found.energy_pJ, found.choice = dfs.best
         found.mapping = tree.mapping(dfs.best[2])
     return found
 

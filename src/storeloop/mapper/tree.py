@@ -286,8 +286,10 @@ class Tree:
             fac = 1.0
             if pl in self.pages:       # whole pages: exact if L1 keeps t, else bounded over sub-tiles
                 runs = self._runs(t, n.spans[pl], rows["rem"])
+                # a later keeper's run fits in its capacity; the compute units take single words
+                longest = np.minimum(runs, self.cap_after[L1]) if self.cap_after[L1] < np.inf else runs
                 other = np.full(m, self._page_factor(pl, np.ones(1, np.int64))[0]) if innermost \
-                    else self._page_factor(pl, runs, bound=True)
+                    else self._page_factor(pl, np.maximum(longest, 1), bound=True)
                 fac = np.where(k, self._page_factor(pl, runs)[:, None], other[:, None])
             if self.rw[t]:
                 if innermost:      # bypassing the last level: one update per compute, unless a
