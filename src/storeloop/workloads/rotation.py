@@ -91,4 +91,26 @@ def cores_for_line_rate(arch: Arch, workload: Workload, energy_for, gbps: float,
                     allowed=f"more than {max_cores} cores")
 
 
+def line_rate_study(arch: Arch, workload: Workload, rates=(10, 25, 40), *, time_limit: float = 5.0) -> list[dict]:
+    """Per line rate: the cores it needs, cycles per batch against the NIC bound, energy per output
+    3-vector and on-chip area (everything but the NIC), priced by the energy plug-ins."""
+    from storeloop.energy import Registry, price
+    from storeloop.mapper import map_workload
+
+    reg = Registry.discover()
+    rows = []
+    for gbps in rates:
+        cores, info = cores_for_line_rate(arch, workload, lambda a: price(a, reg)[0], gbps, time_limit=time_limit)
+        variant = with_line_rate(arch, gbps, cores)
+        energy, comps = price(variant, reg)
+        out = map_workload(variant, workload, energy, time_limit=time_limit)
+        vectors = workload.macs // 9
+        rows.append({"gbps": gbps, "cores": cores, "cycles": out.result.cycles,
+                     "nic_bound_cycles": info["nic_bound_cycles"],
+                     "pJ_per_vector": out.result.energy_pJ / vectors,
+                     "area_mm2": sum(c.estimate.area_um2 * c.instances for c in comps
+                                     if c.cls.lower() not in ("nic", "network")) / 1e6})
+    return rows
+
+
 SCHEMES = {"rotation": rotation}
