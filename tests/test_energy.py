@@ -123,3 +123,25 @@ def test_dram_from_cacti_has_area_growing_with_capacity():
     assert lp.area_um2 == small.area_um2 and "fallback, not CACTI" in lp.source
     with pytest.raises(Exception, match="neither in CACTI"):
         reg.estimate("dram", {**base, "type": "SDR0", "size_bits": 2**33})
+
+
+def test_plugins_work_inside_hwcomponents():
+    """storeloop's Disk, DRAM and ModMAC models follow hwcomponents' model contract."""
+    from hwcomponents import get_action_cost, get_area, get_models
+    from storeloop_disk import DiskModel, DiskPlugin
+    from storeloop_dram import CactiDRAMModel, DRAMPlugin
+    from storeloop_modmac import ModMACModel, ModMACPlugin
+
+    models = get_models(DiskModel, CactiDRAMModel, ModMACModel, include_installed=False, _return_wrappers=True)
+    mac = ModMACPlugin().estimate("modmac", {"technology": 45e-9, "width": 64, "clock_period_ps": 500})
+    assert get_area("ModMAC", {"tech_node": 45e-9}, models=models) * 1e12 == pytest.approx(mac.area_um2)
+    assert get_action_cost("ModMAC", {"tech_node": 45e-9}, "mac", {}, models=models).energy * 1e12 \
+        == pytest.approx(mac.actions["mac"])
+    disk = DiskPlugin().estimate("disk", {"word_bits": 64, "block_size": 1})
+    assert get_action_cost("Disk", {"width": 64}, "read", {}, models=models).energy * 1e12 \
+        == pytest.approx(disk.actions["read"])
+    dram = DRAMPlugin().estimate("dram", {"technology": 45e-9, "size_bits": 2**33, "width": 64, "type": "DDR4",
+                                          "word_bits": 64, "block_size": 1})
+    assert dram.area_um2 > 0
+    assert get_area("DRAM", {"tech_node": 45e-9, "size": 2**33, "type": "DDR4"}, models=models) * 1e12 \
+        == pytest.approx(dram.area_um2)

@@ -41,3 +41,37 @@ class DiskPlugin:
                + ("powers from the arch file" if given else
                   "thesis operating point (OnionChopper ch. 5.3.3; NVMe datasheet power, refs [12] [16])"))
         return Estimate({"read": read, "write": write}, float(a.get("area_um2", 0.0)), 0.0, src)
+
+
+try:                        # the same model for hwcomponents (its model contract)
+    from hwcomponents import ActionCost, ComponentModel, action
+except ImportError:         # pragma: no cover - hwcomponents is a storeloop dependency
+    ComponentModel = None
+
+if ComponentModel is not None:
+    class DiskModel(ComponentModel):
+        """hwcomponents model of an NVMe SSD read/written in ``width``-bit accesses (numbers from
+        :class:`DiskPlugin`); ``get_models(DiskModel)`` makes it usable in hwcomponents."""
+
+        component_name = ["Disk", "SSD", "NVMe"]
+        priority = 0.9
+
+        def __init__(self, tech_node: float = 45e-9, width: int = 64, read_power_W: float = THESIS_POWER_W,
+                     write_power_W: float = THESIS_POWER_W, read_bytes_per_s: float = THESIS_BYTES_PER_S,
+                     write_bytes_per_s: float = THESIS_BYTES_PER_S):
+            self._estimate = DiskPlugin().estimate("disk", {
+                "word_bits": width, "block_size": 1, "read_power_W": read_power_W, "write_power_W": write_power_W,
+                "read_bytes_per_s": read_bytes_per_s, "write_bytes_per_s": write_bytes_per_s})
+            self._bytes = width / 8
+            self._rates = (read_bytes_per_s, write_bytes_per_s)
+            super().__init__(leak_power=0.0, area=self._estimate.area_um2 * 1e-12)
+
+        @action
+        def read(self) -> ActionCost:
+            return ActionCost(energy=self._estimate.actions["read"] * 1e-12, latency=self._bytes / self._rates[0],
+                              throughput=self._rates[0] / self._bytes)
+
+        @action
+        def write(self) -> ActionCost:
+            return ActionCost(energy=self._estimate.actions["write"] * 1e-12, latency=self._bytes / self._rates[1],
+                              throughput=self._rates[1] / self._bytes)

@@ -84,3 +84,33 @@ class ModMACPlugin:
                f"7 {w}x{w} multipliers, 6 adders, 2 comparators and registers from hwcomponents-library "
                f"Aladdin at {tech * 1e9:g} nm; per MAC {e_logic:.1f} pJ logic + {e_regs:.1f} pJ registers")
         return Estimate({"mac": e_logic + e_regs}, area, leak, src)
+
+
+try:                        # the same unit as an hwcomponents model (its model contract)
+    from hwcomponents import ActionCost, ComponentModel, action
+except ImportError:         # pragma: no cover - hwcomponents is a storeloop dependency
+    ComponentModel = None
+
+if ComponentModel is not None:
+    class ModMACModel(ComponentModel):
+        """hwcomponents model of the OnionChopper Barrett modular MAC (numbers from
+        :class:`ModMACPlugin`): ``get_models(ModMACModel)`` makes it usable in hwcomponents."""
+
+        component_name = ["ModMAC", "BarrettModMAC"]
+        priority = 0.9
+
+        def __init__(self, tech_node: float, width: int = 64, clock_period_ps: float = 500.0,
+                     fa_per_stage: int | None = None):
+            attrs = {"technology": tech_node, "width": width, "clock_period_ps": clock_period_ps}
+            if fa_per_stage is not None:
+                attrs["fa_per_stage"] = fa_per_stage
+            self._estimate = ModMACPlugin().estimate("modmac", attrs)
+            self._period_s = clock_period_ps * 1e-12
+            self._depth = int(self._estimate.source.split(" pipeline stages")[0].rsplit(" ", 1)[1])
+            super().__init__(leak_power=self._estimate.leak_W, area=self._estimate.area_um2 * 1e-12)
+
+        @action
+        def mac(self) -> ActionCost:
+            """One modular multiply-accumulate: pipelined, one per clock period."""
+            return ActionCost(energy=self._estimate.actions["mac"] * 1e-12, latency=self._depth * self._period_s,
+                              throughput=1 / self._period_s)
