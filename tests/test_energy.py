@@ -44,12 +44,12 @@ def test_disk_energy_is_power_over_bandwidth(registry):
     assert "arch file" in est.source
 
 
-def test_cache_hit_skips_the_model(registry, tmp_path, monkeypatch):
-    attrs = {"technology": 45e-9, "width": 64, "depth": 32, "size_bits": 2048}
-    first, _ = registry.estimate("regfile", attrs)
+def test_cache_hit_skips_cacti(registry, tmp_path, monkeypatch):
+    attrs = {"technology": 45e-9, "width": 128, "depth": 64, "size_bits": 8192}
+    first, _ = registry.estimate("SRAM", attrs)                       # runs CACTI once
     again = Registry.discover(cache=tmp_path / "cache")
-    monkeypatch.setattr(HwComponentsPlugin, "estimate", lambda *a: pytest.fail("model called on a cache hit"))
-    second, _ = again.estimate("regfile", attrs)
+    monkeypatch.setattr(HwComponentsPlugin, "estimate", lambda *a: pytest.fail("CACTI called on a cache hit"))
+    second, _ = again.estimate("SRAM", attrs)
     assert (again.hits, second) == (1, first)
     assert not any("site-packages" in str(p) for p in (tmp_path / "cache").rglob("*"))
 
