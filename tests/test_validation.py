@@ -85,3 +85,38 @@ def test_invalid_mapping_rejected(case):
             run_case(case)
         assert info.value.file.endswith("mapping.yaml") and info.value.line is not None
         assert "X expansion 8" in info.value.message and "mesh X fanout 4" in info.value.message
+
+
+@pytest.mark.parametrize("case", [c for c in VALID if c.name.startswith("a3-dram-glb-pe16-rf-32b")],
+                         ids=lambda c: c.name)
+def test_timeloop_v04_arch_gives_the_same_results(case, root):
+    """The a3 architecture written as Timeloop v0.4 (tests/data/a3-v04.arch.yaml) imports to the same
+    levels as the corpus's v0.3 file, and the model gives Timeloop's numbers with it."""
+    v03 = load_arch(case / "arch.yaml")
+    v04 = load_arch(root / "tests" / "data" / "a3-v04.arch.yaml")
+    strip = lambda a: [(l.name, l.cls, l.instances, l.mesh_x_or_default, l.size_words, l.word_bits, l.block_size,
+                        l.read_bandwidth, l.write_bandwidth, l.shared_bandwidth) for l in a.levels]
+    assert strip(v04) == strip(v03)
+    assert (v04.compute.instances, v04.compute.mesh_x_or_default) == (v03.compute.instances, v03.compute.mesh_x_or_default)
+    workload = load_workload(case / "problem.yaml")
+    mapping = load_mapping(case / "mapping.yaml", v04, workload)
+    energy = load_energy_table(v04, case / "ERT.yaml", case / "ART.yaml")
+    expected = json.loads((case / "expected.json").read_text())
+    assert evaluate(v04, workload, mapping, energy).cycles == expected["summary"]["cycles"]
+
+
+@pytest.mark.parametrize("case", VALID[:6], ids=lambda c: c.name)
+def test_timeloop_v04_problem_and_mapping_spellings(case, tmp_path):
+    """v0.4's data_spaces / read_write and comma-separated factors load like v0.3's."""
+    import re
+
+    problem = (case / "problem.yaml").read_text()
+    (tmp_path / "problem.yaml").write_text(problem.replace("data-spaces", "data_spaces")
+                                           .replace("read-write", "read_write"))
+    mapping = re.sub(r"(factors: )([^,}\n]+)", lambda m: m.group(1) + '"' + ",".join(m.group(2).split()) + '"',
+                     (case / "mapping.yaml").read_text())
+    (tmp_path / "mapping.yaml").write_text(mapping)
+    arch = load_arch(case / "arch.yaml")
+    w3, w4 = load_workload(case / "problem.yaml"), load_workload(tmp_path / "problem.yaml")
+    assert (w4.dims, w4.bounds, w4.tensors) == (w3.dims, w3.bounds, w3.tensors)
+    assert load_mapping(tmp_path / "mapping.yaml", arch, w4).levels == load_mapping(case / "mapping.yaml", arch, w3).levels

@@ -1,4 +1,4 @@
-"""Timeloop v0.3 input files: import (arch, problem, mapping, ERT, ART) and export.
+"""Timeloop v0.3 (and v0.4) input files: import (arch, problem, mapping, ERT, ART) and export.
 
 Timeloop users can bring their files unchanged; storeloop turns them into its typed objects, and
 writes its own specs back as Timeloop v0.3 so a real Timeloop can cross-check any result.
@@ -47,11 +47,61 @@ def is_timeloop_mapping(doc: Any) -> bool:
 
 
 # ----------------------------------------------------------------------------------- arch
+def _v04_as_tree(doc: LDict) -> LDict:
+    """A Timeloop v0.4 ``nodes`` list as the v0.3 ``subtree``/``local`` tree the importer walks.
+
+    Nodes are read top to bottom: a ``!Container`` opens a new subtree (its ``spatial: {meshX,
+    meshY}`` replicates everything below it, as ``name[0..n-1]``), a ``!Component`` is a local
+    component of the current subtree (its own ``spatial`` sets meshX/instances like v0.3's
+    ``name[0..n-1]``). v0.4 attribute names (``depth``, ``width``, ``datawidth``, bandwidths) are
+    the ones the v0.3 importer reads. ``!Hierarchical``/``!Parallel`` groupings are not supported.
+    """
+    root = doc["architecture"]
+    top = LDict(name="system")
+    top.file = getattr(doc, "file", None)
+    current, mesh_x = top, 1
+    for i, node in enumerate(root.get("nodes") or []):
+        loc = ("architecture", "nodes", i)
+        tag = getattr(node, "node_tag", None)
+        if not isinstance(node, dict) or tag not in ("!Container", "!Component"):
+            raise error_at(doc, loc, f"unsupported Timeloop v0.4 node {tag or type(node).__name__}",
+                           allowed="!Container and !Component nodes")
+        spatial = node.get("spatial") or {}
+        try:
+            fan = integer(spatial.get("meshX", 1)) * integer(spatial.get("meshY", 1))
+        except ExpressionError as exc:
+            raise error_at(doc, loc + ("spatial",), str(exc)) from None
+        attrs = dict(node.get("attributes") or {})
+        if tag == "!Container":
+            sub = LDict(name=f"{node.get('name', 'container')}[0..{fan - 1}]" if fan > 1 else node.get("name", ""),
+                        attributes=attrs)
+            current.setdefault("subtree", []).append(sub)
+            current = sub
+            mesh_x *= integer(spatial.get("meshX", 1))
+            continue
+        own_x = integer(spatial.get("meshX", 1))
+        if mesh_x * own_x > 1:
+            attrs.setdefault("meshX", mesh_x * own_x)
+        if "width" in attrs and "datawidth" in attrs and not {"block_size", "block-size"} & set(attrs):
+            attrs["block_size"] = max(1, integer(attrs["width"]) // integer(attrs["datawidth"]))
+        comp = LDict(name=f"{node['name']}[0..{fan - 1}]" if fan > 1 else node.get("name"),
+                     attributes=attrs, **{"class": node.get("class")})
+        if comp["name"] is None or comp["class"] is None:
+            raise error_at(doc, loc, "a component needs 'name' and 'class'")
+        current.setdefault("local", []).append(comp)
+    out = LDict(architecture=LDict(version="0.3", subtree=[top]))
+    out.file = getattr(doc, "file", None)
+    return out
+
+
 def arch_from_timeloop(doc: LDict) -> Arch:
     root = doc["architecture"]
+    if str(root.get("version")) == "0.4" and "nodes" in root:
+        doc = _v04_as_tree(doc)
+        root = doc["architecture"]
     if str(root.get("version", "0.3")) not in ("0.3", "0.2"):
         raise error_at(doc, ("architecture", "version"), f"unsupported Timeloop arch version {root.get('version')}",
-                       allowed="0.3 (Timeloop v0.3 'subtree/local' format)")
+                       allowed="0.3 (Timeloop v0.3 'subtree/local' format) or 0.4 ('nodes' list)")
     storage: list[StorageLevel] = []
     computes: list[ComputeLevel] = []
     technology = None
@@ -127,20 +177,21 @@ def workload_from_timeloop(doc: LDict) -> Workload:
                            allowed=f"a bound for each of {', '.join(dims)}")
         bounds.append(integer(inst[d]))
     tensors = []
-    for i, ds in enumerate(shape.get("data-spaces") or []):
+    key = "data_spaces" if "data_spaces" in shape else "data-spaces"          # v0.4 / v0.3
+    for i, ds in enumerate(shape.get(key) or []):
         ranks = []
         for r, rank in enumerate(ds.get("projection") or []):
             terms = []
             for term in rank:
                 dim = str(term[0])
                 if dim not in dims:
-                    raise error_at(doc, ("problem", "shape", "data-spaces", i, "projection", r),
+                    raise error_at(doc, ("problem", "shape", key, i, "projection", r),
                                    f"unknown dimension {dim}", allowed=", ".join(dims))
                 coef = integer(coeffs[str(term[1])]) if len(term) > 1 else 1
                 terms.append((dims.index(dim), coef))
             ranks.append(tuple(terms))
         tensors.append(Tensor(name=str(ds["name"]), ranks=tuple(ranks),
-                              read_write=bool(ds.get("read-write", False))))
+                              read_write=bool(ds.get("read-write", ds.get("read_write", False)))))
     return Workload(name=str(shape.get("name", "timeloop-problem")), dims=tuple(dims),
                     bounds=tuple(bounds), tensors=tuple(tensors))
 
@@ -148,7 +199,7 @@ def workload_from_timeloop(doc: LDict) -> Workload:
 # -------------------------------------------------------------------------------- mapping
 def _parse_factors(text: str, dims: list[str], doc: Any, loc: tuple) -> dict[str, int]:
     out = {}
-    for tok in str(text).split():
+    for tok in str(text).replace(",", " ").split():         # v0.4 also writes "R=3,P=16"
         m = re.match(r"^([A-Za-z_]\w*?)=?(\d+)$", tok)
         if not m:
             raise error_at(doc, loc, f"factor {tok!r} is not DIM=N", allowed="e.g. 'M=1 N=4 K=2' or 'M1 N4 K2'")

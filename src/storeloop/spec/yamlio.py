@@ -79,6 +79,20 @@ def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> LList:
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
+# Timeloop v0.4 architecture nodes are tagged mappings (``- !Component {...}``); they load as plain
+# LDicts that remember their tag in ``node_tag`` -- data only, nothing is instantiated.
+TIMELOOP_TAGS = ("!Container", "!Component", "!Hierarchical", "!Parallel", "!Pipelined", "!Nothing")
+
+
+def _construct_tagged(loader: _Loader, node: yaml.Node) -> LDict:
+    out = _construct_mapping(loader, node) if isinstance(node, yaml.MappingNode) else LDict()
+    out.node_tag = node.tag
+    return out
+
+
+for _tag in TIMELOOP_TAGS:
+    _Loader.add_constructor(_tag, _construct_tagged)
+
 
 def loads(text: str, filename: str | None = None) -> Any:
     """Parse YAML text safely into LDict/LList trees (no tags that build objects)."""
