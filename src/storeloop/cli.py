@@ -62,11 +62,8 @@ def cmd_model(args: argparse.Namespace) -> int:
     return 0
 
 
-OFF_CHIP = {"dram", "disk", "ssd", "nvme", "nic", "network"}
-
-
 def cmd_energy(args: argparse.Namespace) -> int:
-    from storeloop.energy import price
+    from storeloop.energy import OFF_CHIP, price
 
     arch = load_arch(args.arch)
     _, comps = price(arch)
@@ -217,6 +214,46 @@ def cmd_workload(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from storeloop.sweep import load_sweep, run_sweep
+
+    sweep = load_sweep(args.spec)
+    db = Path(args.db) if args.db else Path("results") / f"{sweep.name}.sqlite"
+    if args.workers < 1:
+        raise SpecError(f"{args.workers} workers", field="--workers", allowed="1 or more")
+    counts = run_sweep(sweep, db, workers=args.workers, dask=args.dask, progress=sys.stderr.isatty())
+    print(f"{sweep.name}: {counts['points']} points in the grid, {counts['done_before']} already in {db}, "
+          f"{counts['excluded']} excluded by constraints, {counts['run']} run now "
+          f"({counts['ok']} mapped, {counts['invalid']} without a result, errors stored)")
+    from storeloop.sweep import best_points, read_results
+
+    names = ["+".join(p) for p, _ in sweep.parameters]
+    for _, row in best_points(read_results(db, sweep.name)).iterrows():
+        params = ", ".join(f"{n} = {row[n]}" for n in names)
+        print(f"best for {row['workload']} (fewest cycles, then area x energy): {params}: {int(row['cycles']):,} "
+              f"cycles (gap {100 * row['gap']:.2f}%), {row['energy_pJ'] / 1e12:.4g} J, "
+              f"{row['on_chip_area_um2'] / 1e6:.4g} mm2 on chip")
+    if args.plot:
+        from storeloop.plots import plot_sweep
+
+        for path in plot_sweep(db, args.plot, sweep.name):
+            print(f"wrote {path}")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from storeloop.plots import plot_sweep
+
+    if not Path(args.db).is_file():
+        raise SpecError("no such results store", file=args.db, allowed="a .sqlite file written by storeloop sweep")
+    paths = plot_sweep(args.db, args.out, args.sweep)
+    if not paths:
+        raise SpecError("no mapped points to draw", file=args.db)
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="storeloop", description="Design-space exploration for near-storage accelerators.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -263,6 +300,18 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--json", action="store_true")
     w.add_argument("--out", help="write a storeloop workload YAML here")
     w.set_defaults(func=cmd_workload)
+    s = sub.add_parser("sweep", help="map every point of an architecture grid; results kept in SQLite")
+    s.add_argument("spec", help="sweep YAML (sweeps/)")
+    s.add_argument("--workers", type=int, default=1, help="local processes (or Dask workers with --dask local)")
+    s.add_argument("--dask", help="a Dask scheduler address, or 'local' for a LocalCluster")
+    s.add_argument("--db", help="results store (default results/<sweep name>.sqlite)")
+    s.add_argument("--plot", metavar="DIR", help="then draw the figures into DIR")
+    s.set_defaults(func=cmd_sweep)
+    pl = sub.add_parser("plot", help="draw a sweep's figures (time/energy vs area, per parameter)")
+    pl.add_argument("db", help="results store written by storeloop sweep")
+    pl.add_argument("--sweep", help="one sweep of the store")
+    pl.add_argument("--out", default="results/figures", help="folder for the PNG files")
+    pl.set_defaults(func=cmd_plot)
     return p
 
 

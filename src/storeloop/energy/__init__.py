@@ -26,6 +26,9 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from storeloop.errors import StoreloopError
+
+# component classes outside the accelerator proper (its area is reported without them)
+OFF_CHIP = frozenset({"dram", "disk", "ssd", "nvme", "nic", "network"})
 from storeloop.spec.types import ActionCosts, Arch, EnergyTable
 
 GROUP = "storeloop.energy"

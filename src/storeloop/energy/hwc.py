@@ -45,7 +45,7 @@ class HwComponentsPlugin:
                                                           AladdinRegister)
         width = int(a.get("width", 64))
         if cls == "regfile":
-            depth = int(a.get("depth") or a["size_bits"] // width)
+            depth = int(a["size_bits"] // width if a.get("size_bits") else a["depth"])   # capacity wins
             r = AladdinRegister(tech_node=tech, width=width)
             return Estimate({"read": r.read().energy * PJ, "write": r.write().energy * PJ}, r.area * UM2 * depth,
                             r.leak_power * depth, f"hwcomponents-library AladdinRegister {width} bits x {depth} "

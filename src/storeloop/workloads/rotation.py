@@ -94,7 +94,7 @@ def cores_for_line_rate(arch: Arch, workload: Workload, energy_for, gbps: float,
 def line_rate_study(arch: Arch, workload: Workload, rates=(10, 25, 40), *, time_limit: float = 5.0) -> list[dict]:
     """Per line rate: the cores it needs, cycles per batch against the NIC bound, energy per output
     3-vector and on-chip area (everything but the NIC), priced by the energy plug-ins."""
-    from storeloop.energy import Registry, price
+    from storeloop.energy import OFF_CHIP, Registry, price
     from storeloop.mapper import map_workload
 
     reg = Registry.discover()
@@ -109,7 +109,7 @@ def line_rate_study(arch: Arch, workload: Workload, rates=(10, 25, 40), *, time_
                      "nic_bound_cycles": info["nic_bound_cycles"],
                      "pJ_per_vector": out.result.energy_pJ / vectors,
                      "area_mm2": sum(c.estimate.area_um2 * c.instances for c in comps
-                                     if c.cls.lower() not in ("nic", "network")) / 1e6})
+                                     if c.cls.lower() not in OFF_CHIP) / 1e6})
     return rows
 
 

@@ -1,0 +1,109 @@
+"""Figures of a sweep's results, one function per figure (matplotlib, files only: Agg backend).
+
+Each function takes the DataFrame of :func:`storeloop.sweep.read_results` (only its ``ok`` rows
+are drawn) and writes one PNG. :func:`plot_sweep` writes them all for one store.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def _ok(df):
+    out = df[df["status"] == "ok"].copy()
+    out["time_s"] = out["cycles"] / out["clock_hz"]
+    out["energy_J"] = out["energy_pJ"] / 1e12
+    out["area_mm2"] = out["on_chip_area_um2"] / 1e6
+    return out
+
+
+def _params(df) -> list[str]:
+    fixed = {"sweep", "key", "params", "workload", "status", "cycles", "energy_pJ", "area_um2", "on_chip_area_um2",
+             "computes", "lower_bound_cycles", "gap", "optimal", "cycles_optimal", "seconds", "clock_hz", "mapping",
+             "error", "finished", "time_s", "energy_J", "area_mm2"}
+    return [c for c in df.columns if c not in fixed and df[c].nunique() > 1]
+
+
+def pareto_front(df, x: str, y: str):
+    """Rows no other row beats in both x and y (smaller is better)."""
+    d = df.sort_values([x, y])
+    best, keep = float("inf"), []
+    for i, v in zip(d.index, d[y]):
+        if v < best:
+            keep.append(i)
+            best = v
+    return d.loc[keep]
+
+
+def time_vs_area(df, out: Path, title: str) -> Path:
+    """Run time against on-chip area, each workload a series, the Pareto front joined (thesis Fig. 6-1 style)."""
+    d = _ok(df)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for w, g in d.groupby("workload"):
+        ax.scatter(g["area_mm2"], g["time_s"], s=18, label=w)
+        f = pareto_front(g, "area_mm2", "time_s")
+        ax.plot(f["area_mm2"], f["time_s"], linewidth=1)
+    bound = (d["lower_bound_cycles"] / d["clock_hz"]).min() if len(d) else None
+    if bound:
+        ax.axhline(bound, linestyle="--", color="grey", linewidth=0.8, label="lower bound (best point)")
+    ax.set(xlabel="on-chip area (mm²)", ylabel="time (s)", title=title)
+    ax.legend(fontsize=7)
+    return _save(fig, out / "time_vs_area.png")
+
+
+def energy_vs_area(df, out: Path, title: str) -> Path:
+    """Energy against on-chip area, each workload a series, the Pareto front joined."""
+    d = _ok(df)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for w, g in d.groupby("workload"):
+        ax.scatter(g["area_mm2"], g["energy_J"], s=18, label=w)
+        f = pareto_front(g, "area_mm2", "energy_J")
+        ax.plot(f["area_mm2"], f["energy_J"], linewidth=1)
+    ax.set(xlabel="on-chip area (mm²)", ylabel="energy (J)", title=title)
+    ax.legend(fontsize=7)
+    return _save(fig, out / "energy_vs_area.png")
+
+
+def by_parameter(df, param: str, out: Path, title: str) -> Path:
+    """Cycles, energy and area against one swept parameter (best over the other parameters)."""
+    d = _ok(df)
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
+    for ax, (col, label) in zip(axes, [("time_s", "time (s)"), ("energy_J", "energy (J)"), ("area_mm2", "on-chip area (mm²)")]):
+        for w, g in d.groupby("workload"):
+            best = g.groupby(param)[col].min()
+            ax.plot([str(v) for v in best.index], best.values, marker="o", label=w)
+        ax.set(xlabel=param, ylabel=label)
+        ax.tick_params(axis="x", labelrotation=30, labelsize=7)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(title)
+    return _save(fig, out / f"by_{param.replace('+', '_').replace('.', '_')}.png")
+
+
+def _save(fig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_sweep(db_path, out_dir, sweep: str | None = None) -> list[Path]:
+    """Every figure of one store (or one sweep in it) into ``out_dir``."""
+    from storeloop.sweep import read_results
+
+    df = read_results(db_path, sweep)
+    out = Path(out_dir)
+    name = sweep or ", ".join(sorted(df["sweep"].unique())) if len(df) else "empty"
+    if not len(df[df["status"] == "ok"]):
+        return []
+    paths = [time_vs_area(df, out, name), energy_vs_area(df, out, name)]
+    paths += [by_parameter(df, p, out, name) for p in _params(df)]
+    return paths
+
+
+__all__ = ["pareto_front", "time_vs_area", "energy_vs_area", "by_parameter", "plot_sweep"]

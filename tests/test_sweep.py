@@ -1,0 +1,102 @@
+"""Architecture sweeps: grid expansion, constraints, executors, the SQLite store, figures."""
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from storeloop.errors import SpecError
+from storeloop.sweep import load_sweep, point_arch, points, read_results, run_sweep, satisfies
+
+DATA = ROOT / "tests" / "data"
+
+
+def test_grid_and_constraints_of_the_thesis_space():
+    s = load_sweep(ROOT / "sweeps" / "thesis-initial.yaml")
+    assert s.size() == 12 * 8 * 6 * 11
+    kept = 0
+    for params, _ in points(s):
+        if satisfies(s, params):
+            kept += 1
+            a = point_arch(s, params)                        # every kept point is a valid arch
+            assert a.levels[2].instances == params["levels.SRAM.instances"]
+            assert a.compute.instances == a.levels[3].instances == params["levels.RF.instances+compute.instances"]
+    # SRAMs <= RFs (thesis ch. 5.3.2): of 6 x 11 instance pairs, 51 remain (1..32 SRAMs vs 1..1024 RFs)
+    assert kept == 12 * 8 * sum(1 for srams in (1, 2, 4, 8, 16, 32) for rfs in (2**i for i in range(11)) if srams <= rfs)
+
+
+def test_run_store_resume_and_invalid_points(tmp_path):
+    s = load_sweep(DATA / "tiny.sweep.yaml")
+    db = tmp_path / "tiny.sqlite"
+    counts = run_sweep(s, db, progress=False)
+    # 8 grid points; SRAM 2 over MAC 1 is excluded by the constraint (2 of them)
+    assert (counts["points"], counts["excluded"], counts["run"]) == (8, 2, 6)
+    df = read_results(db, "tiny")
+    assert len(df) == 6
+    # one SRAM feeding two MACs is a valid arch; every row maps or carries its error
+    assert set(df["status"]) <= {"ok", "invalid"} and (df["status"] == "ok").sum() >= 4
+    ok = df[df["status"] == "ok"]
+    assert (ok["cycles"] >= ok["lower_bound_cycles"]).all() and (ok["on_chip_area_um2"] > 0).all()
+    assert all("mapping" in m for m in ok["mapping"])
+    again = run_sweep(s, db, progress=False)              # resumes: nothing left to run
+    assert (again["done_before"], again["run"]) == (6, 0)
+
+
+def test_invalid_arch_point_is_stored_with_its_error(tmp_path):
+    spec = tmp_path / "s.yaml"
+    shutil.copy(DATA / "tiny.arch.yaml", tmp_path)
+    shutil.copy(DATA / "matvec.yaml", tmp_path)
+    spec.write_text((DATA / "tiny.sweep.yaml").read_text().replace("compute.instances: [1, 2]", "compute.instances: [3]")
+                    .replace('constraints: ["SRAM.instances <= MAC.instances"]', "constraints: []"))
+    counts = run_sweep(load_sweep(spec), tmp_path / "r.sqlite", progress=False)
+    df = read_results(tmp_path / "r.sqlite")
+    bad = df[df["status"] == "invalid"]
+    assert counts["invalid"] == len(bad) == 2                # 3 MACs cannot spread over 2 SRAMs
+    assert all("compute" in e and "instances" in e for e in bad["error"])
+
+
+def test_dask_local_cluster_runs_points(tmp_path):
+    pytest.importorskip("dask.distributed")
+    spec = tmp_path / "s.yaml"
+    for f in ("tiny.arch.yaml", "matvec.yaml"):
+        shutil.copy(DATA / f, tmp_path)
+    spec.write_text((DATA / "tiny.sweep.yaml").read_text().replace("levels.SRAM.instances: [1, 2]", "levels.SRAM.instances: [1]")
+                    .replace("compute.instances: [1, 2]", "compute.instances: [1]"))
+    counts = run_sweep(load_sweep(spec), tmp_path / "d.sqlite", workers=2, dask="local", progress=False)
+    assert counts["ok"] == 2
+    rows = sqlite3.connect(tmp_path / "d.sqlite").execute("select count(*) from points where status = 'ok'").fetchone()
+    assert rows == (2,)
+
+
+def test_plots_and_cli(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "storeloop.cli", "sweep", str(DATA / "tiny.sweep.yaml"),
+                        "--db", str(tmp_path / "t.sqlite"), "--plot", str(tmp_path / "fig")],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    pngs = sorted(f.name for f in (tmp_path / "fig").glob("*.png"))
+    assert {"time_vs_area.png", "energy_vs_area.png", "by_levels_SRAM_capacity.png"} <= set(pngs)
+    assert all((tmp_path / "fig" / f).stat().st_size > 5000 for f in pngs)
+
+
+@pytest.mark.parametrize("edit,field", [
+    ("  mapper: {time_limit: 2}", "sweep.colour"),
+    ("    levels.SRAM.capacity: [512 B, 2 KiB]", "sweep.parameters.levels.LLC.capacity"),
+    ('  constraints: ["SRAM.instances <= MAC.instances"]', "sweep.constraints[0]"),
+])
+def test_bad_specs_name_file_line_and_field(tmp_path, edit, field):
+    for f in ("tiny.arch.yaml", "matvec.yaml"):
+        shutil.copy(DATA / f, tmp_path)
+    bad = {"sweep.colour": "  colour: blue\n  mapper: {time_limit: 2}",
+           "sweep.parameters.levels.LLC.capacity": "    levels.LLC.capacity: [512 B, 2 KiB]",
+           "sweep.constraints[0]": '  constraints: ["SRAM.size <= 3"]'}[field]
+    spec = tmp_path / "bad.yaml"
+    spec.write_text((DATA / "tiny.sweep.yaml").read_text().replace(edit, bad))
+    with pytest.raises(SpecError) as info:
+        load_sweep(spec)
+    msg = str(info.value)
+    assert "bad.yaml:" in msg and field in msg and "allowed" in msg
+    p = subprocess.run([sys.executable, "-m", "storeloop.cli", "sweep", str(spec)], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
