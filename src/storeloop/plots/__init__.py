@@ -69,6 +69,23 @@ def energy_vs_area(df, out: Path, title: str) -> Path:
     return _save(fig, out / "energy_vs_area.png")
 
 
+def _order(value) -> tuple:
+    """Sort key for parameter values: numbers and sizes ('4 KiB', '32 words') by magnitude."""
+    from storeloop.units import ExpressionError, bytes_of
+
+    text = str(value).strip()
+    try:
+        return (0, float(text))
+    except ValueError:
+        pass
+    if text.endswith("words"):
+        return (1, float(text[:-5]))
+    try:
+        return (2, float(bytes_of(text)))
+    except (ExpressionError, ValueError):
+        return (3, text)
+
+
 def by_parameter(df, param: str, out: Path, title: str) -> Path:
     """Cycles, energy and area against one swept parameter (best over the other parameters)."""
     d = _ok(df)
@@ -76,6 +93,7 @@ def by_parameter(df, param: str, out: Path, title: str) -> Path:
     for ax, (col, label) in zip(axes, [("time_s", "time (s)"), ("energy_J", "energy (J)"), ("area_mm2", "on-chip area (mm²)")]):
         for w, g in d.groupby("workload"):
             best = g.groupby(param)[col].min()
+            best = best.loc[sorted(best.index, key=_order)]
             ax.plot([str(v) for v in best.index], best.values, marker="o", label=w)
         ax.set(xlabel=param, ylabel=label)
         ax.tick_params(axis="x", labelrotation=30, labelsize=7)
