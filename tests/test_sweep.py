@@ -100,3 +100,17 @@ def test_bad_specs_name_file_line_and_field(tmp_path, edit, field):
     assert "bad.yaml:" in msg and field in msg and "allowed" in msg
     p = subprocess.run([sys.executable, "-m", "storeloop.cli", "sweep", str(spec)], capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 2 and "Traceback" not in p.stderr
+
+
+def test_database_size_figure_reads_scheme_and_size_from_file_names(tmp_path):
+    import pandas as pd
+
+    from storeloop.plots import by_database_size
+
+    rows = [{"status": "ok", "workload": f"{s}-{n}GiB.yaml", "cycles": 2e9 * n, "clock_hz": 2e9, "energy_pJ": 3e12 * n,
+             "on_chip_area_um2": 5e6} for s in ("onionpir", "sealpir") for n in (1, 2, 4)]
+    rows.append({"status": "ok", "workload": "rotation.yaml", "cycles": 1, "clock_hz": 1, "energy_pJ": 1,
+                 "on_chip_area_um2": 1})
+    path = by_database_size(pd.DataFrame(rows), tmp_path, "t")
+    assert path.name == "by_database_size.png" and path.stat().st_size > 5000
+    assert by_database_size(pd.DataFrame(rows[:1]), tmp_path, "t") is None        # one size: nothing to draw

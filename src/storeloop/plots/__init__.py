@@ -102,6 +102,45 @@ def by_parameter(df, param: str, out: Path, title: str) -> Path:
     return _save(fig, out / f"by_{param.replace('+', '_').replace('.', '_')}.png")
 
 
+_SIZED = __import__("re").compile(r"^(?P<scheme>.+)-(?P<size>\d+(?:KiB|MiB|GiB|TiB))(?:\.ya?ml)?$")
+
+
+def _scheme_and_bytes(workload: str):
+    from storeloop.units import bytes_of
+
+    m = _SIZED.match(workload)
+    if not m:
+        return None, None
+    return m.group("scheme"), bytes_of(m.group("size"))
+
+
+def by_database_size(df, out: Path, title: str) -> Path | None:
+    """Speed (database bytes per second), energy per GB and power against database size, a line
+    per scheme (thesis Figures 6-7, 6-9, 6-10 for OnionPIR and 6-11 .. 6-13 across schemes).
+    Workloads are recognised by their file names, ``<scheme>-<size>.yaml``."""
+    d = _ok(df)
+    parsed = d["workload"].map(_scheme_and_bytes)
+    d["scheme"] = parsed.map(lambda x: x[0])
+    d["db_bytes"] = parsed.map(lambda x: x[1])
+    d = d[d["scheme"].notna()]
+    if d["db_bytes"].nunique() < 2:
+        return None
+    d["GB_per_s"] = d["db_bytes"] / d["time_s"] / 1e9
+    d["J_per_GB"] = d["energy_J"] / (d["db_bytes"] / 1e9)
+    d["W"] = d["energy_J"] / d["time_s"]
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    for ax, (col, label) in zip(axes, [("GB_per_s", "speed (GB of database / s)"), ("J_per_GB", "energy (J / GB)"),
+                                       ("W", "power (W)")]):
+        for scheme, g in d.groupby("scheme"):
+            g = g.sort_values("db_bytes")
+            ax.plot(g["db_bytes"] / 2**30, g[col], marker="o", label=scheme)
+        ax.set_xscale("log", base=2)
+        ax.set(xlabel="database size (GiB)", ylabel=label)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(title)
+    return _save(fig, out / "by_database_size.png")
+
+
 def _save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
@@ -121,7 +160,8 @@ def plot_sweep(db_path, out_dir, sweep: str | None = None) -> list[Path]:
         return []
     paths = [time_vs_area(df, out, name), energy_vs_area(df, out, name)]
     paths += [by_parameter(df, p, out, name) for p in _params(df)]
-    return paths
+    sized = by_database_size(df, out, name)
+    return paths + ([sized] if sized else [])
 
 
-__all__ = ["pareto_front", "time_vs_area", "energy_vs_area", "by_parameter", "plot_sweep"]
+__all__ = ["pareto_front", "time_vs_area", "energy_vs_area", "by_parameter", "by_database_size", "plot_sweep"]
