@@ -40,31 +40,32 @@ def pareto_front(df, x: str, y: str):
     return d.loc[keep]
 
 
-def time_vs_area(df, out: Path, title: str) -> Path:
-    """Run time against on-chip area, each workload a series, the Pareto front joined (thesis Fig. 6-1 style)."""
+def _vs_area(df, col: str, label: str, title: str):
+    """A scatter of ``col`` against on-chip area, each workload a series with its Pareto front."""
     d = _ok(df)
     fig, ax = plt.subplots(figsize=(6, 4))
     for w, g in d.groupby("workload"):
-        ax.scatter(g["area_mm2"], g["time_s"], s=18, label=w)
-        f = pareto_front(g, "area_mm2", "time_s")
-        ax.plot(f["area_mm2"], f["time_s"], linewidth=1)
-    bound = (d["lower_bound_cycles"] / d["clock_hz"]).min() if len(d) else None
-    if bound:
+        ax.scatter(g["area_mm2"], g[col], s=18, label=w)
+        f = pareto_front(g, "area_mm2", col)
+        ax.plot(f["area_mm2"], f[col], linewidth=1)
+    ax.set(xlabel="on-chip area (mm²)", ylabel=label, title=title)
+    return d, fig, ax
+
+
+def time_vs_area(df, out: Path, title: str) -> Path:
+    """Run time against on-chip area, the Pareto front joined and the best lower bound dashed
+    (thesis Fig. 6-1 style)."""
+    d, fig, ax = _vs_area(df, "time_s", "time (s)", title)
+    if len(d):
+        bound = (d["lower_bound_cycles"] / d["clock_hz"]).min()
         ax.axhline(bound, linestyle="--", color="grey", linewidth=0.8, label="lower bound (best point)")
-    ax.set(xlabel="on-chip area (mm²)", ylabel="time (s)", title=title)
     ax.legend(fontsize=7)
     return _save(fig, out / "time_vs_area.png")
 
 
 def energy_vs_area(df, out: Path, title: str) -> Path:
-    """Energy against on-chip area, each workload a series, the Pareto front joined."""
-    d = _ok(df)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for w, g in d.groupby("workload"):
-        ax.scatter(g["area_mm2"], g["energy_J"], s=18, label=w)
-        f = pareto_front(g, "area_mm2", "energy_J")
-        ax.plot(f["area_mm2"], f["energy_J"], linewidth=1)
-    ax.set(xlabel="on-chip area (mm²)", ylabel="energy (J)", title=title)
+    """Energy against on-chip area, the Pareto front joined."""
+    _, fig, ax = _vs_area(df, "energy_J", "energy (J)", title)
     ax.legend(fontsize=7)
     return _save(fig, out / "energy_vs_area.png")
 
