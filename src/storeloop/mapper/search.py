@@ -119,14 +119,15 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
     covered every mapping that could beat it, so its best is optimal for the whole space.
 
     With a time limit, a stage that has found nothing gets half of the time left, so a space with
-    no mapping near the bound still gets an answer from the later stages (not proven optimal);
-    a stage that has found a mapping gets the rest of the time to improve it."""
+    no mapping near the bound still gets an answer from the later stages; each stage's space
+    contains the earlier ones', so a later stage that completes still proves its best optimal. A
+    stage that has found a mapping gets the rest of the time to improve it."""
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
     stages = [tree.global_lb, tree.global_lb * 1.01, tree.global_lb * 1.1, None] \
         if objective.name in ("delay", "delay,energy") else [None]
     fallback = _dive(tree, objective, deadline, start) if deadline is not None and len(stages) > 1 else None
-    found, cut = None, False
+    found = None
     for i, aspiration in enumerate(stages):
         share = deadline
         if deadline is not None and i < len(stages) - 1:
@@ -134,16 +135,12 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
         found = _bnb_stage(tree, objective, share, threads, progress, start, aspiration)
         if found.stopped == "time limit" and share != deadline and time.monotonic() < deadline:
             if found.mapping is None:
-                cut = True                          # out of its share: go on, nothing is proven now
-                continue
+                continue            # out of its share: the next stage's space contains this one's
             # found one: use the rest of the time in this stage, starting from it
             found = _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration,
                                incumbent=(found.cycles, found.energy_pJ, found.choice), before=found)
         if found.mapping is not None or found.stopped:
             break
-    if cut:
-        found.complete = False
-        found.stopped = found.stopped or "time limit (an earlier stage was cut short)"
     if found.mapping is None and fallback is not None:
         # stopped before any stage found a mapping: report the dive's (not proven optimal)
         found.cycles, found.energy_pJ = fallback.best[0], fallback.best[1]
