@@ -17,7 +17,9 @@ Points are generated on the fly (the grid is never materialized), filtered by th
 the loaded arch, and run by local processes or a Dask cluster. Every finished point is committed
 to a SQLite store at once (``results/<name>.sqlite``), so an interrupted sweep loses nothing and a
 re-run skips what is done. A point whose arch is invalid (e.g. instances that do not divide) is
-stored with its error instead of a result.
+stored with its error instead of a result. Workers receive file paths, not objects: on a Dask
+cluster every worker needs storeloop installed and the spec, arch and workload files at the same
+paths (a shared checkout); only the scheduler's client writes the store.
 """
 
 from __future__ import annotations
