@@ -3,6 +3,7 @@
 import dataclasses
 import itertools
 import json
+import sys
 import math
 
 import pytest
@@ -230,3 +231,24 @@ def test_random_small_spaces_equal_brute_force(seed):
     out = map_workload(a, w, e)
     assert out.search["optimal"]
     assert (out.result.cycles, out.result.energy_pJ) == pytest.approx(best, rel=1e-12)
+
+
+def test_ctrl_c_returns_the_best_mapping_so_far_within_2_s(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    from conftest import ROOT
+
+    p = subprocess.Popen([sys.executable, "-m", "storeloop.cli", "map", "arch/onionchopper.yaml",
+                          "workloads/onionpir-64GiB.yaml", "--ert", "arch/onionchopper.ERT.yaml", "--art",
+                          "arch/onionchopper.ART.yaml", "--time-limit", "0", "--json"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(6)                                  # well past the first mapping at the bound
+    sent = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert time.monotonic() - sent < 2.0, "Ctrl-C took more than 2 s"
+    assert p.returncode == 0, err
+    result = json.loads(out)
+    assert result["search"]["stopped"] == "interrupted" and result["summary"]["cycles"] == 13_811_004_212

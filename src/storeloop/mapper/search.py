@@ -126,9 +126,10 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
     deadline = None if time_limit is None else start + time_limit
     stages = [tree.global_lb, tree.global_lb * 1.01, tree.global_lb * 1.1, None] \
         if objective.name in ("delay", "delay,energy") else [None]
-    fallback = _dive(tree, objective, deadline, start) if deadline is not None and len(stages) > 1 else None
-    found = None
-    for i, aspiration in enumerate(stages):
+    fallback, interrupted = _dive(tree, objective, deadline, start) if deadline is not None and len(stages) > 1 \
+        else (None, False)
+    found = Found(stopped="interrupted") if interrupted else None
+    for i, aspiration in enumerate([] if interrupted else stages):
         share = deadline
         if deadline is not None and i < len(stages) - 1:
             share = time.monotonic() + (deadline - time.monotonic()) / 2
@@ -150,18 +151,22 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
     return found
 
 
-def _dive(tree, objective, deadline, start) -> _DFS | None:
+def _dive(tree, objective, deadline, start) -> tuple[_DFS | None, bool]:
     """Best-bound-first descent to the first complete mapping: an answer for a time limit that
-    ends before the aspiration stages find one. Its counts are not kept in the search stats."""
+    ends before the aspiration stages find one. Its counts are not kept in the search stats.
+    Returns (the search, or None without a mapping; whether Ctrl-C interrupted it)."""
     saved = dict(tree.stats)
     dfs = _DFS(tree, objective, deadline, start)
     dfs.first_only = True
+    interrupted = False
     try:
         dfs.walk(tree.expand(tree.root(), None, objective))
     except _Stop:
         pass
+    except KeyboardInterrupt:
+        interrupted = True
     tree.stats = saved
-    return dfs if dfs.best is not None else None
+    return (dfs if dfs.best is not None else None), interrupted
 
 
 def _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration, incumbent=None,
