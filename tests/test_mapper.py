@@ -3,8 +3,8 @@
 import dataclasses
 import itertools
 import json
-import sys
 import math
+import sys
 
 import pytest
 import yaml
