@@ -114,3 +114,18 @@ def test_database_size_figure_reads_scheme_and_size_from_file_names(tmp_path):
     path = by_database_size(pd.DataFrame(rows), tmp_path, "t")
     assert path.name == "by_database_size.png" and path.stat().st_size > 5000
     assert by_database_size(pd.DataFrame(rows[:1]), tmp_path, "t") is None        # one size: nothing to draw
+
+
+def test_unreadable_parameter_value_is_a_stored_error_not_a_crash(tmp_path):
+    for f in ("tiny.arch.yaml", "matvec.yaml"):
+        shutil.copy(DATA / f, tmp_path)
+    spec = tmp_path / "s.yaml"
+    spec.write_text((DATA / "tiny.sweep.yaml").read_text().replace("[512 B, 2 KiB]", "[512 B, 4 parsecs]")
+                    .replace("levels.SRAM.instances: [1, 2]", "levels.SRAM.instances: [1]")
+                    .replace("compute.instances: [1, 2]", "compute.instances: [1]")
+                    .replace('["SRAM.instances <= MAC.instances"]', '["SRAM.capacity_bytes <= 4096"]'))
+    counts = run_sweep(load_sweep(spec), tmp_path / "r.sqlite", progress=False)
+    df = read_results(tmp_path / "r.sqlite")
+    bad = df[df["status"] == "invalid"]
+    assert counts["ok"] == 1 and len(bad) == 1 and "parsecs" in bad["error"].iloc[0]
+    assert "tiny.arch.yaml" in bad["error"].iloc[0] and "capacity" in bad["error"].iloc[0]
