@@ -77,7 +77,7 @@ def test_plots_and_cli(tmp_path):
                        capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 0, p.stderr
     pngs = sorted(f.name for f in (tmp_path / "fig").glob("*.png"))
-    assert {"time_vs_area.png", "energy_vs_area.png", "by_levels_SRAM_capacity.png"} <= set(pngs)
+    assert {"time_vs_area.png", "energy_vs_area.png", "energy_vs_area_fast.png", "by_levels_SRAM_capacity.png"} <= set(pngs)
     assert all((tmp_path / "fig" / f).stat().st_size > 5000 for f in pngs)
 
 
