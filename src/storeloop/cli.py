@@ -229,8 +229,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     names = ["+".join(p) for p, _ in sweep.parameters]
     for _, row in best_points(read_results(db, sweep.name)).iterrows():
-        params = ", ".join(f"{n} = {row[n]}" for n in names)
-        print(f"best for {row['workload']} (fewest cycles, then area x energy): {params}: {int(row['cycles']):,} "
+        params = "".join(f"{n} = {row[n]}, " for n in names)
+        print(f"best for {row['workload']} (fewest cycles, then area x energy): {params}{int(row['cycles']):,} "
               f"cycles (gap {100 * row['gap']:.2f}%), {row['energy_pJ'] / 1e12:.4g} J, "
               f"{row['on_chip_area_um2'] / 1e6:.4g} mm2 on chip")
     if args.plot:
