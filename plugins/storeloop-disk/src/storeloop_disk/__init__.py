@@ -14,6 +14,8 @@ attributes to price it.
 
 from __future__ import annotations
 
+from hwcomponents import ActionCost, ComponentModel, action
+
 from storeloop.energy import Estimate
 
 THESIS_POWER_W = 25.0
@@ -43,35 +45,29 @@ class DiskPlugin:
         return Estimate({"read": read, "write": write}, float(a.get("area_um2", 0.0)), 0.0, src)
 
 
-try:                        # the same model for hwcomponents (its model contract)
-    from hwcomponents import ActionCost, ComponentModel, action
-except ImportError:         # pragma: no cover - hwcomponents is a storeloop dependency
-    ComponentModel = None
+class DiskModel(ComponentModel):
+    """hwcomponents model of an NVMe SSD read/written in ``width``-bit accesses (numbers from
+    :class:`DiskPlugin`); ``get_models(DiskModel)`` makes it usable in hwcomponents."""
 
-if ComponentModel is not None:
-    class DiskModel(ComponentModel):
-        """hwcomponents model of an NVMe SSD read/written in ``width``-bit accesses (numbers from
-        :class:`DiskPlugin`); ``get_models(DiskModel)`` makes it usable in hwcomponents."""
+    component_name = ["Disk", "SSD", "NVMe"]
+    priority = 0.9
 
-        component_name = ["Disk", "SSD", "NVMe"]
-        priority = 0.9
+    def __init__(self, tech_node: float = 45e-9, width: int = 64, read_power_W: float = THESIS_POWER_W,
+                 write_power_W: float = THESIS_POWER_W, read_bytes_per_s: float = THESIS_BYTES_PER_S,
+                 write_bytes_per_s: float = THESIS_BYTES_PER_S):
+        self._estimate = DiskPlugin().estimate("disk", {
+            "word_bits": width, "block_size": 1, "read_power_W": read_power_W, "write_power_W": write_power_W,
+            "read_bytes_per_s": read_bytes_per_s, "write_bytes_per_s": write_bytes_per_s})
+        self._bytes = width / 8
+        self._rates = (read_bytes_per_s, write_bytes_per_s)
+        super().__init__(leak_power=0.0, area=self._estimate.area_um2 * 1e-12)
 
-        def __init__(self, tech_node: float = 45e-9, width: int = 64, read_power_W: float = THESIS_POWER_W,
-                     write_power_W: float = THESIS_POWER_W, read_bytes_per_s: float = THESIS_BYTES_PER_S,
-                     write_bytes_per_s: float = THESIS_BYTES_PER_S):
-            self._estimate = DiskPlugin().estimate("disk", {
-                "word_bits": width, "block_size": 1, "read_power_W": read_power_W, "write_power_W": write_power_W,
-                "read_bytes_per_s": read_bytes_per_s, "write_bytes_per_s": write_bytes_per_s})
-            self._bytes = width / 8
-            self._rates = (read_bytes_per_s, write_bytes_per_s)
-            super().__init__(leak_power=0.0, area=self._estimate.area_um2 * 1e-12)
+    @action
+    def read(self) -> ActionCost:
+        return ActionCost(energy=self._estimate.actions["read"] * 1e-12, latency=self._bytes / self._rates[0],
+                          throughput=self._rates[0] / self._bytes)
 
-        @action
-        def read(self) -> ActionCost:
-            return ActionCost(energy=self._estimate.actions["read"] * 1e-12, latency=self._bytes / self._rates[0],
-                              throughput=self._rates[0] / self._bytes)
-
-        @action
-        def write(self) -> ActionCost:
-            return ActionCost(energy=self._estimate.actions["write"] * 1e-12, latency=self._bytes / self._rates[1],
-                              throughput=self._rates[1] / self._bytes)
+    @action
+    def write(self) -> ActionCost:
+        return ActionCost(energy=self._estimate.actions["write"] * 1e-12, latency=self._bytes / self._rates[1],
+                          throughput=self._rates[1] / self._bytes)

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import math
 
+from hwcomponents import ActionCost, ComponentModel, action
+
 from storeloop.energy import Estimate
 
 FA_PS = 153.58           # thesis ch. 4.2.5, yosys
@@ -51,6 +53,12 @@ def segments(w: int) -> list[tuple[str, int, int]]:
     ]
 
 
+def pipeline(w: int, fa_per_stage: int) -> tuple[int, int]:
+    """(pipeline stages, pipeline register bits) of a w-bit unit cut every ``fa_per_stage`` full adders."""
+    stages = [(math.ceil(chain / fa_per_stage), bits) for _, chain, bits in segments(w)]
+    return sum(n for n, _ in stages), sum(n * bits for n, bits in stages)
+
+
 class ModMACPlugin:
     name = "storeloop-modmac"
     version = "0.1.0"
@@ -67,9 +75,7 @@ class ModMACPlugin:
         if g < 1 or g * FA_PS > period:
             raise ValueError(f"modmac: {g} full adders per stage take {g * FA_PS:.1f} ps, more than the "
                              f"{period:g} ps clock period; allowed: 1 .. {int(period // FA_PS)} per stage")
-        segs = segments(w)
-        depth = sum(math.ceil(chain / g) for _, chain, _ in segs)
-        reg_bits = sum(math.ceil(chain / g) * bits for _, chain, bits in segs)
+        depth, reg_bits = pipeline(w, g)
         mult = AladdinMultiplier(tech_node=tech, width_a=w, width_b=w)
         adders = [AladdinAdder(tech_node=tech, width=x) for x in (4 * w, 2 * w, 2 * w, w, w, w)]
         cmps = [AladdinComparator(tech_node=tech, width=w) for _ in range(2)]
@@ -86,31 +92,25 @@ class ModMACPlugin:
         return Estimate({"mac": e_logic + e_regs}, area, leak, src)
 
 
-try:                        # the same unit as an hwcomponents model (its model contract)
-    from hwcomponents import ActionCost, ComponentModel, action
-except ImportError:         # pragma: no cover - hwcomponents is a storeloop dependency
-    ComponentModel = None
+class ModMACModel(ComponentModel):
+    """hwcomponents model of the OnionChopper Barrett modular MAC (numbers from
+    :class:`ModMACPlugin`): ``get_models(ModMACModel)`` makes it usable in hwcomponents."""
 
-if ComponentModel is not None:
-    class ModMACModel(ComponentModel):
-        """hwcomponents model of the OnionChopper Barrett modular MAC (numbers from
-        :class:`ModMACPlugin`): ``get_models(ModMACModel)`` makes it usable in hwcomponents."""
+    component_name = ["ModMAC", "BarrettModMAC"]
+    priority = 0.9
 
-        component_name = ["ModMAC", "BarrettModMAC"]
-        priority = 0.9
+    def __init__(self, tech_node: float, width: int = 64, clock_period_ps: float = 500.0,
+                 fa_per_stage: int | None = None):
+        attrs = {"technology": tech_node, "width": width, "clock_period_ps": clock_period_ps}
+        if fa_per_stage is not None:
+            attrs["fa_per_stage"] = fa_per_stage
+        self._estimate = ModMACPlugin().estimate("modmac", attrs)
+        self._period_s = clock_period_ps * 1e-12
+        self._depth = pipeline(width, fa_per_stage or int(clock_period_ps // FA_PS))[0]
+        super().__init__(leak_power=self._estimate.leak_W, area=self._estimate.area_um2 * 1e-12)
 
-        def __init__(self, tech_node: float, width: int = 64, clock_period_ps: float = 500.0,
-                     fa_per_stage: int | None = None):
-            attrs = {"technology": tech_node, "width": width, "clock_period_ps": clock_period_ps}
-            if fa_per_stage is not None:
-                attrs["fa_per_stage"] = fa_per_stage
-            self._estimate = ModMACPlugin().estimate("modmac", attrs)
-            self._period_s = clock_period_ps * 1e-12
-            self._depth = int(self._estimate.source.split(" pipeline stages")[0].rsplit(" ", 1)[1])
-            super().__init__(leak_power=self._estimate.leak_W, area=self._estimate.area_um2 * 1e-12)
-
-        @action
-        def mac(self) -> ActionCost:
-            """One modular multiply-accumulate: pipelined, one per clock period."""
-            return ActionCost(energy=self._estimate.actions["mac"] * 1e-12, latency=self._depth * self._period_s,
-                              throughput=1 / self._period_s)
+    @action
+    def mac(self) -> ActionCost:
+        """One modular multiply-accumulate: pipelined, one per clock period."""
+        return ActionCost(energy=self._estimate.actions["mac"] * 1e-12, latency=self._depth * self._period_s,
+                          throughput=1 / self._period_s)
