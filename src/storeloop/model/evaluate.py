@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from storeloop.errors import MappingError
 from storeloop.model.nest import NestAnalysis, analyze, page_factors
-from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
+from storeloop.spec.types import OFF_CHIP, Arch, EnergyTable, Mapping, Workload
 from storeloop.units import ceil_div
 
 
@@ -102,6 +102,12 @@ class Result:
     def area_um2(self) -> float:
         return self.compute_area_per_instance_um2 * self.compute_instances + \
             sum(lvl.area_total_um2 for lvl in self.levels)
+
+    @property
+    def on_chip_area_um2(self) -> float:
+        """Area without the off-chip levels (DRAM, Disk, NIC): what the thesis counts."""
+        return self.compute_area_per_instance_um2 * self.compute_instances + \
+            sum(lvl.area_total_um2 for lvl in self.levels if lvl.cls.lower() not in OFF_CHIP)
 
     @property
     def utilization(self) -> float:

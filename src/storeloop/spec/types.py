@@ -55,6 +55,10 @@ class Workload:
         return dict(zip(self.dims, self.bounds))
 
 
+# component classes outside the accelerator proper: its on-chip area is reported without them
+OFF_CHIP = frozenset({"dram", "disk", "ssd", "nvme", "nic", "network"})
+
+
 @dataclass(frozen=True)
 class StorageLevel:
     """One storage level. Bandwidths are in words/cycle per instance; None means unlimited."""

@@ -226,7 +226,7 @@ def run_point(sweep_file: str, params: dict, workload: str) -> dict:
     """Map one point; never raises for a bad point (the error is the result). Runs in workers."""
     import yaml
 
-    from storeloop.energy import OFF_CHIP, price
+    from storeloop.energy import price
     from storeloop.mapper import map_workload
     from storeloop.spec.load import load_energy_table, load_workload
     from storeloop.spec.native import mapping_to_native
@@ -244,10 +244,8 @@ def run_point(sweep_file: str, params: dict, workload: str) -> dict:
                            objective=str(sweep.mapper.get("objective", "delay,energy")),
                            algorithm=str(sweep.mapper.get("algorithm", "exhaustive")))
         r = out.result
-        on_chip = sum(lv.area_total_um2 for lv in r.levels if lv.cls.lower() not in OFF_CHIP) \
-            + r.compute_area_per_instance_um2 * r.compute_instances
         row.update(status="ok", cycles=r.cycles, energy_pJ=r.energy_pJ, area_um2=r.area_um2,
-                   on_chip_area_um2=on_chip, computes=r.computes,
+                   on_chip_area_um2=r.on_chip_area_um2, computes=r.computes,
                    lower_bound_cycles=out.search["lower_bound_cycles"], gap=out.search["gap"],
                    optimal=int(out.search["optimal"]), cycles_optimal=int(out.search["cycles_optimal"]),
                    seconds=out.search["seconds"], clock_hz=arch.clock_hz,

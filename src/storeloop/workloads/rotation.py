@@ -72,8 +72,8 @@ def cores_for_line_rate(arch: Arch, workload: Workload, energy_for, gbps: float,
                         time_limit: float = 10.0) -> tuple[int, dict]:
     """The fewest cores whose best mapping (storeloop's mapper) runs at the NIC's line-rate bound.
 
-    ``energy_for(arch)`` prices an arch variant. Returns (cores, details): the NIC-bound cycles and
-    the mapped cycles of every core count tried.
+    ``energy_for(arch)`` prices an arch variant. Returns (cores, details): the NIC-bound cycles,
+    the mapped cycles of every core count tried and the winning MapResult (``best``).
     """
     from storeloop.mapper import map_workload
 
@@ -86,7 +86,7 @@ def cores_for_line_rate(arch: Arch, workload: Workload, energy_for, gbps: float,
         out = map_workload(variant, workload, energy_for(variant), time_limit=time_limit)
         tried[cores] = out.result.cycles
         if out.result.cycles <= bound:
-            return cores, {"gbps": gbps, "nic_bound_cycles": bound, "mapped_cycles": tried}
+            return cores, {"gbps": gbps, "nic_bound_cycles": bound, "mapped_cycles": tried, "best": out}
     raise SpecError(f"{max_cores} rotation cores do not reach {gbps} Gbps", field="cores",
                     allowed=f"more than {max_cores} cores")
 
@@ -94,22 +94,15 @@ def cores_for_line_rate(arch: Arch, workload: Workload, energy_for, gbps: float,
 def line_rate_study(arch: Arch, workload: Workload, rates=(10, 25, 40), *, time_limit: float = 5.0) -> list[dict]:
     """Per line rate: the cores it needs, cycles per batch against the NIC bound, energy per output
     3-vector and on-chip area (everything but the NIC), priced by the energy plug-ins."""
-    from storeloop.energy import OFF_CHIP, Registry, price
-    from storeloop.mapper import map_workload
+    from storeloop.energy import Registry, price
 
     reg = Registry.discover()
     rows = []
     for gbps in rates:
         cores, info = cores_for_line_rate(arch, workload, lambda a: price(a, reg)[0], gbps, time_limit=time_limit)
-        variant = with_line_rate(arch, gbps, cores)
-        energy, comps = price(variant, reg)
-        out = map_workload(variant, workload, energy, time_limit=time_limit)
-        vectors = workload.macs // 9
-        rows.append({"gbps": gbps, "cores": cores, "cycles": out.result.cycles,
-                     "nic_bound_cycles": info["nic_bound_cycles"],
-                     "pJ_per_vector": out.result.energy_pJ / vectors,
-                     "area_mm2": sum(c.estimate.area_um2 * c.instances for c in comps
-                                     if c.cls.lower() not in OFF_CHIP) / 1e6})
+        r = info["best"].result
+        rows.append({"gbps": gbps, "cores": cores, "cycles": r.cycles, "nic_bound_cycles": info["nic_bound_cycles"],
+                     "pJ_per_vector": r.energy_pJ / (workload.macs // 9), "area_mm2": r.on_chip_area_um2 / 1e6})
     return rows
 
 
