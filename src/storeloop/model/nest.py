@@ -106,15 +106,10 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
         stride[i] = running[d]
         running[d] *= f
 
-    # inner[L][d]: product of dimension d's factors over levels >= L (the tile's span)
+    inner = _spans(loops, nlev, ndims)
     # above_spatial[L][d]: product of dimension d's spatial factors over levels < L
-    inner = [[1] * ndims for _ in range(nlev + 1)]
     above_spatial = [[1] * ndims for _ in range(nlev + 1)]
-    for L in range(nlev - 1, -1, -1):
-        inner[L] = inner[L + 1][:]
     for li, d, f, sp in loops:
-        for L in range(li + 1):
-            inner[L][d] *= f
         if sp:
             for L in range(li + 1, nlev + 1):
                 above_spatial[L][d] *= f
@@ -178,6 +173,15 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
                 st.reads = content + peer
                 st.fills = round(fills) if has_parent else 0
     return NestAnalysis(compute_cycles, workload.macs, utilized[nlev], levels)
+
+
+def _spans(loops, nlev: int, ndims: int) -> list[list[int]]:
+    """inner[L][d]: product of dimension d's factors over levels >= L (a level-L tile's span)."""
+    inner = [[1] * ndims for _ in range(nlev + 1)]
+    for li, d, f, _ in loops:
+        for L in range(li + 1):
+            inner[L][d] *= f
+    return inner
 
 
 def _extents(t: Tensor, spans) -> list[int]:
@@ -323,12 +327,7 @@ def page_factors(arch: Arch, workload: Workload, mapping: Mapping) -> dict[tuple
     pages = {L: lvl.page_bytes for L, lvl in enumerate(arch.levels) if lvl.page_bytes}
     if not pages:
         return {}
-    ndims = len(workload.dims)
-    inner = [[1] * ndims for _ in range(nlev + 1)]
-    for L in range(nlev - 1, -1, -1):
-        inner[L] = inner[L + 1][:]
-        for lp in mapping.levels[L].temporal + mapping.levels[L].spatial:
-            inner[L][lp.dim] *= lp.factor
+    inner = _spans(_flatten(mapping), nlev, len(workload.dims))
     out = {}
     for L, page in pages.items():
         bits = arch.levels[L].word_bits
