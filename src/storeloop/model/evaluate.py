@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass, field
 
 from storeloop.errors import MappingError
-from storeloop.model.nest import NestAnalysis, analyze, page_factors
+from storeloop.model.nest import NestAnalysis, analyze
 from storeloop.spec.types import OFF_CHIP, Arch, EnergyTable, Mapping, Workload
 from storeloop.units import ceil_div
 
@@ -148,9 +148,6 @@ def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTab
     """Evaluate one mapping. Raises MappingError when it cannot run (capacity, fanout, factors)."""
     nest = analyze(arch, workload, mapping)
     check_capacity(arch, nest)
-    for (L, name), factor in page_factors(arch, workload, mapping).items():
-        st = nest.levels[L].tensors[name]
-        st.reads, st.updates = math.ceil(st.reads * factor), math.ceil(st.updates * factor)
     levels = []
     compute_cycles = nest.compute_cycles * arch.compute.cycles_per_op
     cycles = compute_cycles

@@ -172,6 +172,9 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
             else:
                 st.reads = content + peer
                 st.fills = round(fills) if has_parent else 0
+    for (L, name), factor in page_factors(arch, workload, mapping, inner).items():
+        st = levels[L].tensors[name]            # a paged level moves whole pages (see page_factors)
+        st.reads, st.updates = math.ceil(st.reads * factor), math.ceil(st.updates * factor)
     return NestAnalysis(compute_cycles, workload.macs, utilized[nlev], levels)
 
 
@@ -310,7 +313,8 @@ def _arrivals(t: Tensor, loops, stride, L: int, extents: list[int], tile: int) -
     return total
 
 
-def page_factors(arch: Arch, workload: Workload, mapping: Mapping) -> dict[tuple[int, str], Fraction]:
+def page_factors(arch: Arch, workload: Workload, mapping: Mapping,
+                 inner: list[list[int]] | None = None) -> dict[tuple[int, str], Fraction]:
     """Access-granularity inflation per (level, tensor) for levels with a page size.
 
     A level with ``page_bytes`` (an SSD's page or request size) serves each child tile as
@@ -319,15 +323,16 @@ def page_factors(arch: Arch, workload: Workload, mapping: Mapping) -> dict[tuple
     long as the child spans the level's whole extent there. Every run is rounded up to whole
     pages (runs are taken as page-aligned), so the words the level moves per child tile are
     ``runs x ceil(run / page) x page``; the factor is that over the tile's words (1 when runs are
-    whole pages, e.g. sequential streaming; up to page/word for word-by-word access). The model
-    multiplies the level's reads and updates by it, so bandwidth and energy pay for whole pages.
+    whole pages, e.g. sequential streaming; up to page/word for word-by-word access).
+    :func:`analyze` multiplies the level's reads and updates by it, so bandwidth and energy pay
+    for whole pages.
     Delta slabs of sliding windows are priced with the full tile's shape.
     """
     nlev = len(arch.levels)
     pages = {L: lvl.page_bytes for L, lvl in enumerate(arch.levels) if lvl.page_bytes}
     if not pages:
         return {}
-    inner = _spans(_flatten(mapping), nlev, len(workload.dims))
+    inner = inner or _spans(_flatten(mapping), nlev, len(workload.dims))
     out = {}
     for L, page in pages.items():
         bits = arch.levels[L].word_bits
