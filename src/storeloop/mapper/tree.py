@@ -51,7 +51,6 @@ class Node:
     last: np.ndarray       # (T,) innermost level that keeps each tensor so far
     scat: np.ndarray       # (T,) relevant spatial product since `last`
     partl: np.ndarray      # (T,) partition size of each tensor at `last` (outputs)
-    blk: np.ndarray        # (T,) deepest level of an irrelevant spatial loop in the innermost spatial block
     cnt: np.ndarray        # (levels, T, 3) reads, fills, updates per instance (final ones)
     util: np.ndarray       # (levels,) utilized instances of each level entered so far
     e_acc: float           # energy of the final counts (lower-bound arithmetic)
@@ -106,7 +105,7 @@ class Tree:
         T, nlev = self.T, self.nlev
         size = np.array([np.prod(self.bounds[self.rel[t]]) for t in range(T)], dtype=np.int64)
         return Node(0, self.bounds.copy(), 1, np.ones(T, np.int64), np.ones(self.D, np.int64),
-                    np.zeros(T, np.int64), np.ones(T, np.int64), np.where(self.rw, size, 1), np.full(T, -1),
+                    np.zeros(T, np.int64), np.ones(T, np.int64), np.where(self.rw, size, 1),
                     np.zeros((nlev, T, 3), np.int64), np.ones(nlev, np.int64), 0.0, (), (1 << T) - 1,
                     np.vstack([self.bounds[None, :], np.ones((nlev - 1, self.D), np.int64)]))
 
@@ -233,14 +232,10 @@ class Tree:
         s = sx * sy
         rem = n.rem[None, :] // (tf * s)
         above = n.above[None, :] * s
-        any_t = (tf > 1).any(axis=1)
-        blk = np.where(any_t[:, None], -1, n.blk[None, :])
-        irr_sp = ((s[:, None, :] > 1) & ~self.rel[None, :, :]).any(axis=2)      # (m, T)
-        blk = np.where(irr_sp, n.depth, blk)
         scat = n.scat[None, :] * np.stack([np.where(self.rel[t], s, 1).prod(axis=1) for t in range(self.T)], axis=1)
         tile = np.stack([np.where(self.rel[t], rem, 1).prod(axis=1) for t in range(self.T)], axis=1)
         part = np.stack([np.where(self.rel[t], self.bounds // above, 1).prod(axis=1) for t in range(self.T)], axis=1)
-        return dict(tf=tf, sx=sx, sy=sy, oid=order_ids, perms=perms, P=P, rep=rep, rem=rem, above=above, blk=blk,
+        return dict(tf=tf, sx=sx, sy=sy, oid=order_ids, perms=perms, P=P, rep=rep, rem=rem, above=above,
                     scat=scat, tile=tile, arr=tile * rep, part=part, util=above.prod(axis=1))
 
     def expand(self, n: Node, best: tuple | None, objective) -> Children | tuple:
@@ -292,10 +287,8 @@ class Tree:
                     else self._page_factor(pl, np.maximum(longest, 1), bound=True)
                 fac = np.where(k, self._page_factor(pl, runs)[:, None], other[:, None])
             if self.rw[t]:
-                if innermost:      # bypassing the last level: one update per compute, unless a
-                    # spatial reduction below the parent accumulates (then per innermost relevant loop)
-                    ca = np.where(rows["blk"][:, t] >= pl, rows["rep"][:, t], cc_lb)
-                    via = np.where(k, via[:, None], np.maximum(via, ca * scat[:, t])[:, None])
+                if innermost:      # bypassing a last level without fanout: one update per compute
+                    via = np.where(k, via[:, None], np.maximum(via, cc_lb * scat[:, t])[:, None])
                 else:
                     via = np.where(k, via[:, None], (via * forced_reuse(t))[:, None])
                 tr_r[pl] += (via - n.partl[t]) * fac
@@ -367,7 +360,7 @@ class Tree:
         spans = n.spans.copy()
         spans[L1] = rows["rem"][j]
         return Node(L1, rows["rem"][j], int(rows["P"][j]), rows["rep"][j], rows["above"][j], last, scat, partl,
-                    rows["blk"][j], cnt, util, e_acc, choice, mask, spans)
+                    cnt, util, e_acc, choice, mask, spans)
 
     def _leaves(self, n: Node, rows: dict, best, objective):
         """Exact cycles and energy of every complete mapping under a last-level node; the best one."""
@@ -376,15 +369,20 @@ class Tree:
         self.stats["complete"] += m
         cc = rows["P"]
         cnt = np.broadcast_to(n.cnt, (m,) + n.cnt.shape).copy()
+        # Timeloop's compute-level deltas (model/nest.py): the innermost spatial loop of the last
+        # level (its X loops in dimension order, else its Y loops); a tensor it does not index
+        # reaches the units only when its operand changes (rep), any other once per compute
+        inner_dim = np.where((rows["sx"] > 1).any(axis=1), self._last_index(rows["sx"] > 1),
+                             self._last_index(rows["sy"] > 1))
         for t in range(T):
             pl = int(n.last[t])
+            irr = np.append(~self.rel[t], False)[inner_dim]           # inner_dim -1: no spatial loop
+            ca = np.where(irr, rows["rep"][:, t], cc) * rows["scat"][:, t]
             if self.rw[t]:
-                ca = np.where(rows["blk"][:, t] >= pl, rows["rep"][:, t], cc)
-                upd = ca * rows["scat"][:, t]
-                cnt[:, pl, t, UP] = upd
-                cnt[:, pl, t, RD] = upd - n.partl[t]
+                cnt[:, pl, t, UP] = ca
+                cnt[:, pl, t, RD] = ca - n.partl[t]
             else:
-                cnt[:, pl, t, RD] = cc * rows["scat"][:, t]
+                cnt[:, pl, t, RD] = ca
             if pl in self.pages:       # the compute units take one element at a time: runs of 1
                 for act in (RD, UP):
                     cnt[:, pl, t, act] = self._paged(pl, cnt[:, pl, t, act], 1)
@@ -401,6 +399,14 @@ class Tree:
         j = int(i)
         choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["perms"][rows["oid"][j]], n.keep),)
         return (int(cycles[j]), float(energy[j]), choice)
+
+    @staticmethod
+    def _last_index(flags: np.ndarray) -> np.ndarray:
+        """Per row, the last column that is True (-1 where none is)."""
+        m, d = flags.shape
+        if m == 0 or d == 0:
+            return np.full(m, -1)
+        return np.where(flags.any(axis=1), d - 1 - np.argmax(flags[:, ::-1], axis=1), -1)
 
     # ------------------------------------------------------------------ output
     def mapping(self, choice: tuple, name: str | None = None) -> Mapping:

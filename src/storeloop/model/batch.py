@@ -116,8 +116,10 @@ class BatchModel:
                     above[L, dm[j]] *= F[:, j]
         utilized = above.prod(axis=1)                           # (nlev+1, rows)
         col = np.arange(nslots)
-        # innermost spatial block: spatial slots after the last temporal slot with factor > 1
-        last_t = np.where(big & ~sp[None, :], col[None, :] + 1, 0).max(axis=1)
+        # Timeloop's compute-level deltas: the innermost slot with factor > 1, if spatial at the
+        # innermost level (see nest.py); -1 where there is none
+        last_s = np.where(big, col[None, :], -1).max(axis=1, initial=-1)
+        inner_sp = (last_s >= 0) & sp[last_s] & (lv[last_s] == nlev - 1)
 
         used = np.zeros((nlev, rows), dtype=np.int64)
         reads = np.zeros((nlev, len(self.tensors), rows), dtype=np.int64)
@@ -129,9 +131,7 @@ class BatchModel:
             idx = np.where(rel_t, col[None, :] + 1, 0)
             rep = [np.take_along_axis(prefix, idx[:, :first[L]].max(axis=1, initial=0)[:, None], axis=1)[:, 0]
                    for L in range(nlev + 1)]
-            # deepest level of an irrelevant spatial slot in the innermost spatial block (-1: none)
-            irr_block = big & sp[None, :] & ~relevant[None, :] & (col[None, :] >= last_t[:, None])
-            reduce_level = np.where(irr_block, lv[None, :], -1).max(axis=1, initial=-1)
+            changes_only = inner_sp & ~relevant[last_s]      # the units see t only when it changes
             sp_rel = np.where(sp & relevant, F, 1)
             kept = [L for L in range(nlev) if structure.keep[L] is None or name in structure.keep[L]]
             tiles, arrivals = {}, {}
@@ -147,10 +147,8 @@ class BatchModel:
                 scatter = sp_rel[:, first[L]:first[child]].prod(axis=1)
                 if child < nlev:
                     ca = arrivals[child]
-                elif rw:
-                    ca = np.where(reduce_level >= L, rep[nlev], compute_cycles)
                 else:
-                    ca = compute_cycles
+                    ca = np.where(changes_only, rep[nlev], compute_cycles)
                 if rw:
                     part = np.ones(rows, dtype=np.int64)
                     for d in dims:

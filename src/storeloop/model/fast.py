@@ -105,10 +105,8 @@ class FastModel:
                     row[dm_[i]] *= f_[i]
             above[L] = row
         utilized = [math.prod(row) for row in above]
-        # the innermost spatial block (spatial loops after the last temporal loop)
-        inner_sp = n
-        while inner_sp > 0 and sp_[inner_sp - 1]:
-            inner_sp -= 1
+        # Timeloop's compute-level deltas: the innermost loop, if spatial at the innermost level
+        inner_dim = dm_[n - 1] if n and sp_[n - 1] and lv_[n - 1] == nlev - 1 else -1
 
         ntens = len(self.tensors)
         reads = [[0] * ntens for _ in range(nlev)]
@@ -124,7 +122,6 @@ class FastModel:
             last = 0
             i = 0
             sp_rel = [1] * nlev          # relevant spatial factors per level (scatter)
-            reduces = -1                 # deepest level of an irrelevant loop in the innermost spatial block
             for L in range(nlev + 1):
                 stop = first[L]
                 while i < stop:
@@ -133,8 +130,6 @@ class FastModel:
                             sp_rel[lv_[i]] *= f_[i]
                         else:
                             last = i + 1
-                    elif sp_[i] and i >= inner_sp:
-                        reduces = lv_[i]
                     i += 1
                 rep[L] = prefix[last]
             kept = [L for L in range(nlev) if keeps[L] is None or name in keeps[L]]
@@ -153,8 +148,8 @@ class FastModel:
                     scatter *= sp_rel[j]
                 if child < nlev:
                     ca = arrivals[child]
-                elif rw and reduces >= L:
-                    ca = rep[nlev]
+                elif inner_dim >= 0 and not (mask >> inner_dim) & 1:
+                    ca = rep[nlev]       # delivered only when the operand changes (nest.py)
                 else:
                     ca = compute_cycles
                 if rw:

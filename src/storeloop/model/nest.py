@@ -116,11 +116,11 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
     utilized = [math.prod(above_spatial[L]) for L in range(nlev + 1)]
     compute_cycles = math.prod(f for _, _, f, sp in loops if not sp)
 
-    innermost_spatial = []      # (level, dim) of the spatial loops after the last temporal loop
-    for li, d, _, sp in reversed(loops):
-        if not sp:
-            break
-        innermost_spatial.append((li, d))
+    # Timeloop's compute-level deltas: when the nest ends in spatial loops of the innermost level
+    # (its fanout to the compute units), a tensor that the innermost of them does not index is
+    # delivered to the units only when its point changes (see _point_changes); otherwise the
+    # units take one operand per compute.
+    inner_dim = loops[-1][1] if loops and loops[-1][3] and loops[-1][0] == nlev - 1 else None
     levels = [LevelStats(lvl.name, utilized[L], {}) for L, lvl in enumerate(arch.levels)]
     for t in workload.tensors:
         kept = [L for L in range(nlev) if mapping.levels[L].keeps(t.name)]
@@ -144,11 +144,8 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
             scatter = math.prod(f for _, d, f in between if d in relevant)
             if child < nlev:
                 child_arrivals = arrivals[child]
-            elif t.read_write and any(d not in relevant for li, d in innermost_spatial if li >= L):
-                # The nest ends in a spatial fanout that reduces this output: the reduction
-                # network delivers one update per change of the reduced point, so innermost
-                # temporal loops that do not index the output accumulate in place (Timeloop v3).
-                child_arrivals = _arrivals(t, loops, stride, nlev, [1] * len(t.ranks), 1)
+            elif inner_dim is not None and inner_dim not in relevant:
+                child_arrivals = _point_changes(t, loops, stride)
             else:
                 child_arrivals = compute_cycles
             content = child_arrivals * scatter
@@ -295,6 +292,28 @@ def _link_transfers(t: Tensor, loops, stride, inner, L: int, mesh_x: int) -> tup
                 transfers += sum(size(b) for b, ln in zip(cur, linked) if ln) * weight
         prev = cur
     return saved, transfers
+
+
+def _point_changes(t: Tensor, loops, stride) -> int:
+    """How often the operand of ``t`` at one compute unit changes over the temporal loops.
+
+    Timeloop v3 simulates each temporal loop as iteration 0 and iteration 1 (standing for the other
+    ``f - 1``), so a carry into loop ``j`` moves the point by ``+stride_j`` along its dimension and
+    by ``-stride_i`` along every temporal loop ``i`` inside it. The carry happens
+    ``(f_j - 1) * prod(f_i, i outside j)`` times; it counts when the move changes the tensor's
+    point (a sliding window can cancel it). Without windows this is the product of the temporal
+    factors down to the innermost loop that indexes ``t``.
+    """
+    temporal = [(d, f, s) for (_, d, f, sp), s in zip(loops, stride) if not sp]
+    total, outer = 1, 1
+    for j, (d, f, s) in enumerate(temporal):
+        move = {d: s}
+        for dd, _, ss in temporal[j + 1:]:
+            move[dd] = move.get(dd, 0) - ss
+        if any(sum(c * move.get(dd, 0) for dd, c in rank) for rank in t.ranks):
+            total += (f - 1) * outer
+        outer *= f
+    return total
 
 
 def _arrivals(t: Tensor, loops, stride, L: int, extents: list[int], tile: int) -> int:
