@@ -95,17 +95,43 @@ def energy_for(args: argparse.Namespace, arch: Arch):
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from storeloop.crosscheck import export
+
     arch = load_arch(args.arch)
     workload = load_workload(args.workload)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    files = {"arch.yaml": timeloop.arch_to_timeloop(arch), "problem.yaml": timeloop.workload_to_timeloop(workload)}
-    if args.mapping:
-        files["mapping.yaml"] = timeloop.mapping_to_timeloop(load_mapping(args.mapping, arch, workload), arch, workload)
-    for name, doc in files.items():
-        (out / name).write_text(yaml.safe_dump(doc, sort_keys=False))
-        print(out / name)
+    mapping = load_mapping(args.mapping, arch, workload) if args.mapping else None
+    files, notes = export(arch, workload, mapping, energy_for(args, arch), Path(args.out), strict=args.strict)
+    for f in files:
+        print(f)
+    for n in notes:
+        print(f"storeloop: note: {n}", file=sys.stderr)
     return 0
+
+
+def cmd_crosscheck(args: argparse.Namespace) -> int:
+    from storeloop.crosscheck import crosscheck
+
+    arch = load_arch(args.arch)
+    workload = load_workload(args.workload)
+    mapping = load_mapping(args.mapping, arch, workload)
+    energy = energy_for(args, arch)
+    try:
+        result = evaluate(arch, workload, mapping, energy)
+    except MappingError as exc:
+        print(f"storeloop: invalid mapping {args.mapping}: {exc.reason}", file=sys.stderr)
+        return 2
+    rows, notes = crosscheck(arch, workload, mapping, energy, result,
+                             Path(args.stats) if args.stats else None, Path(args.keep) if args.keep else None)
+    for n in notes:
+        print(f"note: {n}")
+    bad = [r for r in rows if not r.ok]
+    shown = rows if args.all else bad
+    if shown:
+        print(f"{'':<34} {'storeloop':>20} {'Timeloop':>20}")
+        for r in shown:
+            print(f"{r.what:<34} {r.storeloop:>20,g} {r.timeloop:>20,g}{'' if r.ok else '   <-- differs'}")
+    print(f"{len(rows) - len(bad)} of {len(rows)} numbers agree" + ("" if not bad else f"; {len(bad)} differ"))
+    return 1 if bad else 0
 
 
 def cmd_map(args: argparse.Namespace) -> int:
@@ -274,7 +300,20 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("workload")
     e.add_argument("mapping", nargs="?")
     e.add_argument("--out", required=True, help="output folder")
+    e.add_argument("--ert", help="Accelergy ERT.yaml to export instead of the plug-ins' energies")
+    e.add_argument("--art", help="Accelergy ART.yaml to export instead of the plug-ins' areas")
+    e.add_argument("--strict", action="store_true", help="refuse what Timeloop cannot express instead of noting it")
     e.set_defaults(func=cmd_export)
+    x = sub.add_parser("crosscheck", help="diff storeloop against timeloop-model on the same (exported) inputs")
+    x.add_argument("arch")
+    x.add_argument("workload")
+    x.add_argument("mapping")
+    x.add_argument("--stats", help="a timeloop-model.stats.txt to compare with (default: run timeloop-model)")
+    x.add_argument("--ert", help="Accelergy ERT.yaml (default: the plug-ins' energies)")
+    x.add_argument("--art", help="Accelergy ART.yaml")
+    x.add_argument("--keep", help="write the exported files here instead of a temporary folder")
+    x.add_argument("--all", action="store_true", help="print every number, not only those that differ")
+    x.set_defaults(func=cmd_crosscheck)
     mp = sub.add_parser("map", help="find the best mapping, with a lower-bound certificate")
     mp.add_argument("arch", help="architecture YAML (storeloop or Timeloop v0.3)")
     mp.add_argument("workload", help="workload YAML (storeloop einsum or Timeloop v0.3 problem)")

@@ -23,6 +23,13 @@ number of utilized instances. The semantics, checked against real Timeloop v3.0.
   fewer words and the children read what they forward (see ``_link_transfers``).
 * Partitions (the share of a tensor one instance owns) follow Timeloop's chain: the parent's
   partition times the tile over the tile of all siblings (``_partitions``).
+* Operands at the compute units (Timeloop's compute-level deltas): when the nest ends in spatial
+  loops of the innermost level (its fanout to the compute units), the units under the innermost
+  of those loops share one delta state, so a tensor that loop does not index is delivered only
+  when its operand changes between consecutive temporal iterations (``_point_changes``: e.g.
+  ``R[i,j]`` under ``T`` innermost is read once per ``(i, j)``); a tensor it indexes, or any
+  tensor when the innermost loop is temporal, is read once per compute. Multicast to units that
+  need the same word counts once.
 * Outputs (read-write tensors): a level's updates are its child's write-backs (spatial reductions
   merged); its reads are updates minus the partition it owns, because the first write of an
   element needs no read (Timeloop's first-read elision). A child's output fills likewise skip the

@@ -6,11 +6,12 @@ writes its own specs back as Timeloop v0.3 so a real Timeloop can cross-check an
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
 from storeloop.errors import SpecError
-from storeloop.spec.types import (ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop,
+from storeloop.spec.types import (OFF_CHIP, ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop,
                                   Mapping, StorageLevel, Tensor, Workload)
 from storeloop.spec.yamlio import LDict, error_at
 from storeloop.units import ExpressionError, integer, number
@@ -318,10 +319,34 @@ def energy_table_from_timeloop(arch: Arch, ert: LDict | None, art: LDict | None,
 
 
 # --------------------------------------------------------------------------------- export
-def arch_to_timeloop(arch: Arch) -> dict:
-    """A Timeloop v0.3 architecture equivalent to ``arch`` (one nested subtree per fanout)."""
+# classes Timeloop v3 + Accelergy 0.3 know (storage, compute); others are exported as the nearest
+TIMELOOP_STORAGE = frozenset({"DRAM", "SRAM", "regfile", "smartbuffer_SRAM", "smartbuffer_RF"})
+TIMELOOP_COMPUTE = frozenset({"intmac", "fpmac"})
+# storeloop attribute spellings Timeloop reads hyphenated
+HYPHENATED = {"vector_access_energy": "vector-access-energy"}
+
+
+def arch_to_timeloop(arch: Arch, energy: EnergyTable | None = None) -> tuple[dict, list[str]]:
+    """A Timeloop v0.3 architecture equivalent to ``arch`` (one nested subtree per fanout), and
+    what it could not express (one line each).
+
+    Component classes Accelergy 0.3 does not know (``Disk``, ``NIC``, ``modmac``...) are written as
+    the nearest class it knows (off-chip levels as ``DRAM``, other storage as ``SRAM``, compute as
+    ``intmac``) with the original in ``storeloop-class``; their energy then comes from the ERT that
+    :func:`energy_to_timeloop` writes. With ``energy`` given, a ``vector-access-energy`` override is
+    written only where it equals the read energy storeloop uses, so Timeloop prices like storeloop.
+    """
+    notes: list[str] = []
+
+    def attrs(raw: dict) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in raw.items():
+            if isinstance(v, (int, float, str)):
+                out[HYPHENATED.get(k, k)] = v
+        return out
+
     def comp(lvl: StorageLevel) -> dict:
-        a: dict[str, Any] = {k: v for k, v in lvl.attributes.items() if isinstance(v, (int, float, str))}
+        a = attrs(lvl.attributes)
         a.update({"word-bits": lvl.word_bits, "block-size": lvl.block_size})
         if lvl.size_words is not None:
             a["depth"] = lvl.size_words // lvl.block_size
@@ -330,7 +355,25 @@ def arch_to_timeloop(arch: Arch) -> dict:
                 a[k] = getattr(lvl, k)
         if lvl.mesh_x is not None:
             a["meshX"] = lvl.mesh_x
-        return {"name": lvl.name, "class": lvl.cls, "attributes": a}
+        if "vector-access-energy" in a and energy is not None:
+            mine = energy.storage[lvl.name].read_pJ
+            try:
+                same = math.isclose(float(number(a["vector-access-energy"])), mine, rel_tol=1e-9)
+            except (ValueError, TypeError, SpecError):
+                same = False
+            if not same:
+                del a["vector-access-energy"]
+                notes.append(f"{lvl.name}: vector_access_energy dropped; the ERT carries storeloop's "
+                             f"{mine:g} pJ per read")
+        cls = lvl.cls
+        if cls not in TIMELOOP_STORAGE:
+            cls = "DRAM" if lvl.cls.lower() in OFF_CHIP else "SRAM"
+            a["storeloop-class"] = lvl.cls
+            notes.append(f"{lvl.name}: class {lvl.cls} exported as {cls} (energy and area from the ERT/ART)")
+        if lvl.page_bytes:
+            notes.append(f"{lvl.name}: page_size {lvl.page_bytes} B not expressible in Timeloop "
+                         "(it moves words, not pages): Timeloop counts fewer accesses where runs are short")
+        return {"name": lvl.name, "class": cls, "attributes": a}
 
     top: dict[str, Any] = {"name": "system", "attributes": {"technology": arch.technology or "45nm"}, "local": []}
     node, parent_inst, depth = top, 1, 0
@@ -350,8 +393,49 @@ def arch_to_timeloop(arch: Arch) -> dict:
     ca: dict[str, Any] = {"datawidth": c.word_bits}
     if c.mesh_x is not None:
         ca["meshX"] = c.mesh_x
-    node["local"].append({"name": c.name, "class": c.cls, "attributes": ca})
-    return {"architecture": {"version": 0.3, "subtree": [top]}}
+    cls = c.cls
+    if cls not in TIMELOOP_COMPUTE:
+        ca["storeloop-class"] = c.cls
+        cls = "intmac"
+        notes.append(f"{c.name}: class {c.cls} exported as intmac (energy and area from the ERT/ART)")
+    if c.cycles_per_op != 1:
+        notes.append(f"{c.name}: cycles_per_op {c.cycles_per_op} not expressible in Timeloop "
+                     "(it issues one operation per cycle): Timeloop's compute cycles are lower")
+    node["local"].append({"name": c.name, "class": cls, "attributes": ca})
+    return {"architecture": {"version": 0.3, "subtree": [top]}}, notes
+
+
+def component_paths(arch: Arch) -> dict[str, str]:
+    """Accelergy's full name of every level and the compute unit (``system.L1[0..1].SRAM``)."""
+    paths, prefix, parent_inst, depth = {}, "system", 1, 0
+    for name, inst in [(lvl.name, lvl.instances) for lvl in arch.levels] + [(arch.compute.name, arch.compute.instances)]:
+        if inst != parent_inst:
+            depth += 1
+            prefix += f".L{depth}[0..{inst // parent_inst - 1}]"
+            parent_inst = inst
+        paths[name] = f"{prefix}.{name}"
+    return paths
+
+
+def energy_to_timeloop(arch: Arch, energy: EnergyTable) -> tuple[dict, dict]:
+    """An Accelergy 0.3 ERT and ART holding storeloop's per-action energies and areas, named as
+    Accelergy names the components of :func:`arch_to_timeloop`'s architecture."""
+    paths = component_paths(arch)
+    deltas = [{"address_delta": a, "data_delta": d} for a in (0, 1) for d in (0, 1)]
+    ert, art = [], []
+    for lvl in arch.levels:
+        c = energy.storage[lvl.name]
+        acts = [{"name": act, "arguments": dict(arg), "energy": e}
+                for act, e in (("read", c.read_pJ), ("write", c.write_pJ), ("update", c.write_pJ)) for arg in deltas]
+        acts.append({"name": "idle", "arguments": {"address_delta": 0, "data_delta": 0}, "energy": 0.0})
+        ert.append({"name": paths[lvl.name], "actions": acts})
+        art.append({"name": paths[lvl.name], "area": c.area_um2})
+    c = energy.compute
+    ert.append({"name": paths[arch.compute.name],
+                "actions": [{"name": a, "energy": c.read_pJ} for a in ("mac_random", "mac_reused", "mac_gated")]
+                + [{"name": "idle", "energy": 0.0}]})
+    art.append({"name": paths[arch.compute.name], "area": c.area_um2})
+    return {"ERT": {"version": 0.3, "tables": ert}}, {"ART": {"version": 0.3, "tables": art}}
 
 
 def workload_to_timeloop(w: Workload) -> dict:
@@ -411,6 +495,6 @@ def mapping_to_timeloop(m: Mapping, arch: Arch, w: Workload) -> dict:
     return {"mapping": out}
 
 
-__all__ = ["arch_from_timeloop", "workload_from_timeloop", "mapping_from_timeloop",
+__all__ = ["energy_to_timeloop", "component_paths", "arch_from_timeloop", "workload_from_timeloop", "mapping_from_timeloop",
            "energy_table_from_timeloop", "arch_to_timeloop", "workload_to_timeloop",
            "mapping_to_timeloop", "is_timeloop_arch", "is_timeloop_problem", "is_timeloop_mapping"]

@@ -1,0 +1,152 @@
+"""``storeloop crosscheck``: the same inputs through storeloop and a real Timeloop, diffed.
+
+The inputs are exported as Timeloop v0.3 files with an ERT/ART of storeloop's own energies
+(:mod:`storeloop.spec.timeloop`), ``timeloop-model`` runs them when it is on PATH (or a stats file
+it wrote earlier is given), and every per-level, per-tensor count, the cycles and the energy are
+compared with storeloop's model.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from storeloop.errors import SpecError
+from storeloop.model.evaluate import Result
+from storeloop.spec import timeloop
+from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
+
+_LEVEL = re.compile(r"^=== (?P<name>.+) ===$")
+_FIELD = re.compile(r"^\s*(?P<key>[A-Za-z][^:]*?)\s*:\s*(?P<value>[-+]?\d[\d.]*(?:[eE][-+]?\d+)?)")
+_TENSOR = re.compile(r"^    (?P<name>[A-Za-z_][A-Za-z0-9_]*):\s*$")
+COUNTS = {"Scalar reads (per-instance)": "reads", "Scalar fills (per-instance)": "fills",
+          "Scalar updates (per-instance)": "updates"}
+
+
+def parse_stats(text: str, source: str = "timeloop-model.stats.txt") -> dict:
+    """Cycles, energy (pJ) and per-level, per-tensor per-instance counts from Timeloop's stats text."""
+    levels: dict[str, dict] = {}
+    level = tensor = None
+    summary: dict[str, float] = {}
+    in_summary = False
+    for line in text.splitlines():
+        if line.startswith("Summary Stats"):
+            in_summary = True
+            continue
+        if in_summary:
+            m = re.match(r"^(Cycles|Energy): ([0-9.eE+-]+)", line)
+            if m:
+                summary[m.group(1)] = float(m.group(2))
+            continue
+        m = _LEVEL.match(line)
+        if m:
+            level, tensor = m.group("name"), None
+            levels.setdefault(level, {"tensors": {}})
+            continue
+        if level is None:
+            continue
+        if line.startswith("Operational Intensity") or line.startswith("Networks"):
+            level = None
+            continue
+        m = _TENSOR.match(line)
+        if m:
+            tensor = m.group("name")
+            levels[level]["tensors"].setdefault(tensor, {})
+            continue
+        m = _FIELD.match(line)
+        if not m:
+            continue
+        key, value = m.group("key"), float(m.group("value"))
+        if tensor is None and key == "Cycles":
+            levels[level]["cycles"] = int(value)
+        elif tensor is not None and key in COUNTS:
+            levels[level]["tensors"][tensor][COUNTS[key]] = int(value)
+    if "Cycles" not in summary:
+        raise SpecError("no 'Summary Stats / Cycles' line: not a timeloop-model stats file", file=source)
+    return {"cycles": int(summary["Cycles"]), "energy_uJ": summary.get("Energy"), "levels": levels}
+
+
+@dataclass
+class Row:
+    what: str
+    storeloop: float
+    timeloop: float
+
+    @property
+    def ok(self) -> bool:
+        return math.isclose(self.storeloop, self.timeloop, rel_tol=1e-12, abs_tol=0)
+
+
+def compare(result: Result, stats: dict) -> list[Row]:
+    """Per-level, per-tensor rows of storeloop's counts next to Timeloop's (printed energy in uJ)."""
+    rows = [Row("cycles", result.cycles, stats["cycles"])]
+    if stats.get("energy_uJ") is not None:
+        rows.append(Row("energy uJ (2 dp)", round(result.energy_pJ / 1e6, 2), stats["energy_uJ"]))
+    for lvl in result.levels:
+        theirs = stats["levels"].get(lvl.name)
+        if theirs is None:
+            rows.append(Row(f"{lvl.name} (missing in Timeloop's stats)", 1, 0))
+            continue
+        if "cycles" in theirs:
+            rows.append(Row(f"{lvl.name}.cycles", lvl.cycles, theirs["cycles"]))
+        for name, t in lvl.tensors.items():
+            got = theirs["tensors"].get(name, {})
+            for field, mine in (("reads", t.reads_per_instance), ("fills", t.fills_per_instance),
+                                ("updates", t.updates_per_instance)):
+                rows.append(Row(f"{lvl.name}.{name}.{field}", mine if t.kept else 0, got.get(field, 0)))
+    return rows
+
+
+def export(arch: Arch, workload: Workload, mapping: Mapping | None, energy: EnergyTable, out: Path,
+           strict: bool = False) -> tuple[list[Path], list[str]]:
+    """Write arch/problem/mapping/ERT/ART for ``timeloop-model``; returns (files, notes).
+    With ``strict``, anything Timeloop cannot express is an error instead of a note."""
+    arch_doc, notes = timeloop.arch_to_timeloop(arch, energy)
+    if strict and notes:
+        raise SpecError("Timeloop cannot run this architecture as it is:\n  " + "\n  ".join(notes),
+                        field="--strict", allowed="storeloop fields Timeloop expresses (drop --strict to export with notes)")
+    ert, art = timeloop.energy_to_timeloop(arch, energy)
+    docs = {"arch.yaml": arch_doc, "problem.yaml": timeloop.workload_to_timeloop(workload), "ERT.yaml": ert, "ART.yaml": art}
+    if mapping is not None:
+        docs["mapping.yaml"] = timeloop.mapping_to_timeloop(mapping, arch, workload)
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    for name, doc in docs.items():
+        (out / name).write_text(yaml.safe_dump(doc, sort_keys=False))
+        files.append(out / name)
+    return files, notes
+
+
+def run_timeloop(folder: Path, timeout: float = 600) -> str:
+    """Run ``timeloop-model`` on an exported folder; its stats text."""
+    exe = shutil.which("timeloop-model")
+    if exe is None:
+        raise SpecError("timeloop-model is not on PATH", field="--stats",
+                        allowed="a timeloop-model.stats.txt from an earlier run (--stats FILE), or timeloop-model on PATH")
+    args = [exe] + [str(folder / n) for n in ("arch.yaml", "problem.yaml", "mapping.yaml", "ERT.yaml", "ART.yaml")]
+    proc = subprocess.run(args, cwd=folder, capture_output=True, text=True, timeout=timeout)
+    stats = folder / "timeloop-model.stats.txt"
+    if proc.returncode != 0 or not stats.exists():
+        last = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
+        raise SpecError("timeloop-model failed:\n  " + "\n  ".join(last), file=str(folder / "arch.yaml"))
+    return stats.read_text()
+
+
+def crosscheck(arch, workload, mapping, energy, result: Result, stats_file: Path | None = None,
+               keep: Path | None = None) -> tuple[list[Row], list[str]]:
+    """Rows of the comparison and the export notes (with ``stats_file``, nothing is run)."""
+    with tempfile.TemporaryDirectory(prefix="storeloop-crosscheck-") as tmp:
+        folder = keep or Path(tmp)
+        _, notes = export(arch, workload, mapping, energy, folder)
+        if stats_file is not None:
+            text = stats_file.read_text(errors="replace")
+        else:
+            text = run_timeloop(folder)
+        return compare(result, parse_stats(text, str(stats_file or folder / "timeloop-model.stats.txt"))), notes

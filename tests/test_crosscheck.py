@@ -1,0 +1,103 @@
+"""Exports that real Timeloop runs as they are, and storeloop crosscheck against its stats files."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, validation_cases
+from storeloop.crosscheck import compare, export, parse_stats
+from storeloop.energy import price
+from storeloop.model.evaluate import evaluate
+from storeloop.spec import timeloop
+from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload
+
+VALID = validation_cases("valid")
+
+
+@pytest.mark.parametrize("case", VALID, ids=lambda c: c.name)
+def test_crosscheck_agrees_with_every_stats_file(case):
+    """Every count, the cycles and the printed energy parsed from Timeloop's own stats text."""
+    arch = load_arch(case / "arch.yaml")
+    workload = load_workload(case / "problem.yaml")
+    mapping = load_mapping(case / "mapping.yaml", arch, workload)
+    energy = load_energy_table(arch, case / "ERT.yaml", case / "ART.yaml")
+    stats = parse_stats((case / "timeloop-model.stats.txt").read_text())
+    expected = json.loads((case / "expected.json").read_text())
+    assert stats["cycles"] == expected["summary"]["cycles"]
+    rows = compare(evaluate(arch, workload, mapping, energy), stats)
+    assert len(rows) > 3 * len(arch.levels)
+    assert [r for r in rows if not r.ok] == []
+
+
+def test_parse_stats_rejects_other_text():
+    from storeloop.errors import SpecError
+
+    with pytest.raises(SpecError):
+        parse_stats("not a stats file\n", "x.txt")
+
+
+def test_export_of_onionchopper_is_timeloop_ready_and_prices_like_storeloop(tmp_path):
+    arch = load_arch(ROOT / "arch" / "onionchopper.yaml")
+    workload = load_workload(ROOT / "workloads" / "onionpir-64GiB.yaml")
+    mapping = load_mapping(ROOT / "mappings" / "onionchopper-thesis-best.yaml", arch, workload)
+    energy = price(arch)[0]
+    files, notes = export(arch, workload, mapping, energy, tmp_path)
+    assert {f.name for f in files} == {"arch.yaml", "problem.yaml", "mapping.yaml", "ERT.yaml", "ART.yaml"}
+    text = (tmp_path / "arch.yaml").read_text()
+    assert "vector_access_energy" not in text                  # Timeloop reads only the hyphenated name
+    comps = {}
+
+    def walk(node):
+        for c in node.get("local", []):
+            comps[c["name"]] = c
+        for sub in node.get("subtree", []):
+            walk(sub)
+    import yaml
+    walk(yaml.safe_load(text)["architecture"]["subtree"][0])
+    assert {c["class"] for c in comps.values()} <= timeloop.TIMELOOP_STORAGE | timeloop.TIMELOOP_COMPUTE
+    assert comps["Disk"]["class"] == "DRAM" and comps["Disk"]["attributes"]["storeloop-class"] == "Disk"
+    assert comps["MAC"]["class"] == "intmac"
+    assert any("Disk: class Disk exported as DRAM" in n for n in notes)
+    # every component has ERT/ART tables under Accelergy's full names
+    ert = yaml.safe_load((tmp_path / "ERT.yaml").read_text())["ERT"]["tables"]
+    names = {t["name"] for t in ert}
+    assert names == set(timeloop.component_paths(arch).values())
+    assert "system.L1[0..1].SRAM" in names
+    # the exported files, read back, give storeloop's own numbers (Timeloop prices them the same way)
+    a2 = load_arch(tmp_path / "arch.yaml")
+    w2 = load_workload(tmp_path / "problem.yaml")
+    m2 = load_mapping(tmp_path / "mapping.yaml", a2, w2)
+    e2 = load_energy_table(a2, tmp_path / "ERT.yaml", tmp_path / "ART.yaml")
+    mine, back = evaluate(arch, workload, mapping, energy), evaluate(a2, w2, m2, e2)
+    assert back.cycles == mine.cycles == 13_811_004_212
+    assert back.energy_pJ == pytest.approx(mine.energy_pJ, rel=1e-12)
+    assert back.area_um2 == pytest.approx(mine.area_um2, rel=1e-12)
+
+
+def test_export_notes_what_timeloop_cannot_express_and_strict_refuses(tmp_path):
+    cmd = [sys.executable, "-m", "storeloop.cli", "export", str(ROOT / "arch" / "onionchopper-4KiB-pages.yaml"),
+           str(ROOT / "workloads" / "onionpir-64GiB.yaml"), "--out", str(tmp_path / "x")]
+    ok = subprocess.run(cmd, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert "page_size 4096 B not expressible in Timeloop" in ok.stderr
+    strict = subprocess.run(cmd + ["--strict"], capture_output=True, text=True)
+    assert strict.returncode == 2 and "Traceback" not in strict.stderr
+    assert "page_size" in strict.stderr and "--strict" in strict.stderr
+
+
+def test_crosscheck_cli_with_a_stats_file_and_without_timeloop(tmp_path):
+    case = next(c for c in VALID if c.name == "a2-dram-mac4-8b__rot3-t1024__b2-r1")
+    base = [sys.executable, "-m", "storeloop.cli", "crosscheck", str(case / "arch.yaml"), str(case / "problem.yaml"),
+            str(case / "mapping.yaml"), "--ert", str(case / "ERT.yaml"), "--art", str(case / "ART.yaml")]
+    r = subprocess.run(base + ["--stats", str(case / "timeloop-model.stats.txt")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "12 of 12 numbers agree" in r.stdout
+    # a different mapping's stats: the differing numbers are listed, exit 1
+    other = next(c for c in VALID if c.name == "a2-dram-mac4-8b__matmul-96x40x72__r1")
+    bad = subprocess.run(base + ["--stats", str(other / "timeloop-model.stats.txt")], capture_output=True, text=True)
+    assert bad.returncode == 1 and "<-- differs" in bad.stdout
+    env = {"PATH": "/nonexistent"}
+    none = subprocess.run(base, capture_output=True, text=True, env=env)
+    assert none.returncode == 2 and "timeloop-model is not on PATH" in none.stderr and "Traceback" not in none.stderr
