@@ -45,16 +45,25 @@ def render_table(r: Result, arch: Arch) -> str:
     return "\n".join(lines)
 
 
-def cmd_model(args: argparse.Namespace) -> int:
+def evaluate_args(args: argparse.Namespace):
+    """(arch, workload, mapping, energy, result) of the command's files, or None (reason printed)
+    when the mapping cannot run."""
     arch = load_arch(args.arch)
     workload = load_workload(args.workload)
     mapping = load_mapping(args.mapping, arch, workload)
     energy = energy_for(args, arch)
     try:
-        result = evaluate(arch, workload, mapping, energy)
+        return arch, workload, mapping, energy, evaluate(arch, workload, mapping, energy)
     except MappingError as exc:
         print(f"storeloop: invalid mapping {args.mapping}: {exc.reason}", file=sys.stderr)
+        return None
+
+
+def cmd_model(args: argparse.Namespace) -> int:
+    run = evaluate_args(args)
+    if run is None:
         return 2
+    arch, result = run[0], run[4]
     if args.json:
         print(json.dumps(result_to_json(result, arch), indent=1))
     else:
@@ -111,15 +120,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_crosscheck(args: argparse.Namespace) -> int:
     from storeloop.crosscheck import crosscheck
 
-    arch = load_arch(args.arch)
-    workload = load_workload(args.workload)
-    mapping = load_mapping(args.mapping, arch, workload)
-    energy = energy_for(args, arch)
-    try:
-        result = evaluate(arch, workload, mapping, energy)
-    except MappingError as exc:
-        print(f"storeloop: invalid mapping {args.mapping}: {exc.reason}", file=sys.stderr)
+    run = evaluate_args(args)
+    if run is None:
         return 2
+    arch, workload, mapping, energy, result = run
     rows, notes = crosscheck(arch, workload, mapping, energy, result,
                              Path(args.stats) if args.stats else None, Path(args.keep) if args.keep else None)
     for n in notes:
