@@ -11,7 +11,6 @@ import yaml
 
 from storeloop.errors import MappingError, SpecError, StoreloopError
 from storeloop.model.evaluate import Result, evaluate, result_to_json
-from storeloop.spec import timeloop
 from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload
 from storeloop.spec.types import Arch
 from storeloop.units import ExpressionError, bytes_of, integer
@@ -284,43 +283,39 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def inputs(parser: argparse.ArgumentParser, mapping: str | None) -> argparse.ArgumentParser:
+    """The arch and workload arguments, the mapping ("required", "optional" or None) and --ert/--art."""
+    parser.add_argument("arch", help="architecture YAML (storeloop or Timeloop v0.3)")
+    parser.add_argument("workload", help="workload YAML (storeloop einsum or Timeloop v0.3 problem)")
+    if mapping:
+        parser.add_argument("mapping", nargs=None if mapping == "required" else "?",
+                            help="mapping YAML (storeloop or Timeloop v0.3)")
+    parser.add_argument("--ert", help="Accelergy ERT.yaml with per-action energies (default: the energy plug-ins)")
+    parser.add_argument("--art", help="Accelergy ART.yaml with per-instance areas (default: the energy plug-ins)")
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="storeloop", description="Design-space exploration for near-storage accelerators.")
     sub = p.add_subparsers(dest="command", required=True)
-    m = sub.add_parser("model", help="evaluate one mapping: cycles, accesses, energy, area")
-    m.add_argument("arch", help="architecture YAML (storeloop or Timeloop v0.3)")
-    m.add_argument("workload", help="workload YAML (storeloop einsum or Timeloop v0.3 problem)")
-    m.add_argument("mapping", help="mapping YAML (storeloop or Timeloop v0.3)")
-    m.add_argument("--ert", help="Accelergy ERT.yaml with per-action energies")
-    m.add_argument("--art", help="Accelergy ART.yaml with per-instance areas")
+    m = inputs(sub.add_parser("model", help="evaluate one mapping: cycles, accesses, energy, area"), "required")
     m.add_argument("--json", action="store_true", help="print one JSON object shaped like the validation corpus")
     m.set_defaults(func=cmd_model)
     en = sub.add_parser("energy", help="per-action energy, area and leakage of each component, with sources")
     en.add_argument("arch")
     en.add_argument("--json", action="store_true")
     en.set_defaults(func=cmd_energy)
-    e = sub.add_parser("export", help="write storeloop specs as Timeloop v0.3 files")
-    e.add_argument("arch")
-    e.add_argument("workload")
-    e.add_argument("mapping", nargs="?")
+    e = inputs(sub.add_parser("export", help="write storeloop specs as Timeloop v0.3 files (with an ERT/ART)"), "optional")
     e.add_argument("--out", required=True, help="output folder")
-    e.add_argument("--ert", help="Accelergy ERT.yaml to export instead of the plug-ins' energies")
-    e.add_argument("--art", help="Accelergy ART.yaml to export instead of the plug-ins' areas")
     e.add_argument("--strict", action="store_true", help="refuse what Timeloop cannot express instead of noting it")
     e.set_defaults(func=cmd_export)
-    x = sub.add_parser("crosscheck", help="diff storeloop against timeloop-model on the same (exported) inputs")
-    x.add_argument("arch")
-    x.add_argument("workload")
-    x.add_argument("mapping")
+    x = inputs(sub.add_parser("crosscheck", help="diff storeloop against timeloop-model on the same (exported) inputs"),
+               "required")
     x.add_argument("--stats", help="a timeloop-model.stats.txt to compare with (default: run timeloop-model)")
-    x.add_argument("--ert", help="Accelergy ERT.yaml (default: the plug-ins' energies)")
-    x.add_argument("--art", help="Accelergy ART.yaml")
     x.add_argument("--keep", help="write the exported files here instead of a temporary folder")
     x.add_argument("--all", action="store_true", help="print every number, not only those that differ")
     x.set_defaults(func=cmd_crosscheck)
-    mp = sub.add_parser("map", help="find the best mapping, with a lower-bound certificate")
-    mp.add_argument("arch", help="architecture YAML (storeloop or Timeloop v0.3)")
-    mp.add_argument("workload", help="workload YAML (storeloop einsum or Timeloop v0.3 problem)")
+    mp = inputs(sub.add_parser("map", help="find the best mapping, with a lower-bound certificate"), None)
     mp.add_argument("--constraints", help="constraints YAML (storeloop or Timeloop v0.3 mapspace_constraints)")
     mp.add_argument("--objective", default="delay,energy",
                     help="delay,energy (lexicographic, default), delay, energy, edp, area-energy")
@@ -331,8 +326,6 @@ def build_parser() -> argparse.ArgumentParser:
     mp.add_argument("--threads", type=int, default=1, help="processes for the exhaustive search")
     mp.add_argument("--seed", type=int, default=0, help="seed of the random searches")
     mp.add_argument("--victory", type=int, default=500, help="random searches stop after this many non-improving samples")
-    mp.add_argument("--ert", help="Accelergy ERT.yaml with per-action energies")
-    mp.add_argument("--art", help="Accelergy ART.yaml with per-instance areas")
     mp.add_argument("--json", action="store_true", help="the model's JSON plus a 'search' object")
     mp.add_argument("--out", help="write the best mapping here (storeloop mapping YAML)")
     mp.set_defaults(func=cmd_map)

@@ -123,10 +123,7 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
     utilized = [math.prod(above_spatial[L]) for L in range(nlev + 1)]
     compute_cycles = math.prod(f for _, _, f, sp in loops if not sp)
 
-    # Timeloop's compute-level deltas: when the nest ends in spatial loops of the innermost level
-    # (its fanout to the compute units), a tensor that the innermost of them does not index is
-    # delivered to the units only when its point changes (see _point_changes); otherwise the
-    # units take one operand per compute.
+    # the innermost loop, if spatial at the innermost level (compute-level deltas, see above)
     inner_dim = loops[-1][1] if loops and loops[-1][3] and loops[-1][0] == nlev - 1 else None
     levels = [LevelStats(lvl.name, utilized[L], {}) for L, lvl in enumerate(arch.levels)]
     for t in workload.tensors:

@@ -375,21 +375,8 @@ def arch_to_timeloop(arch: Arch, energy: EnergyTable | None = None) -> tuple[dic
                          "(it moves words, not pages): Timeloop counts fewer accesses where runs are short")
         return {"name": lvl.name, "class": cls, "attributes": a}
 
-    top: dict[str, Any] = {"name": "system", "attributes": {"technology": arch.technology or "45nm"}, "local": []}
-    node, parent_inst, depth = top, 1, 0
-    for lvl in arch.levels:
-        if lvl.instances != parent_inst:
-            depth += 1
-            sub = {"name": f"L{depth}[0..{lvl.instances // parent_inst - 1}]", "local": []}
-            node.setdefault("subtree", []).append(sub)
-            node, parent_inst = sub, lvl.instances
-        node["local"].append(comp(lvl))
+    comps = [comp(lvl) for lvl in arch.levels]
     c = arch.compute
-    if c.instances != parent_inst:
-        depth += 1
-        sub = {"name": f"L{depth}[0..{c.instances // parent_inst - 1}]", "local": []}
-        node.setdefault("subtree", []).append(sub)
-        node = sub
     ca: dict[str, Any] = {"datawidth": c.word_bits}
     if c.mesh_x is not None:
         ca["meshX"] = c.mesh_x
@@ -401,20 +388,34 @@ def arch_to_timeloop(arch: Arch, energy: EnergyTable | None = None) -> tuple[dic
     if c.cycles_per_op != 1:
         notes.append(f"{c.name}: cycles_per_op {c.cycles_per_op} not expressible in Timeloop "
                      "(it issues one operation per cycle): Timeloop's compute cycles are lower")
-    node["local"].append({"name": c.name, "class": cls, "attributes": ca})
+    comps.append({"name": c.name, "class": cls, "attributes": ca})
+    # each component in its subtree (one per fanout), as its Accelergy name says
+    top: dict[str, Any] = {"name": "system", "attributes": {"technology": arch.technology or "45nm"}, "local": []}
+    node, depth = top, 0
+    for comp_doc, (_, subtrees) in zip(comps, _placements(arch)):
+        if len(subtrees) > depth:
+            sub = {"name": subtrees[-1], "local": []}
+            node.setdefault("subtree", []).append(sub)
+            node, depth = sub, len(subtrees)
+        node["local"].append(comp_doc)
     return {"architecture": {"version": 0.3, "subtree": [top]}}, notes
+
+
+def _placements(arch: Arch) -> list[tuple[str, tuple[str, ...]]]:
+    """Every level and the compute unit, outermost first, with the subtrees (one per fanout,
+    ``L1[0..1]``...) it sits in below ``system``."""
+    out, subtrees, parent_inst = [], (), 1
+    for name, inst in [(lvl.name, lvl.instances) for lvl in arch.levels] + [(arch.compute.name, arch.compute.instances)]:
+        if inst != parent_inst:
+            subtrees += (f"L{len(subtrees) + 1}[0..{inst // parent_inst - 1}]",)
+            parent_inst = inst
+        out.append((name, subtrees))
+    return out
 
 
 def component_paths(arch: Arch) -> dict[str, str]:
     """Accelergy's full name of every level and the compute unit (``system.L1[0..1].SRAM``)."""
-    paths, prefix, parent_inst, depth = {}, "system", 1, 0
-    for name, inst in [(lvl.name, lvl.instances) for lvl in arch.levels] + [(arch.compute.name, arch.compute.instances)]:
-        if inst != parent_inst:
-            depth += 1
-            prefix += f".L{depth}[0..{inst // parent_inst - 1}]"
-            parent_inst = inst
-        paths[name] = f"{prefix}.{name}"
-    return paths
+    return {name: ".".join(("system",) + subtrees + (name,)) for name, subtrees in _placements(arch)}
 
 
 def energy_to_timeloop(arch: Arch, energy: EnergyTable) -> tuple[dict, dict]:
