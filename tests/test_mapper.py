@@ -105,7 +105,7 @@ PAGED = [(paged(a, 32), w) for a, w in SMALL]        # 4 words of 64 bits per pa
                               "matmul-spatial-paged", "three-levels-paged", "last-level-fanout-paged"])
 def test_branch_and_bound_equals_brute_force(a, w):
     e = table(a)
-    out = map_workload(a, w, e)
+    out = map_workload(a, w, e, energy_gap=0)
     assert out.search["optimal"]
     assert (out.result.cycles, out.result.energy_pJ) == pytest.approx(brute_force(a, w, e), rel=1e-12)
 
@@ -228,9 +228,13 @@ def test_random_small_spaces_equal_brute_force(seed):
         with pytest.raises(StoreloopError):
             map_workload(a, w, e)
         return
-    out = map_workload(a, w, e)
+    out = map_workload(a, w, e, energy_gap=0)
     assert out.search["optimal"]
     assert (out.result.cycles, out.result.energy_pJ) == pytest.approx(best, rel=1e-12)
+    # with the default gap: the same cycles, the energy within 0.1 % of the optimum, and a stop rule named
+    quick = map_workload(a, w, e)
+    assert quick.result.cycles == best[0] and quick.result.energy_pJ <= best[1] * (1 + 1e-3)
+    assert quick.search["stopped"] in ("optimal", "energy-gap")
 
 
 def test_ctrl_c_returns_the_best_mapping_so_far_within_2_s(tmp_path):
@@ -242,9 +246,9 @@ def test_ctrl_c_returns_the_best_mapping_so_far_within_2_s(tmp_path):
 
     p = subprocess.Popen([sys.executable, "-m", "storeloop.cli", "map", "arch/onionchopper.yaml",
                           "workloads/onionpir-64GiB.yaml", "--ert", "arch/onionchopper.ERT.yaml", "--art",
-                          "arch/onionchopper.ART.yaml", "--time-limit", "0", "--json"],
+                          "arch/onionchopper.ART.yaml", "--time-limit", "0", "--energy-gap", "0", "--no-converge", "--json"],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(6)                                  # well past the first mapping at the bound
+    time.sleep(4)                                  # well past the first mapping at the bound
     sent = time.monotonic()
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=30)

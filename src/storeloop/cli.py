@@ -151,9 +151,11 @@ def cmd_map(args: argparse.Namespace) -> int:
     if args.time_limit < 0:
         raise SpecError(f"{args.time_limit} is not a number of seconds", field="--time-limit",
                         allowed="seconds > 0, or 0 for no limit")
+    seeds = [load_mapping(f, arch, workload) for f in args.seed_mapping or []]
     out = map_workload(arch, workload, energy, constraints=constraints, objective=args.objective,
                        algorithm=args.algorithm, time_limit=args.time_limit or None, threads=max(1, args.threads),
-                       seed=args.seed, victory=args.victory, progress=not args.json)
+                       seed=args.seed, victory=args.victory, progress=not args.json,
+                       energy_gap=args.energy_gap, seeds=seeds, converge=not args.no_converge)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(f"# written by storeloop map {args.arch} {args.workload}\n"
@@ -170,12 +172,17 @@ def cmd_map(args: argparse.Namespace) -> int:
         sp = " ".join(f"{workload.dims[lp.dim]}={lp.factor}{'' if lp.axis == 'X' else '(Y)'}" for lp in lm.spatial)
         keep = "all" if lm.keep is None else (", ".join(sorted(lm.keep)) or "none")
         print(f"  {lvl.name:<8} {loops}{'  spatial ' + sp if sp else ''}  keep: {keep}")
-    status = "proven optimal" if s["optimal"] else f"not proven optimal ({s['stopped'] or 'sampled'})"
-    print(f"search: {s['algorithm']}, objective {s['objective']}, {s['candidates']:,} candidates, "
-          f"{s['seconds']:.2f} s, {status}")
+    status = "proven optimal" if s["optimal"] else "not proven optimal"
+    local = s.get("local_search")
+    print(f"search: {s['algorithm']}, objective {s['objective']}, "
+          + (f"local search {local['evaluations']:,} evaluations, " if local else "")
+          + f"{s['candidates']:,} candidates, {s['seconds']:.2f} s, stopped: {s['stopped']} ({status})")
     print(f"lower bound {s['lower_bound_cycles']:,} cycles (" + ", ".join(
         f"{k} {v:,}" for k, v in s["lower_bound_parts"].items()) + f"); gap {100 * s['gap']:.4f}%"
           + ("; cycles optimal" if s["cycles_optimal"] else ""))
+    print(f"lower bound {s['lower_bound_energy_pJ'] / 1e12:.6g} J (" + ", ".join(
+        f"{k} {v / 1e12:.6g} J" for k, v in s["lower_bound_energy_parts"].items())
+          + f"); energy gap {100 * s['energy_gap']:.4f}%")
     if args.out:
         print(f"wrote {args.out}")
     return 0
@@ -322,7 +329,15 @@ def build_parser() -> argparse.ArgumentParser:
     mp.add_argument("--algorithm", default="exhaustive",
                     help="exhaustive (branch and bound, default), random-pruned, random")
     mp.add_argument("--time-limit", type=float, default=60.0,
-                    help="seconds (default 60; 0: until optimality is proven); the best mapping so far is returned")
+                    help="seconds (default 60; 0: none), a safety net: the search normally stops on a rule "
+                         "(optimal, energy-gap, converged); the best mapping so far is returned")
+    mp.add_argument("--energy-gap", type=float, default=1e-3,
+                    help="stop once the cycles are at their lower bound and the energy is within this relative gap "
+                         "of its lower bound (default 0.001 = 0.1 %%; 0: prove optimality)")
+    mp.add_argument("--no-converge", action="store_true",
+                    help="do not stop when the search stops improving (search until optimal or the time limit)")
+    mp.add_argument("--seed-mapping", action="append", metavar="FILE",
+                    help="a mapping to start from (re-priced on this arch; may be given several times)")
     mp.add_argument("--threads", type=int, default=1, help="processes for the exhaustive search")
     mp.add_argument("--seed", type=int, default=0, help="seed of the random searches")
     mp.add_argument("--victory", type=int, default=500, help="random searches stop after this many non-improving samples")

@@ -1,18 +1,24 @@
 """The mapper: the best mapping of a workload on an architecture, with a lower-bound certificate.
 
-``map_workload`` merges equivalent dimensions, builds the constrained map space, runs the chosen
-search and re-evaluates the winner with the reference model (the result a user gets is the
-model's, so ``storeloop model`` on the written mapping prints the identical numbers).
+``map_workload`` merges equivalent dimensions, builds the constrained map space, finds good
+incumbents at once (constructive mappings, the user's seeds, a deterministic local search:
+:mod:`storeloop.mapper.construct`), runs the chosen search from them until a stop rule fires
+(:mod:`storeloop.mapper.search`) and re-evaluates the winner with the reference model (the result
+a user gets is the model's, so ``storeloop model`` on the written mapping prints the identical
+numbers). The report carries the cycle and energy lower bounds, the gaps and why it stopped.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass
 
-from storeloop.errors import StoreloopError
+from storeloop.errors import SpecError, StoreloopError
+from storeloop.mapper.construct import Searcher, state_of
 from storeloop.mapper.merge import merge, split_mapping
 from storeloop.mapper.objective import Objective
-from storeloop.mapper.search import Found, branch_and_bound, random_search
+from storeloop.mapper.search import Found, Goal, branch_and_bound, random_search
 from storeloop.mapper.space import Constraints, MapSpace
 from storeloop.mapper.tree import Tree
 from storeloop.model.evaluate import Result, evaluate
@@ -20,6 +26,7 @@ from storeloop.model.fast import FastModel
 from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
 
 ALGORITHMS = ("exhaustive", "random-pruned", "random")
+LOCAL_BUDGET = 3000          # model evaluations of the local search before the branch and bound
 
 
 @dataclass
@@ -29,9 +36,26 @@ class MapResult:
     search: dict
 
 
+class MapTimeout(StoreloopError):
+    """The time limit ended the search before any valid mapping was found (not: none exists)."""
+
+
 def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constraints: Constraints | None = None,
                  objective: str = "delay,energy", algorithm: str = "exhaustive", time_limit: float | None = None,
-                 threads: int = 1, seed: int = 0, victory: int = 500, progress: bool = False) -> MapResult:
+                 threads: int = 1, seed: int = 0, victory: int = 500, progress: bool = False,
+                 energy_gap: float = 1e-3, seeds: list[Mapping] = (), converge: bool = True) -> MapResult:
+    """The best mapping of ``workload`` on ``arch`` priced with ``energy``.
+
+    ``objective``: see :data:`storeloop.mapper.objective.NAMES`. ``time_limit`` (seconds, None:
+    none) is a safety net; the exhaustive search normally stops on a rule (``search['stopped']``):
+    proven ``optimal``, ``energy-gap`` (cycles at their lower bound and the objective within
+    ``energy_gap``, relative, of its lower bound; 0 demands a full proof), or ``converged`` (off
+    with ``converge=False``). ``seeds``: mappings of ``workload`` (for example the best mappings of
+    neighbouring sweep points) re-priced here as starting points. Raises :class:`MapTimeout` when
+    the time limit ends the search before any valid mapping, StoreloopError when none exists."""
+    if not (energy_gap >= 0 and math.isfinite(energy_gap)):
+        raise SpecError(f"energy gap {energy_gap!r} is not a finite number >= 0", field="--energy-gap",
+                        allowed="a relative gap such as 0.001 (0.1 %), or 0 to prove optimality")
     constraints = constraints or Constraints()
     area = sum(energy.storage[lvl.name].area_um2 * lvl.instances for lvl in arch.levels) \
         + energy.compute.area_um2 * arch.compute.instances
@@ -40,20 +64,39 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     paged = any(lvl.page_bytes for lvl in arch.levels)
     merged, members, mcons = merge(workload, constraints, layout=paged)
     space = MapSpace(arch, merged, mcons)
-    tree = Tree(space, energy)                          # also gives the lower bound
+    tree = Tree(space, energy)                          # also gives the lower bounds
+    energy_lb, energy_parts = tree.energy_bound()
+    goal = Goal(tree.global_lb, energy_lb, energy_gap, converge)
+    local = None
     if algorithm == "exhaustive":
-        found = branch_and_bound(tree, obj, time_limit=time_limit, threads=threads, progress=progress)
+        t0 = time.monotonic()
+        searcher = Searcher(space, FastModel(arch, merged, energy), obj)
+        starts = searcher.starts() + [s for s in (state_of(m, members, space) for m in seeds) if s is not None]
+        state, cost = searcher.search(starts, LOCAL_BUDGET, lambda c: c[0] == 0 and goal.reached(obj, c[-2], c[-1]) is not None)
+        incumbent = (int(cost[-2]), float(cost[-1]), searcher.mapping(state)) if cost[0] == 0 else None
+        local = {"evaluations": searcher.evaluations, "seconds": round(time.monotonic() - t0, 3),
+                 "seeds": len(seeds), "cycles": incumbent[0] if incumbent else None,
+                 "energy_pJ": incumbent[1] if incumbent else None}
+        trace = [(local["seconds"], incumbent[0], incumbent[1])] if incumbent else []
+        remaining = None if time_limit is None else max(0.0, time_limit - (time.monotonic() - t0))
+        found = branch_and_bound(tree, obj, time_limit=remaining, threads=threads, progress=progress,
+                                 incumbent=incumbent, goal=goal, trace=trace)
     elif algorithm in ("random", "random-pruned"):
         found = random_search(space, FastModel(arch, merged, energy), obj, victory=victory,
                               time_limit=time_limit, seed=seed, pruned=algorithm == "random-pruned")
     else:
         raise StoreloopError(f"unknown search algorithm {algorithm!r}; allowed: {', '.join(ALGORITHMS)}")
     if found.mapping is None:
+        if found.stopped == "time-limit":
+            raise MapTimeout(f"timeout: the time limit ({time_limit:g} s) ended the search before it found "
+                             f"a valid mapping (none is known not to exist); raise the time limit")
         raise StoreloopError(_nothing_valid(found, tree))
     mapping = split_mapping(found.mapping, members, workload)
     mapping = Mapping(mapping.levels, name=f"storeloop map ({algorithm}, {obj.name})")
     result = evaluate(arch, workload, mapping, energy)
-    return MapResult(mapping, result, _search_json(found, tree, obj, result, algorithm))
+    report = _search_json(found, tree, obj, result, algorithm, energy_lb, energy_parts)
+    report["local_search"] = local
+    return MapResult(mapping, result, report)
 
 
 def _nothing_valid(found: Found, tree: Tree) -> str:
@@ -66,7 +109,8 @@ def _nothing_valid(found: Found, tree: Tree) -> str:
             f"Relax the constraints (factors, keep/bypass, minimum utilization) or enlarge the buffers.")
 
 
-def _search_json(found: Found, tree: Tree, obj: Objective, result: Result, algorithm: str) -> dict:
+def _search_json(found: Found, tree: Tree, obj: Objective, result: Result, algorithm: str,
+                 energy_lb: float, energy_parts: dict) -> dict:
     lb = tree.global_lb
     gap = (result.cycles - lb) / lb if lb else 0.0
     s = found.stats
@@ -82,6 +126,9 @@ def _search_json(found: Found, tree: Tree, obj: Objective, result: Result, algor
         "lower_bound_cycles": int(lb),
         "lower_bound_parts": {k: int(v) for k, v in tree.bound_parts.items()},
         "gap": gap,
+        "lower_bound_energy_pJ": float(energy_lb),
+        "lower_bound_energy_parts": {k: float(v) for k, v in energy_parts.items()},
+        "energy_gap": (result.energy_pJ - energy_lb) / energy_lb if energy_lb else 0.0,
         "cycles_optimal": bool(cycles_optimal),
         "optimal": bool(found.complete and algorithm == "exhaustive"),
         "stopped": found.stopped,

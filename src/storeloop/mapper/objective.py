@@ -47,6 +47,20 @@ class Objective:
             return (cycles, energy) < best
         return self.score(cycles, energy) < self.score(*best)
 
+    def proven(self, cycles: int, energy: float, cycles_lb: float, energy_lb: float, gap: float) -> str | None:
+        """'optimal' or 'energy-gap' when (cycles, energy) needs no more search: its cycles equal
+        their lower bound (for cycle-first objectives) and its objective is within ``gap``
+        (relative) of the objective of the lower bounds. None otherwise."""
+        if self.name in ("delay", "delay,energy") and cycles > cycles_lb:
+            return None
+        if self.name == "delay":
+            return "optimal"
+        value, bound = (energy, energy_lb) if self.lexicographic else \
+            (self.value(cycles, energy), self.value(cycles_lb, energy_lb))
+        if value <= bound:
+            return "optimal"
+        return "energy-gap" if value <= bound * (1 + gap) else None
+
     def dominated(self, clb, elb, best: tuple):
         """True where lower bounds (clb, elb) show no candidate can be strictly better than best."""
         bc, be = best

@@ -8,6 +8,18 @@
   not depend on scheduling.
 * :func:`random_search` samples mappings like Timeloop's ``random`` / ``random-pruned`` mappers
   and stops after ``victory`` consecutive valid samples that did not improve (for comparison).
+
+Why a search stopped is one of :data:`STOPS`, named in the report:
+
+* ``optimal``: the whole space is covered (or the cycles equal their lower bound under the
+  ``delay`` objective), so nothing can beat the answer;
+* ``energy-gap``: the cycles equal their lower bound and the objective (energy, for the
+  lexicographic one) is within ``energy_gap`` of its lower bound;
+* ``converged``: the branch and bound generated twice as many candidates since its last
+  improvement as before it (at least :data:`CONVERGE_MIN`), counted in candidates, not seconds,
+  so the answer does not depend on the machine's load (for the random searches: Timeloop's
+  victory condition);
+* ``time-limit`` (a safety net) and ``interrupted`` (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -27,15 +39,32 @@ from storeloop.model.fast import FastModel
 from storeloop.spec.types import Mapping
 
 
+STOPS = ("optimal", "energy-gap", "converged", "time-limit", "interrupted")
+CONVERGE_MIN = 5_000_000         # candidates a branch and bound spends at least before "converged"
+
+
 @dataclass
 class Found:
     cycles: int | None = None
     energy_pJ: float | None = None
     mapping: Mapping | None = None
-    choice: tuple | None = None      # the tree's description of the mapping (branch and bound)
     complete: bool = False           # the whole space was covered (exhaustively or by bounds)
-    stopped: str | None = None       # "time limit", "interrupted", "victory condition"
+    stopped: str | None = None       # one of STOPS
     stats: dict = field(default_factory=dict)
+
+
+@dataclass
+class Goal:
+    """When a search may stop before covering its space: the lower bounds and the allowed gap."""
+
+    cycles_lb: int
+    energy_lb: float
+    energy_gap: float = 1e-3
+    converge: bool = True
+
+    def reached(self, objective: Objective, cycles: int, energy: float) -> str | None:
+        """'optimal' or 'energy-gap' when (cycles, energy) provably needs no more search."""
+        return objective.proven(cycles, energy, self.cycles_lb, self.energy_lb, self.energy_gap)
 
 
 class _Stop(Exception):
@@ -43,26 +72,36 @@ class _Stop(Exception):
 
 
 class _DFS:
-    def __init__(self, tree: Tree, objective: Objective, deadline: float | None, start: float | None = None):
-        self.tree, self.obj, self.deadline = tree, objective, deadline
-        self.best: tuple | None = None          # (cycles, energy, choice)
+    def __init__(self, tree: Tree, objective: Objective, deadline: float | None, start: float | None = None,
+                 goal: Goal | None = None):
+        self.tree, self.obj, self.deadline, self.goal = tree, objective, deadline, goal
+        self.best: tuple | None = None          # (cycles, energy, choice or Mapping); choice None: virtual
         self.t0 = time.monotonic() if start is None else start
         self.trace: list[tuple] = []             # (seconds, cycles, energy) of each new best
         self.first_only = False                  # stop at the first complete mapping (a dive)
+        self.since = 0                           # candidates generated when the best last improved
 
     def key(self):
         return None if self.best is None else self.best[:2]
 
     def visit(self, node) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
-            raise _Stop("time limit")
+            raise _Stop("time-limit")
+        spent = self.tree.stats["candidates"]
+        if self.goal is not None and self.goal.converge and self.best is not None and self.best[2] is not None \
+                and spent - self.since > max(CONVERGE_MIN, 2 * self.since):
+            raise _Stop("converged")
         out = self.tree.expand(node, self.key(), self.obj)
         if node.depth == self.tree.nlev - 1:
             if out:
                 self.best = out
+                self.since = self.tree.stats["candidates"]
                 self.trace.append((round(time.monotonic() - self.t0, 3), out[0], out[1]))
                 if self.first_only:
                     raise _Stop("first mapping")
+                why = self.goal.reached(self.obj, out[0], out[1]) if self.goal is not None else None
+                if why:
+                    raise _Stop(why)
             return
         self.walk(out)
 
@@ -96,8 +135,8 @@ _WORKER: dict = {}
 
 def _worker(args):
     share, nshare, first_best, deadline = args
-    tree, obj = _WORKER["tree"], _WORKER["objective"]
-    dfs = _DFS(tree, obj, deadline)
+    tree, obj, goal = _WORKER["tree"], _WORKER["objective"], _WORKER["goal"]
+    dfs = _DFS(tree, obj, deadline, goal=goal)
     dfs.best = first_best
     root_children = tree.expand(tree.root(), first_best[:2] if first_best else None, obj)
     tree.stats = dict.fromkeys(tree.stats, 0)          # count only this share's work
@@ -113,10 +152,15 @@ def _worker(args):
 
 
 def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | None = None,
-                     threads: int = 1, progress: bool = True) -> Found:
-    """Exact search. For cycle-first objectives it first looks only for mappings at the cycle lower
-    bound (aspiration), then at 1%, 10% above it, then anywhere: a stage that finds a mapping has
-    covered every mapping that could beat it, so its best is optimal for the whole space.
+                     threads: int = 1, progress: bool = True, incumbent: tuple | None = None,
+                     goal: Goal | None = None, trace: list | None = None) -> Found:
+    """Exact search, from ``incumbent`` = (cycles, energy, merged Mapping) when one is known.
+
+    For cycle-first objectives it first looks only for mappings at the cycle lower bound
+    (aspiration), then at 1%, 10% above it, then anywhere: a stage that finds a mapping has
+    covered every mapping that could beat it, so its best is optimal for the whole space. Stages
+    that cannot beat the incumbent's cycles are skipped. ``goal`` adds the early stops
+    (``energy-gap``, ``converged``; see the module docstring).
 
     With a time limit, a stage that has found nothing gets half of the time left, so a space with
     no mapping near the bound still gets an answer from the later stages; each stage's space
@@ -124,31 +168,49 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
     stage that has found a mapping gets the rest of the time to improve it."""
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
+    why = goal.reached(objective, *incumbent[:2]) if goal is not None and incumbent is not None else None
+    if why:
+        found = Found(incumbent[0], incumbent[1], _as_mapping(tree, incumbent[2]), complete=why == "optimal",
+                      stopped=why, stats=dict(tree.stats, improvements=list(trace or [])))
+        found.stats["seconds"] = time.monotonic() - start
+        return found
     stages = [tree.global_lb, tree.global_lb * 1.01, tree.global_lb * 1.1, None] \
         if objective.name in ("delay", "delay,energy") else [None]
-    fallback, interrupted = _dive(tree, objective, deadline, start) if deadline is not None and len(stages) > 1 \
-        else (None, False)
-    found = Found(stopped="interrupted") if interrupted else None
+    if incumbent is not None:
+        stages = [a for a in stages if a is None or a < incumbent[0]]
+    fallback, interrupted = _dive(tree, objective, deadline, start) \
+        if deadline is not None and len(stages) > 1 and incumbent is None else (None, False)
+    if fallback is not None:
+        incumbent = fallback.best
+    best, trace = incumbent, list(trace or []) + (fallback.trace if fallback is not None else [])
+    found = Found(stopped="interrupted", stats=dict(tree.stats)) if interrupted else None
     for i, aspiration in enumerate([] if interrupted else stages):
         share = deadline
         if deadline is not None and i < len(stages) - 1:
             share = time.monotonic() + (deadline - time.monotonic()) / 2
-        found = _bnb_stage(tree, objective, share, threads, progress, start, aspiration)
-        if found.stopped == "time limit" and share != deadline and time.monotonic() < deadline:
-            if found.mapping is None:
+        found = _bnb_stage(tree, objective, share, threads, progress, start, aspiration, goal, best, trace)
+        improved = found.mapping is not None
+        if found.stopped == "time-limit" and share != deadline and time.monotonic() < deadline:
+            if not improved:
                 continue            # out of its share: the next stage's space contains this one's
             # found one: use the rest of the time in this stage, starting from it
-            found = _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration,
-                               incumbent=(found.cycles, found.energy_pJ, found.choice), before=found)
-        if found.mapping is not None or found.stopped:
+            best, trace = (found.cycles, found.energy_pJ, found.mapping), found.stats["improvements"]
+            found = _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration, goal, best, trace)
+        if found.mapping is not None:
+            best, trace = (found.cycles, found.energy_pJ, found.mapping), found.stats["improvements"]
+        if improved or found.mapping is not None or found.stopped:
             break
-    if found.mapping is None and fallback is not None:
-        # stopped before any stage found a mapping: report the dive's (not proven optimal)
-        found.cycles, found.energy_pJ = fallback.best[0], fallback.best[1]
-        found.mapping = tree.mapping(fallback.best[2])
-        found.stats["improvements"] = fallback.trace
+    found.complete = found.stopped in (None, "optimal")
+    found.stopped = found.stopped or "optimal"
+    if best is not None:
+        found.cycles, found.energy_pJ, found.mapping = best[0], best[1], _as_mapping(tree, best[2])
+    found.stats["improvements"] = trace
     found.stats["seconds"] = time.monotonic() - start
     return found
+
+
+def _as_mapping(tree: Tree, how) -> Mapping:
+    return how if isinstance(how, Mapping) else tree.mapping(how)
 
 
 def _dive(tree, objective, deadline, start) -> tuple[_DFS | None, bool]:
@@ -169,14 +231,17 @@ def _dive(tree, objective, deadline, start) -> tuple[_DFS | None, bool]:
     return (dfs if dfs.best is not None else None), interrupted
 
 
-def _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration, incumbent=None,
-               before: Found | None = None) -> Found:
-    dfs = _DFS(tree, objective, deadline, start)
+def _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration, goal, incumbent, trace) -> Found:
+    """One stage; ``found.mapping`` is set only when the stage improved on ``incumbent``, and
+    ``found.stopped`` is None when the stage covered its whole space."""
+    dfs = _DFS(tree, objective, deadline, start, goal)
     if aspiration is not None:
         dfs.best = (aspiration, math.inf, None)      # a virtual incumbent: prune whatever is slower
-    if incumbent is not None:
+    if incumbent is not None and (aspiration is None or incumbent[0] <= aspiration):
         dfs.best = incumbent
-        dfs.trace = list(before.stats.get("improvements", []))
+    dfs.trace = list(trace)
+    dfs.since = tree.stats["candidates"]
+    given = dfs.best
     stopped = None
     try:
         root = tree.root()
@@ -186,7 +251,7 @@ def _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration, 
             dfs.walk(ch, after=(lambda i: _progress(i + 1, total, dfs.best, start)) if progress else None)
         else:
             dfs.visit(tree.child(ch, 0))             # a first incumbent every process starts from
-            _WORKER.update(tree=tree, objective=objective)
+            _WORKER.update(tree=tree, objective=objective, goal=goal)
             ctx = multiprocessing.get_context("fork")
             with ctx.Pool(threads) as pool:
                 outs = pool.map(_worker, [(s, threads, dfs.best, deadline) for s in range(threads)])
@@ -202,11 +267,11 @@ def _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration, 
         stopped = "interrupted"
     if progress and sys.stderr.isatty():
         sys.stderr.write("\n")
-    found = Found(stats=dict(tree.stats), complete=stopped is None, stopped=stopped)
+    found = Found(stats=dict(tree.stats), stopped=stopped)
     found.stats["improvements"] = dfs.trace
-    if dfs.best is not None and dfs.best[2] is not None:
-        found.cycles, found.energy_pJ, found.choice = dfs.best
-        found.mapping = tree.mapping(dfs.best[2])
+    if dfs.best is not None and dfs.best[2] is not None and dfs.best is not given:
+        found.cycles, found.energy_pJ = dfs.best[:2]
+        found.mapping = _as_mapping(tree, dfs.best[2])
     return found
 
 
@@ -246,7 +311,7 @@ def random_search(space: MapSpace, model: FastModel, objective: Objective, *, vi
     try:
         while since < victory:
             if time_limit is not None and time.monotonic() - start > time_limit:
-                found.stopped = "time limit"
+                found.stopped = "time-limit"
                 break
             m = sample(space, rng, pruned)
             found.stats["candidates"] += 1
@@ -261,7 +326,7 @@ def random_search(space: MapSpace, model: FastModel, objective: Objective, *, vi
                 found.cycles, found.energy_pJ, found.mapping = s.cycles, s.energy_pJ, m
                 since = 0
         else:
-            found.stopped = "victory condition"
+            found.stopped = "converged"       # Timeloop's victory condition
     except KeyboardInterrupt:
         found.stopped = "interrupted"
     found.stats["seconds"] = time.monotonic() - start

@@ -154,6 +154,35 @@ class Tree:
         parts[f"{top.name} compulsory traffic"] = max([math.ceil(Fraction(v) / Fraction(b)) for v, b in bw if b] or [0])
         return max(parts.values()), parts
 
+    def energy_bound(self) -> tuple[float, dict]:
+        """Energy (pJ) no mapping can beat, with its parts: every compute pays its operation; every
+        element of a tensor leaves (an output: enters) the outermost level at least once; and each
+        compute's operand comes from the tensor's innermost keeper L, which is filled with every
+        element at least once and read at least once per compute, shared by at most the
+        ``cap_below[L]`` units under one instance (multicast, spatial reduction). Where the
+        innermost level fans out, Timeloop's compute-level deltas can make those reads as rare as
+        the operand changes, so the per-compute term is left out there. Per tensor, the cheapest
+        keeper the constraints allow is taken."""
+        w, space = self.workload, self.space
+        macs = w.macs
+        per_compute = self.space.fanouts[-1][0] == 1
+        parts = {"compute": float(self.compute_pJ)}
+        for t, tensor in enumerate(w.tensors):
+            size = w.tensor_elements(tensor)
+            top = self.wpw[0] if self.rw[t] else self.rpw[0]
+            best = math.inf
+            for L in range(self.nlev):
+                if not any(m >> t & 1 for m in space.keep_masks[L]):
+                    continue
+                share = macs / self.cap_below[L] if per_compute else 0.0
+                if L == 0:
+                    e = top * max(size, share)
+                else:
+                    e = top * size + self.wpw[L] * size + (self.wpw[L] if self.rw[t] else self.rpw[L]) * share
+                best = min(best, e)
+            parts[tensor.name] = float(best)
+        return sum(parts.values()) * SAFE, parts
+
     def _traffic_cycles(self, L: int, r, w):
         lvl = self.arch.levels[L]
         out = 0.0

@@ -206,8 +206,13 @@ create table if not exists points (
     cycles integer, energy_pJ real, area_um2 real, on_chip_area_um2 real, computes integer,
     lower_bound_cycles integer, gap real, optimal integer, cycles_optimal integer, seconds real,
     clock_hz real, mapping text, error text, finished real,
+    stopped text, lower_bound_energy_pJ real, energy_gap real,
     primary key (sweep, key))
 """
+# columns added after the first stores were written (added to old stores when they are opened)
+ADDED = {"stopped": "text", "lower_bound_energy_pJ": "real", "energy_gap": "real"}
+# a point with one of these statuses is final; any other ("timeout") is run again on resume
+FINAL = ("ok", "invalid")
 
 
 def open_store(path: str | Path) -> sqlite3.Connection:
@@ -215,6 +220,10 @@ def open_store(path: str | Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(path)
     db.execute(SCHEMA)
+    have = {row[1] for row in db.execute("pragma table_info(points)")}
+    for col, kind in ADDED.items():
+        if col not in have:
+            db.execute(f"alter table points add column {col} {kind}")
     return db
 
 
@@ -222,14 +231,18 @@ def point_key(params: dict, workload: Path) -> str:
     return json.dumps({"params": params, "workload": workload.name}, sort_keys=True)
 
 
-def run_point(sweep_file: str, params: dict, workload: str) -> dict:
-    """Map one point; never raises for a bad point (the error is the result). Runs in workers."""
+def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ...] = ()) -> dict:
+    """Map one point; never raises for a bad point (the error is the result). Runs in workers.
+    ``seeds``: mapping YAML texts (of neighbouring points) to start the search from; one that
+    does not fit this point is skipped. Status: ok, invalid (the point has no answer), or
+    timeout (the time limit ended the search before any mapping; run again on resume)."""
     import yaml
 
     from storeloop.energy import price
-    from storeloop.mapper import map_workload
+    from storeloop.mapper import MapTimeout, map_workload
     from storeloop.spec.load import load_energy_table, load_workload
-    from storeloop.spec.native import mapping_to_native
+    from storeloop.spec.native import mapping_from_native, mapping_to_native
+    from storeloop.spec.yamlio import loads
 
     sweep = load_sweep(sweep_file)
     row = {"params": json.dumps(params, sort_keys=True), "workload": Path(workload).name, "finished": time.time()}
@@ -240,16 +253,26 @@ def run_point(sweep_file: str, params: dict, workload: str) -> dict:
             energy = load_energy_table(arch, sweep.energy.get("ert"), sweep.energy.get("art"))
         else:
             energy = price(arch)[0]
+        starts = []
+        for text in seeds:
+            try:
+                starts.append(mapping_from_native(loads(text, "a neighbouring point's mapping"), arch, w))
+            except (StoreloopError, yaml.YAMLError):
+                pass                     # a neighbour's mapping that does not fit this arch
         out = map_workload(arch, w, energy, time_limit=float(sweep.mapper.get("time_limit", 10)),
                            objective=str(sweep.mapper.get("objective", "delay,energy")),
-                           algorithm=str(sweep.mapper.get("algorithm", "exhaustive")))
-        r = out.result
+                           algorithm=str(sweep.mapper.get("algorithm", "exhaustive")),
+                           energy_gap=float(sweep.mapper.get("energy_gap", 1e-3)), seeds=starts)
+        r, s = out.result, out.search
         row.update(status="ok", cycles=r.cycles, energy_pJ=r.energy_pJ, area_um2=r.area_um2,
                    on_chip_area_um2=r.on_chip_area_um2, computes=r.computes,
-                   lower_bound_cycles=out.search["lower_bound_cycles"], gap=out.search["gap"],
-                   optimal=int(out.search["optimal"]), cycles_optimal=int(out.search["cycles_optimal"]),
-                   seconds=out.search["seconds"], clock_hz=arch.clock_hz,
+                   lower_bound_cycles=s["lower_bound_cycles"], gap=s["gap"],
+                   optimal=int(s["optimal"]), cycles_optimal=int(s["cycles_optimal"]),
+                   seconds=s["seconds"], clock_hz=arch.clock_hz, stopped=s["stopped"],
+                   lower_bound_energy_pJ=s["lower_bound_energy_pJ"], energy_gap=s["energy_gap"],
                    mapping=yaml.safe_dump(mapping_to_native(out.mapping, arch, w), sort_keys=False))
+    except MapTimeout as exc:
+        row.update(status="timeout", error=str(exc))
     except StoreloopError as exc:
         row.update(status="invalid", error=str(exc))
     return row
@@ -260,7 +283,9 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
     """Run every point not yet in the store; returns counts. ``dask``: a scheduler address or
     'local' (a LocalCluster with ``workers`` processes)."""
     db = open_store(db_path)
-    done = {k for (k,) in db.execute("select key from points where sweep = ?", (sweep.name,))}
+    done = {k for (k,) in db.execute(f"select key from points where sweep = ? and status in {FINAL}", (sweep.name,))}
+    finished = [(json.loads(p), w, m) for p, w, m in db.execute(
+        "select params, workload, mapping from points where sweep = ? and status = 'ok'", (sweep.name,))]
     todo, skipped_constraint = [], 0
     for params, w in points(sweep):
         key = point_key(params, w)
@@ -271,7 +296,7 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
             continue
         todo.append((key, params, w))       # an invalid arch is run anyway: its error is stored
     counts = {"points": sweep.size(), "done_before": len(done), "excluded": skipped_constraint,
-              "run": 0, "ok": 0, "invalid": 0}
+              "run": 0, "ok": 0, "invalid": 0, "timeout": 0}
 
     def store(key: str, row: dict) -> None:
         cols = ["sweep", "key"] + list(row)
@@ -282,10 +307,10 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
         counts[row["status"]] += 1
         if progress:
             sys.stderr.write(f"\r{sweep.name}: {counts['run']}/{len(todo)} points "
-                             f"({counts['ok']} ok, {counts['invalid']} invalid)")
+                             f"({counts['ok']} ok, {counts['invalid']} invalid, {counts['timeout']} timeout)")
             sys.stderr.flush()
 
-    args = [(str(sweep.file), params, str(w)) for _, params, w in todo]
+    args = [(str(sweep.file), params, str(w), neighbour_seeds(sweep, params, w, finished)) for _, params, w in todo]
     keys = [k for k, _, _ in todo]
     try:
         if dask:
@@ -313,6 +338,26 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
             sys.stderr.write("\n")
         db.close()
     return counts
+
+
+def neighbour_seeds(sweep: Sweep, params: dict, workload: Path, finished: list, count: int = 2) -> tuple[str, ...]:
+    """The stored mappings of the ``count`` nearest points (fewest steps along the parameter
+    lists, same workload) that were finished before this run started. Points finished during the
+    run are not used, so a point's answer does not depend on which worker finished first."""
+    index = {"+".join(p): {json.dumps(v): i for i, v in enumerate(vals)} for p, vals in sweep.parameters}
+    here = {k: index[k].get(json.dumps(v)) for k, v in params.items() if k in index}
+
+    def distance(other: dict) -> float:
+        steps = 0
+        for k, i in here.items():
+            j = index[k].get(json.dumps(other.get(k)))
+            if i is None or j is None:
+                return math.inf
+            steps += abs(i - j)
+        return steps
+
+    near = sorted((distance(p), i) for i, (p, w, m) in enumerate(finished) if w == workload.name and m)
+    return tuple(finished[i][2] for d, i in near[:count] if d < math.inf)
 
 
 def read_results(db_path: str | Path, sweep: str | None = None):

@@ -1,0 +1,337 @@
+"""Incumbents before branching: constructive mappings improved by a deterministic local search.
+
+The branch and bound proves optimality, but on wide architectures (hundreds of PEs, big spatial
+fanouts) one expansion of a level can take seconds, and what it proves depends on how good its
+first incumbent is. :class:`Searcher` therefore builds, in a fixed number of candidates looked at
+(never a time budget, so a sweep's answers do not depend on the machine's load):
+
+1. **Constructive mappings**, valid by construction on the architecture: per keep pattern (every
+   tensor kept everywhere, or one tensor streamed -- bypassing every level below the outermost,
+   so it crosses the outermost level once) the levels are filled bottom-up: each level's spatial
+   fanout is spread over the ranks (ranks the streamed tensor does not index first, so it is
+   multicast rather than re-read), then its temporal factors grow while every kept tile fits.
+   The outermost level gets what is left. Loops are ordered so that ranks indexing every tensor
+   come outermost and, below them, each tensor's non-indexing ranks come inside its indexing
+   ones wherever the tensor is kept (so its tile is reused instead of re-fetched).
+2. **Seeds**: the user's ``--seed-mapping`` and, in a sweep, the best mappings of finished
+   neighbouring points -- re-validated and re-priced on this architecture.
+3. **Local search** from the best of those: steepest descent over single moves (one prime
+   factor of a rank to another level or to a spatial axis, one loop to another position in its
+   level, one tensor kept or bypassed at one level), with a few seeded random kicks out of local
+   optima. Costs are the exact model's (:class:`~storeloop.model.fast.FastModel`); a candidate
+   that overflows a buffer is ranked by its overflow first, so the descent walks toward validity.
+
+Every mapping returned is in the constrained map space and priced exactly like a leaf of the
+tree, so the branch and bound can start from it and its proofs stay valid.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+from storeloop.errors import MappingError
+from storeloop.mapper.merge import _primes
+from storeloop.mapper.objective import Objective
+from storeloop.mapper.space import MapSpace
+from storeloop.model.fast import FastModel
+from storeloop.spec.types import Mapping
+
+INF = math.inf
+
+
+@dataclass
+class State:
+    """A complete mapping of the (merged) workload in slot form: per level, temporal factors,
+    spatial X and Y factors (one per rank), the temporal loop order (every rank, outer -> inner)
+    and the keep mask."""
+
+    tf: list[list[int]]
+    sx: list[list[int]]
+    sy: list[list[int]]
+    order: list[tuple[int, ...]]
+    keep: list[int]
+
+    def copy(self) -> "State":
+        return State([r[:] for r in self.tf], [r[:] for r in self.sx], [r[:] for r in self.sy],
+                     list(self.order), list(self.keep))
+
+    def key(self) -> tuple:
+        return (tuple(map(tuple, self.tf)), tuple(map(tuple, self.sx)), tuple(map(tuple, self.sy)),
+                tuple(self.order), tuple(self.keep))
+
+
+class Searcher:
+    """Local search over one map space, priced by the exact model, budgeted in candidates looked at."""
+
+    def __init__(self, space: MapSpace, model: FastModel, objective: Objective):
+        self.space, self.model, self.obj = space, model, objective
+        w = space.workload
+        self.nlev, self.D, self.T = space.nlev, space.ndims, len(w.tensors)
+        self.bounds = list(w.bounds)
+        self.rel = [[bool(r) for r in row] for row in space.relevant]
+        self.sizes = [lvl.size_words for lvl in space.arch.levels]
+        self.spatial_ok = [set(opts) for opts in space.spatial_options]
+        self.evaluations = 0             # candidates priced
+        self.calls = 0                   # candidates looked at (priced or cached): the budget
+        self.cache: dict[tuple, tuple] = {}
+
+    # ------------------------------------------------------------------ validity and cost
+    def overflow(self, s: State) -> int:
+        """Words by which the kept tiles exceed the buffers (0: fits everywhere)."""
+        over = 0
+        inner = [1] * self.D
+        for L in range(self.nlev - 1, -1, -1):
+            inner = [inner[d] * s.tf[L][d] * s.sx[L][d] * s.sy[L][d] for d in range(self.D)]
+            if self.sizes[L] is None:
+                continue
+            used = sum(math.prod(inner[d] for d in range(self.D) if self.rel[t][d])
+                       for t in range(self.T) if s.keep[L] >> t & 1)
+            over += max(0, used - self.sizes[L])
+        return over
+
+    def admissible(self, s: State) -> bool:
+        """In the constrained map space (factor ranges, spatial options, keep masks, orders)."""
+        sp = self.space
+        for L in range(self.nlev):
+            if (tuple(s.sx[L]), tuple(s.sy[L])) not in self.spatial_ok[L] or s.keep[L] not in sp.keep_masks[L]:
+                return False
+            for d in range(self.D):
+                lo, hi = sp.temporal_range(L, d)
+                if not lo <= s.tf[L][d] <= hi and self.bounds[d] > 1:
+                    return False
+            c = sp.constraints.at(L)
+            if c.stationary is not None:          # the innermost loop must not index that tensor
+                live = [d for d in s.order[L] if s.tf[L][d] > 1]
+                if live and self.rel[self.space.names.index(c.stationary)][live[-1]]:
+                    return False
+            perm = c.permutation
+            if perm:
+                pos = [d for d in s.order[L] if s.tf[L][d] > 1 and d in perm]
+                if pos != [d for d in perm if d in pos]:
+                    return False
+        return True
+
+    def mapping(self, s: State) -> Mapping:
+        return Mapping(tuple(self.space.level_mapping(s.order[L], s.tf[L], s.sx[L], s.sy[L], s.keep[L])
+                             for L in range(self.nlev)))
+
+    def cost(self, s: State) -> tuple:
+        """(overflow, objective...): lexicographic, smaller is better; inf when not admissible."""
+        self.calls += 1
+        k = s.key()
+        hit = self.cache.get(k)
+        if hit is not None:
+            return hit
+        self.evaluations += 1
+        out: tuple
+        if not self.admissible(s):
+            out = (INF,)
+        else:
+            over = self.overflow(s)
+            if over:
+                out = (float(over),)
+            else:
+                try:
+                    r = self.model.evaluate(self.mapping(s))
+                except MappingError:
+                    out = (INF,)
+                else:
+                    out = (0.0, r.cycles, r.energy_pJ) if self.obj.lexicographic \
+                        else (0.0, self.obj.value(r.cycles, r.energy_pJ), r.cycles, r.energy_pJ)
+        self.cache[k] = out
+        return out
+
+    # ------------------------------------------------------------------ construction
+    def _default_order(self, L: int) -> tuple[int, ...]:
+        """Ranks indexing more tensors outermost (ties: larger bound outer)."""
+        return tuple(sorted(range(self.D), key=lambda d: (-sum(self.rel[t][d] for t in range(self.T)), -self.bounds[d], d)))
+
+    def construct(self, keep: list[int], stream: int | None) -> State:
+        """Bottom-up fill (see the module docstring)."""
+        D, n = self.D, self.nlev
+        rem = self.bounds[:]
+        tf = [[1] * D for _ in range(n)]
+        sx = [[1] * D for _ in range(n)]
+        sy = [[1] * D for _ in range(n)]
+        s = State(tf, sx, sy, [self._default_order(L) for L in range(n)], keep)
+        # ranks the streamed tensor does not index are spread first (multicast), then the rest,
+        # larger bounds first
+        pref = sorted(range(D), key=lambda d: (stream is not None and self.rel[stream][d], -self.bounds[d], d))
+        for L in range(n - 1, -1, -1):
+            total, fx, fy = self.space.fanouts[L]
+            if total > 1:
+                for axis, limit in ((sx, fx), (sy, fy)):
+                    for d in pref:
+                        for p in sorted(_primes(rem[d])):
+                            x, y = math.prod(sx[L]), math.prod(sy[L])
+                            if (x if axis is sx else y) * p > limit or x * y * p > total:
+                                break
+                            trial = s.copy()
+                            (trial.sx if axis is sx else trial.sy)[L][d] *= p
+                            if (tuple(trial.sx[L]), tuple(trial.sy[L])) not in self.spatial_ok[L] and \
+                                    not self._spatial_prefix_ok(L, trial):
+                                break
+                            if self.overflow(trial):
+                                break
+                            axis[L][d] *= p
+                            rem[d] //= p
+            if L == 0:
+                for d in range(D):
+                    tf[0][d] = rem[d]
+                break
+            for d in pref[::-1]:                 # temporal: ranks the stream indexes grow first
+                lo, hi = self.space.temporal_range(L, d)
+                for p in sorted(_primes(rem[d])):
+                    if tf[L][d] * p > hi:
+                        break
+                    tf[L][d] *= p
+                    if self.overflow(s):
+                        tf[L][d] //= p
+                        break
+                    rem[d] //= p
+        self._order_for_reuse(s)
+        return s
+
+    def _spatial_prefix_ok(self, L: int, s: State) -> bool:
+        """A partial spatial choice is still on the way to an allowed option (min utilization)."""
+        x, y = tuple(s.sx[L]), tuple(s.sy[L])
+        return any(all(a % b == 0 for a, b in zip(ox, x)) and all(a % b == 0 for a, b in zip(oy, y))
+                   for ox, oy in self.spatial_ok[L])
+
+    def _order_for_reuse(self, s: State) -> None:
+        """Per level, outer -> inner: ranks that index every tensor, then ranks ordered so that the
+        tensors kept below are reused (a rank a kept tensor does not index goes inside)."""
+        for L in range(self.nlev):
+            below = 0
+            for l2 in range(L + 1, self.nlev):
+                below |= s.keep[l2]
+            def score(d):
+                idx = sum(self.rel[t][d] for t in range(self.T))
+                reused = sum(1 for t in range(self.T) if below >> t & 1 and not self.rel[t][d])
+                return (-idx, reused, d)
+            s.order[L] = tuple(sorted(range(self.D), key=score))
+
+    # ------------------------------------------------------------------ local search
+    def moves(self, s: State):
+        """Every single-move neighbour of ``s``."""
+        n, D = self.nlev, self.D
+        kinds = ("t", "x", "y")
+        arr = {"t": s.tf, "x": s.sx, "y": s.sy}
+        slots = [(L, k) for L in range(n) for k in kinds if k == "t" or self.space.fanouts[L][0] > 1]
+        for d in range(D):
+            for (L, k) in slots:
+                f = arr[k][L][d]
+                if f == 1:
+                    continue
+                for p in sorted(set(_primes(f))):
+                    for (L2, k2) in slots:
+                        if (L2, k2) == (L, k):
+                            continue
+                        t = s.copy()
+                        a = {"t": t.tf, "x": t.sx, "y": t.sy}
+                        a[k][L][d] //= p
+                        a[k2][L2][d] *= p
+                        yield t
+        for L in range(n):
+            live = [d for d in s.order[L] if s.tf[L][d] > 1]
+            for i, d in enumerate(live):
+                for j in range(len(live)):
+                    if j == i:
+                        continue
+                    rest = [e for e in live if e != d]
+                    rest.insert(j, d)
+                    t = s.copy()
+                    t.order[L] = tuple(rest) + tuple(e for e in s.order[L] if e not in rest)
+                    yield t
+        for L in range(1, n):
+            for ti in range(self.T):
+                t = s.copy()
+                t.keep[L] = s.keep[L] ^ (1 << ti)
+                yield t
+
+    def descend(self, s: State, budget: int) -> tuple[State, tuple]:
+        """Steepest descent from ``s`` to a local optimum (or until the budget is spent)."""
+        best, bc = s, self.cost(s)
+        while self.calls < budget:
+            step, sc = None, bc
+            for t in self.moves(best):
+                c = self.cost(t)
+                if c < sc:
+                    step, sc = t, c
+                if self.calls >= budget:
+                    break
+            if step is None:
+                break
+            best, bc = step, sc
+        return best, bc
+
+    def search(self, starts: list[State], budget: int, good=lambda cost: False, seed: int = 0
+               ) -> tuple[State | None, tuple]:
+        """Iterated local search: steepest descent from the three best starts, then from seeded
+        random kicks (three moves) of the best; it stops at a local optimum whose cost is
+        ``good(cost)``, or after ``budget`` candidates looked at (priced or cached).
+        Deterministic for given starts, budget and seed."""
+        rng = random.Random(seed)
+        ranked = sorted(((self.cost(s), i, s) for i, s in enumerate(starts)), key=lambda x: x[:2])
+        best, bc = None, (INF,)
+        for c, _, s in ranked[:3]:
+            s2, c2 = self.descend(s, budget)
+            if c2 < bc:
+                best, bc = s2, c2
+            if good(bc):
+                return best, bc
+        while best is not None and self.calls < budget and not good(bc):
+            kick = best
+            for _ in range(3):
+                opts = list(self.moves(kick))
+                kick = opts[rng.randrange(len(opts))] if opts else kick
+            s2, c2 = self.descend(kick, budget)
+            if c2 < bc:
+                best, bc = s2, c2
+        return best, bc
+
+    def starts(self) -> list[State]:
+        T, n = self.T, self.nlev
+        full = (1 << T) - 1
+        out = []
+        patterns = [(None, [full] * n)]
+        for st in sorted(range(T), key=lambda t: -math.prod(b for d, b in enumerate(self.bounds) if self.rel[t][d])):
+            patterns.append((st, [full] + [full & ~(1 << st)] * (n - 1)))
+        for stream, keep in patterns:
+            keep = [k if k in self.space.keep_masks[L] else self.space.keep_masks[L][-1] for L, k in enumerate(keep)]
+            out.append(self.construct(keep, stream))
+        return out
+
+
+def state_of(mapping: Mapping, members: list[list[int]], space: MapSpace) -> State | None:
+    """A seed mapping of the original workload as a state of the merged space (None if it does not
+    fit this space's levels). Each merged rank takes the product of its members' factors per level
+    and slot and sits where its innermost member loop sat; the state is re-priced, so a seed that
+    merging changes is still only a start."""
+    n, D = space.nlev, space.ndims
+    if len(mapping.levels) != n:
+        return None
+    of = {d: i for i, ds in enumerate(members) for d in ds}
+    names = space.names
+    tf = [[1] * D for _ in range(n)]
+    sx = [[1] * D for _ in range(n)]
+    sy = [[1] * D for _ in range(n)]
+    order, keep = [], []
+    for L, lm in enumerate(mapping.levels):
+        pos: dict[int, int] = {}
+        for k, lp in enumerate(lm.temporal):
+            if lp.dim in of:
+                tf[L][of[lp.dim]] *= lp.factor
+                pos[of[lp.dim]] = k
+        for lp in lm.spatial:
+            if lp.dim in of:
+                (sx if lp.axis == "X" else sy)[L][of[lp.dim]] *= lp.factor
+        order.append(tuple(sorted(range(D), key=lambda i: (pos.get(i, len(lm.temporal)), i))))
+        keep.append(sum(1 << t for t, name in enumerate(names) if lm.keep is None or name in lm.keep))
+    s = State(tf, sx, sy, order, keep)
+    for d in range(D):
+        if math.prod(a[L][d] for a in (tf, sx, sy) for L in range(n)) != space.workload.bounds[d]:
+            return None
+    return s
