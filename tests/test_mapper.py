@@ -231,6 +231,8 @@ def test_random_small_spaces_equal_brute_force(seed):
     out = map_workload(a, w, e, energy_gap=0)
     assert out.search["optimal"]
     assert (out.result.cycles, out.result.energy_pJ) == pytest.approx(best, rel=1e-12)
+    # the lower bounds hold
+    assert out.search["lower_bound_cycles"] <= best[0] and out.search["lower_bound_energy_pJ"] <= best[1]
     # with the default gap: the same cycles, the energy within 0.1 % of the optimum, and a stop rule named
     quick = map_workload(a, w, e)
     assert quick.result.cycles == best[0] and quick.result.energy_pJ <= best[1] * (1 + 1e-3)

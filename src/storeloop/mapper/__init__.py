@@ -101,7 +101,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
 
 def _nothing_valid(found: Found, tree: Tree) -> str:
     s = found.stats
-    why = f"stopped early ({found.stopped}); " if found.stopped else ""
+    why = f"stopped early ({found.stopped}); " if not found.complete else ""
     return (f"no valid mapping: {why}{s.get('candidates', 0):,} candidates, "
             f"{s.get('pruned_capacity', 0):,} exceed a level's capacity, "
             f"{s.get('pruned_bound', 0):,} cut by bounds, "

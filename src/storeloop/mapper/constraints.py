@@ -148,7 +148,14 @@ def _timeloop(doc, arch: Arch, workload: Workload, source: str) -> Constraints:
             continue
         if kind not in ("temporal", "spatial"):
             raise error_at(doc, loc + ("type",), f"unknown type {kind!r}", allowed="temporal, spatial, bypass, datatype")
-        target = c.temporal if kind == "temporal" else c.spatial_x
+        # a spatial permutation (innermost first) with ``split``: the first ``split`` dims run along
+        # X, the others along Y (as in Timeloop's mappings); without a permutation, all along X
+        perm = [_dim(ch, workload, doc, loc + ("permutation",)) for ch in str(e.get("permutation", "")) if ch.strip()]
+        split = e.get("split", len(perm))
+        if kind == "spatial" and (not isinstance(split, int) or isinstance(split, bool) or split < 0):
+            raise error_at(doc, loc + ("split",), f"split {split!r} is not a position in the permutation",
+                           allowed=f"an integer 0..{len(perm)}")
+        y_dims = set(perm[split:]) if kind == "spatial" else set()
         for tok in str(e.get("factors", "")).split():
             name, _, val = tok.partition("=")
             if not val:                     # 'N512' form
@@ -156,8 +163,7 @@ def _timeloop(doc, arch: Arch, workload: Workload, source: str) -> Constraints:
             d = _dim(name, workload, doc, loc + ("factors",))
             f = _range(val, doc, loc + ("factors",))
             if f != (0, 0):
-                target[d] = f
-        if "permutation" in e and kind == "temporal":
-            perm = [_dim(ch, workload, doc, loc + ("permutation",)) for ch in str(e["permutation"]) if ch.strip()]
+                (c.temporal if kind == "temporal" else c.spatial_y if d in y_dims else c.spatial_x)[d] = f
+        if perm and kind == "temporal":
             c.permutation = list(reversed(perm))       # Timeloop lists innermost first
     return out

@@ -65,12 +65,15 @@ class MapSpace:
         self.ndims = len(workload.dims)
         self.names = [t.name for t in workload.tensors]
         self.relevant = [[d in t.dims() for d in range(self.ndims)] for t in workload.tensors]
-        # relevance classes over dims with a bound > 1
-        sigs: dict[frozenset[int], list[int]] = {}
+        # relevance classes over dims with a bound > 1; a dim a user permutation names is a class of
+        # its own (the permutation may put other dims of its class between them)
+        permuted = {d for c in self.constraints.levels.values() for d in (c.permutation or [])}
+        sigs: dict[object, tuple[frozenset[int], list[int]]] = {}
         for d in range(self.ndims):
             if workload.bounds[d] > 1:
-                sigs.setdefault(frozenset(ti for ti in range(len(self.names)) if self.relevant[ti][d]), []).append(d)
-        self.classes = list(sigs.items())                 # [(tensor set, dims)]
+                ts = frozenset(ti for ti in range(len(self.names)) if self.relevant[ti][d])
+                sigs.setdefault(("dim", d) if d in permuted else ts, (ts, []))[1].append(d)
+        self.classes = list(sigs.values())                # [(tensor set, dims)]
         self.fanouts = [arch.fanout(i) for i in range(self.nlev)]
         self.spatial_options = [self._spatial_options(L) for L in range(self.nlev)]
         self.orders = [self._orders(L) for L in range(self.nlev)]
@@ -105,38 +108,41 @@ class MapSpace:
 
     # ------------------------------------------------------------------ loop orders
     def _orders(self, L: int) -> dict[int, list[tuple[int, ...]]]:
-        """Presence pattern (bit per class with factor > 1) -> distinct class orders, outer -> inner."""
+        """Presence pattern (bit per class with factor > 1) -> distinct orders of the present
+        classes, outer -> inner (classes with factor 1 have no loop and are left out)."""
         ntens = len(self.names)
         c = self.constraints.at(L)
         k = len(self.classes)
-        allowed = []
-        for perm in itertools.permutations(range(k)):
-            if c.permutation is None:
-                # dominance: all-relevant classes outermost, classes relevant to nothing innermost
-                kinds = [0 if len(self.classes[ci][0]) == ntens else 2 if not self.classes[ci][0] else 1
-                         for ci in perm]
-                if kinds != sorted(kinds):
-                    continue
-            else:
-                cls_of = {d: ci for ci, (_, ds) in enumerate(self.classes) for d in ds}
-                seq = [cls_of[d] for d in c.permutation if d in cls_of]
-                pos = {ci: i for i, ci in enumerate(perm)}
-                if any(pos[a] > pos[b] for a, b in zip(seq, seq[1:]) if a != b):
-                    continue
-            allowed.append(perm)
+        cls_of = {d: ci for ci, (_, ds) in enumerate(self.classes) for d in ds}
+        seq = [cls_of[d] for d in c.permutation if d in cls_of] if c.permutation is not None else None
+        kind = [0 if len(ts) == ntens else 2 if not ts else 1 for ts, _ in self.classes]
         out: dict[int, list[tuple[int, ...]]] = {}
         for pattern in range(1 << k):
-            seen = {}
-            for perm in allowed:
-                present = [ci for ci in perm if pattern >> ci & 1]
-                sig = []
-                for ti in range(ntens):
-                    rel = [i for i, ci in enumerate(present) if ti in self.classes[ci][0]]
-                    sig.append(frozenset(present[rel[-1] + 1:]) if rel else None)
+            present = [ci for ci in range(k) if pattern >> ci & 1]
+            seen: dict[tuple, tuple[int, ...]] = {}
+            named = [ci for ci in dict.fromkeys(seq or []) if pattern >> ci & 1]
+            # a permutation that names every present class allows one order only
+            perms = [tuple(named)] if seq is not None and len(named) == len(present) \
+                else itertools.permutations(present)
+            for perm in perms:
+                if seq is None:
+                    # dominance: all-relevant classes outermost, classes relevant to nothing innermost
+                    kinds = [kind[ci] for ci in perm]
+                    if kinds != sorted(kinds):
+                        continue
+                else:
+                    pos = {ci: i for i, ci in enumerate(perm)}
+                    named = [ci for ci in seq if ci in pos]
+                    if any(pos[a] > pos[b] for a, b in zip(named, named[1:])):
+                        continue
                 if c.stationary is not None:
                     ti = self.names.index(c.stationary)
-                    if present and ti in self.classes[present[-1]][0]:
+                    if perm and ti in self.classes[perm[-1]][0]:
                         continue                      # innermost loop must not index the stationary tensor
+                sig = []
+                for ti in range(ntens):
+                    rel = [i for i, ci in enumerate(perm) if ti in self.classes[ci][0]]
+                    sig.append(frozenset(perm[rel[-1] + 1:]) if rel else None)
                 seen.setdefault(tuple(sig), perm)
             out[pattern] = list(seen.values())
         return out

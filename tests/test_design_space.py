@@ -1,0 +1,139 @@
+"""The mapper across the thesis's initial design space: incumbents, stop rules, honest outcomes."""
+
+import json
+import math
+import random
+
+import pytest
+
+from conftest import ROOT
+from storeloop.mapper import MapTimeout, map_workload, search
+from storeloop.mapper.constraints import load_constraints
+from storeloop.spec.load import load_arch, load_mapping, load_workload
+from storeloop.spec.types import ActionCosts, EnergyTable, LevelMapping, Loop, Mapping
+from storeloop.model.fast import FastModel
+from storeloop.errors import MappingError
+from storeloop.sweep import load_sweep, point_arch, points, satisfies
+
+SWEEP = load_sweep(ROOT / "sweeps" / "thesis-initial.yaml")
+WORKLOAD = load_workload(ROOT / "workloads" / "onionpir-64GiB.yaml")
+THESIS = ROOT / "mappings" / "onionchopper-thesis-best.yaml"
+
+
+def flat_energy(arch) -> EnergyTable:
+    """Per-action energies that do not need CACTI (the cycle proofs do not depend on them)."""
+    per = {"Disk": 20000.0, "DRAM": 400.0, "SRAM": 10.0, "RF": 0.5}
+    return EnergyTable({lvl.name: ActionCosts(per[lvl.name], per[lvl.name] * 1.2, area_um2=1.0) for lvl in arch.levels},
+                       ActionCosts(3.0, area_um2=1.0))
+
+
+def sampled_points(n: int, seed: int = 11):
+    pts = [p for p, _ in points(SWEEP) if satisfies(SWEEP, p)]
+    assert len(pts) == 4896
+    return random.Random(seed).sample(pts, n)
+
+
+def certificates(arch):
+    """The thesis mapping and its spatial variants that fit this arch (J=2 over the DRAM fanout,
+    over the SRAM fanout, or not spread)."""
+    base = load_mapping(THESIS, load_arch(ROOT / "arch" / "onionchopper.yaml"), WORKLOAD)
+    j = WORKLOAD.dim_index("J")
+    disk, dram, sram, rf = base.levels
+    dram_t = tuple(lp if lp.dim != j else Loop(j, lp.factor * 2) for lp in dram.temporal)
+    sram_t = tuple(lp for lp in sram.temporal if lp.dim != j)
+    variants = [base,
+                Mapping((disk, LevelMapping(dram_t, (), dram.keep), sram, rf)),
+                Mapping((disk, LevelMapping(dram.temporal, (), dram.keep),
+                         LevelMapping(sram.temporal, (Loop(j, 2, True),), sram.keep), rf)),
+                Mapping((disk, dram, LevelMapping(sram_t, (Loop(j, 2, True),), sram.keep), rf))]
+    fast = FastModel(arch, WORKLOAD, flat_energy(arch))
+    out = []
+    for m in variants:
+        try:
+            out.append(fast.evaluate(m).cycles)
+        except MappingError:
+            pass
+    return out
+
+
+@pytest.mark.parametrize("params", sampled_points(10), ids=lambda p: "-".join(str(v).replace(" ", "") for v in p.values()))
+def test_bound_reached_wherever_a_certificate_meets_it(params):
+    """With the sweep's settings, the mapper reaches the cycle bound on every sampled architecture
+    where the thesis mapping (or a spatial variant of it) meets the bound, and proves it."""
+    arch = point_arch(SWEEP, params)
+    e = flat_energy(arch)
+    out = map_workload(arch, WORKLOAD, e, time_limit=10)
+    lb = out.search["lower_bound_cycles"]
+    if any(c == lb for c in certificates(arch)):
+        assert out.result.cycles == lb
+    assert out.search["cycles_optimal"]
+    assert out.search["stopped"] in ("optimal", "energy-gap", "converged")
+    # deterministic: the same answer again
+    again = map_workload(arch, WORKLOAD, e, time_limit=10)
+    assert again.mapping == out.mapping
+
+
+def onionchopper():
+    arch = load_arch(ROOT / "arch" / "onionchopper.yaml")
+    return arch, flat_energy(arch)
+
+
+def test_stop_energy_gap_is_within_the_gap_of_a_valid_bound():
+    arch, e = onionchopper()
+    out = map_workload(arch, WORKLOAD, e, time_limit=30)
+    s = out.search
+    assert s["stopped"] == "energy-gap" and out.result.cycles == s["lower_bound_cycles"]
+    assert s["lower_bound_energy_pJ"] <= out.result.energy_pJ <= s["lower_bound_energy_pJ"] * 1.001
+    assert 0 <= s["energy_gap"] <= 1e-3
+
+
+def test_stop_converged_and_time_limit(monkeypatch):
+    arch, e = onionchopper()
+    monkeypatch.setattr(search, "CONVERGE_MIN", 20_000)
+    out = map_workload(arch, WORKLOAD, e, energy_gap=0, time_limit=60)
+    assert out.search["stopped"] == "converged" and not out.search["optimal"]
+    assert out.result.cycles == out.search["lower_bound_cycles"] and out.search["cycles_optimal"]
+    out = map_workload(arch, WORKLOAD, e, energy_gap=0, converge=False, time_limit=0.5)
+    assert out.search["stopped"] == "time-limit" and not out.search["optimal"]
+
+
+def test_timeout_is_not_no_valid_mapping(monkeypatch):
+    """A time limit that ends the search before any mapping is a timeout, not 'no valid mapping'."""
+    from storeloop.mapper import construct
+
+    arch, e = onionchopper()
+    monkeypatch.setattr(construct.Searcher, "search", lambda self, *a, **k: (None, (math.inf,)))
+    with pytest.raises(MapTimeout, match="timeout"):
+        map_workload(arch, WORKLOAD, e, time_limit=1e-4)
+
+
+def test_seed_mapping_is_a_start(tmp_path, capsys):
+    from storeloop.cli import main
+
+    args = ["map", str(ROOT / "arch" / "onionchopper.yaml"), str(ROOT / "workloads" / "onionpir-64GiB.yaml"),
+            "--ert", str(ROOT / "arch" / "onionchopper.ERT.yaml"), "--art", str(ROOT / "arch" / "onionchopper.ART.yaml"),
+            "--json", "--time-limit", "10"]
+    assert main(args + ["--seed-mapping", str(THESIS)]) == 0
+    seeded = json.loads(capsys.readouterr().out)
+    assert seeded["search"]["local_search"]["seeds"] == 1
+    assert seeded["summary"]["cycles"] == 13_811_004_212
+    assert seeded["summary"]["energy_pJ"] <= 173.2743e12
+
+
+def test_timeloop_constraints_full_permutations_and_spatial_split(tmp_path):
+    """Every factor fixed at the outer levels, full permutations that interleave dimensions of one
+    relevance class, a spatial split equal to the number of dimensions (all along X)."""
+    cons = tmp_path / "c.yaml"
+    cons.write_text("""mapspace_constraints:
+  - {target: Disk, type: temporal, factors: M=1 N=1 P=1 Q=1 J=1 K=1 C=1 D=32, permutation: DCKJQPNM}
+  - {target: DRAM, type: temporal, factors: M=1 N=512 P=1 Q=1 J=8 K=2 C=2 D=128, permutation: NJDKCMPQ}
+  - {target: DRAM, type: spatial, factors: J=2 M=1 N=1 P=1 Q=1 K=1 C=1 D=1, permutation: JMNPQKCD, split: 8}
+""")
+    arch, e = onionchopper()
+    c = load_constraints(cons, arch, WORKLOAD)
+    out = map_workload(arch, WORKLOAD, e, constraints=c, time_limit=30)
+    assert out.result.cycles == 13_811_004_212
+    dram = out.mapping.levels[1]
+    names = [WORKLOAD.dims[lp.dim] for lp in dram.temporal]
+    assert names == ["C", "K", "D", "J", "N"]          # Timeloop lists innermost first
+    assert [(WORKLOAD.dims[lp.dim], lp.factor, lp.axis) for lp in dram.spatial] == [("J", 2, "X")]
