@@ -331,9 +331,10 @@ def build_parser() -> argparse.ArgumentParser:
     mp.add_argument("--time-limit", type=float, default=60.0,
                     help="seconds (default 60; 0: none), a safety net: the search normally stops on a rule "
                          "(optimal, energy-gap, converged); the best mapping so far is returned")
-    mp.add_argument("--energy-gap", type=float, default=1e-3,
+    mp.add_argument("--energy-gap", type=float, default=None,
                     help="stop once the cycles are at their lower bound and the energy is within this relative gap "
-                         "of its lower bound (default 0.001 = 0.1 %%; 0: prove optimality)")
+                         "of its lower bound (default 0.001 = 0.1 %% for delay,energy; 0, the exact minimum, for the "
+                         "energy objectives; 0: prove optimality)")
     mp.add_argument("--no-converge", action="store_true",
                     help="do not stop when the search stops improving (search until optimal or the time limit)")
     mp.add_argument("--seed-mapping", action="append", metavar="FILE",

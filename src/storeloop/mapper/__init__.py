@@ -26,6 +26,7 @@ from storeloop.model.fast import FastModel
 from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
 
 ALGORITHMS = ("exhaustive", "random-pruned", "random")
+DEFAULT_GAP = 1e-3           # energy gap at which a cycle-first search may stop (0.1 %)
 LOCAL_BUDGET = 3000          # model evaluations of the local search before the branch and bound
 
 
@@ -43,16 +44,19 @@ class MapTimeout(StoreloopError):
 def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constraints: Constraints | None = None,
                  objective: str = "delay,energy", algorithm: str = "exhaustive", time_limit: float | None = None,
                  threads: int = 1, seed: int = 0, victory: int = 500, progress: bool = False,
-                 energy_gap: float = 1e-3, seeds: list[Mapping] = (), converge: bool = True) -> MapResult:
+                 energy_gap: float | None = None, seeds: list[Mapping] = (), converge: bool = True) -> MapResult:
     """The best mapping of ``workload`` on ``arch`` priced with ``energy``.
 
     ``objective``: see :data:`storeloop.mapper.objective.NAMES`. ``time_limit`` (seconds, None:
     none) is a safety net; the exhaustive search normally stops on a rule (``search['stopped']``):
     proven ``optimal``, ``energy-gap`` (cycles at their lower bound and the objective within
-    ``energy_gap``, relative, of its lower bound; 0 demands a full proof), or ``converged`` (off
-    with ``converge=False``). ``seeds``: mappings of ``workload`` (for example the best mappings of
+    ``energy_gap``, relative, of its lower bound; 0 demands a full proof; default 0.1 % for the
+    cycle-first objectives and 0 for the others, which then return their exact minimum), or
+    ``converged`` (off with ``converge=False``). ``seeds``: mappings of ``workload`` (for example the best mappings of
     neighbouring sweep points) re-priced here as starting points. Raises :class:`MapTimeout` when
     the time limit ends the search before any valid mapping, StoreloopError when none exists."""
+    if energy_gap is None:
+        energy_gap = DEFAULT_GAP if objective.replace(" ", "") in ("delay,energy", "delay") else 0.0
     if not (energy_gap >= 0 and math.isfinite(energy_gap)):
         raise SpecError(f"energy gap {energy_gap!r} is not a finite number >= 0", field="--energy-gap",
                         allowed="a relative gap such as 0.001 (0.1 %), or 0 to prove optimality")
@@ -96,6 +100,8 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     result = evaluate(arch, workload, mapping, energy)
     report = _search_json(found, tree, obj, result, algorithm, energy_lb, energy_parts)
     report["local_search"] = local
+    if local is not None:                   # the whole search: local search and branch and bound
+        report["seconds"] = round(local["seconds"] + report["seconds"], 3)
     return MapResult(mapping, result, report)
 
 

@@ -111,10 +111,14 @@ def load_sweep(path: str | Path) -> Sweep:
                                    allowed=f"<level>.<attr> with level in {sorted(n for n in level_names if n)} "
                                            f"and attr in {', '.join(ATTRS)}")
     mapper = dict(root.get("mapper") or {})
-    bad = set(mapper) - {"time_limit", "objective", "algorithm"}
+    bad = set(mapper) - {"time_limit", "objective", "algorithm", "energy_gap"}
     if bad:
         raise error_at(doc, ("sweep", "mapper", sorted(bad)[0]), "unknown mapper option",
-                       allowed="time_limit, objective, algorithm")
+                       allowed="time_limit, objective, algorithm, energy_gap")
+    gap = mapper.get("energy_gap", 0)
+    if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not 0 <= gap < math.inf:
+        raise error_at(doc, ("sweep", "mapper", "energy_gap"), f"{gap!r} is not a relative gap",
+                       allowed="a number >= 0, e.g. 0.001 (0.1 %); 0 proves optimality")
     energy = {k: str(rel(v, ("sweep", "energy", k))) for k, v in (root.get("energy") or {}).items()}
     return Sweep(str(root["name"]), path, arch_file, arch_doc, workloads, params, constraints, mapper, energy)
 
@@ -262,7 +266,7 @@ def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ..
         out = map_workload(arch, w, energy, time_limit=float(sweep.mapper.get("time_limit", 10)),
                            objective=str(sweep.mapper.get("objective", "delay,energy")),
                            algorithm=str(sweep.mapper.get("algorithm", "exhaustive")),
-                           energy_gap=float(sweep.mapper.get("energy_gap", 1e-3)), seeds=starts)
+                           energy_gap=sweep.mapper.get("energy_gap"), seeds=starts)
         r, s = out.result, out.search
         row.update(status="ok", cycles=r.cycles, energy_pJ=r.energy_pJ, area_um2=r.area_um2,
                    on_chip_area_um2=r.on_chip_area_um2, computes=r.computes,
