@@ -253,7 +253,9 @@ def test_ctrl_c_returns_the_best_mapping_so_far_within_2_s(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "storeloop.cli", "map", "arch/onionchopper.yaml",
                           "workloads/onionpir-64GiB.yaml", "--ert", "arch/onionchopper.ERT.yaml", "--art",
                           "arch/onionchopper.ART.yaml", "--time-limit", "0", "--energy-gap", "0", "--no-converge", "--json"],
-                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         # a suite started in the background inherits an ignored SIGINT: restore it
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(4)                                  # well past the first mapping at the bound
     sent = time.monotonic()
     p.send_signal(signal.SIGINT)

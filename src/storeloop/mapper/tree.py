@@ -177,8 +177,10 @@ class Tree:
                 share = macs / self.cap_below[L] if per_compute else 0.0
                 if L == 0:
                     e = top * max(size, share)
+                elif self.rw[t]:
+                    e = top * size + self.wpw[L] * share
                 else:
-                    e = top * size + self.wpw[L] * size + (self.wpw[L] if self.rw[t] else self.rpw[L]) * share
+                    e = top * size + self.wpw[L] * size + self.rpw[L] * share
                 best = min(best, e)
             parts[tensor.name] = float(best)
         return sum(parts.values()) * SAFE, parts
