@@ -137,3 +137,18 @@ def test_timeloop_constraints_full_permutations_and_spatial_split(tmp_path):
     names = [WORKLOAD.dims[lp.dim] for lp in dram.temporal]
     assert names == ["C", "K", "D", "J", "N"]          # Timeloop lists innermost first
     assert [(WORKLOAD.dims[lp.dim], lp.factor, lp.axis) for lp in dram.spatial] == [("J", 2, "X")]
+
+
+def test_one_cycle_of_float_rounding_is_at_the_bound():
+    """OnionPIR 32 GiB: the Disk-bound time is an exact integer, which Timeloop's floating-point
+    throttling (and the model, which matches it) rounds up by one cycle. The mapper recognises the
+    mapping as at the bound from its exact rational time, instead of searching until the limit."""
+    from storeloop.model.evaluate import evaluate, exact_cycles
+
+    arch, e = onionchopper()
+    w = load_workload(ROOT / "workloads" / "onionpir-32GiB.yaml")
+    out = map_workload(arch, w, e, time_limit=30)
+    s = out.search
+    assert out.result.cycles == s["lower_bound_cycles"] + 1 and s["cycles_rounding"] == 1
+    assert exact_cycles(evaluate(arch, w, out.mapping, e), arch) == s["lower_bound_cycles"]
+    assert s["cycles_optimal"] and s["stopped"] == "energy-gap"

@@ -179,7 +179,9 @@ def cmd_map(args: argparse.Namespace) -> int:
           + f"{s['candidates']:,} candidates, {s['seconds']:.2f} s, stopped: {s['stopped']} ({status})")
     print(f"lower bound {s['lower_bound_cycles']:,} cycles (" + ", ".join(
         f"{k} {v:,}" for k, v in s["lower_bound_parts"].items()) + f"); gap {100 * s['gap']:.4f}%"
-          + ("; cycles optimal" if s["cycles_optimal"] else ""))
+          + ("; cycles optimal" if s["cycles_optimal"] else "")
+          + (" (the exact time is the bound; Timeloop's floating-point throttling adds 1 cycle)"
+             if s.get("cycles_rounding") else ""))
     print(f"lower bound {s['lower_bound_energy_pJ'] / 1e12:.6g} J (" + ", ".join(
         f"{k} {v / 1e12:.6g} J" for k, v in s["lower_bound_energy_parts"].items())
           + f"); energy gap {100 * s['energy_gap']:.4f}%")

@@ -21,7 +21,7 @@ from storeloop.mapper.objective import Objective
 from storeloop.mapper.search import Found, Goal, branch_and_bound, random_search
 from storeloop.mapper.space import Constraints, MapSpace
 from storeloop.mapper.tree import Tree
-from storeloop.model.evaluate import Result, evaluate
+from storeloop.model.evaluate import Result, evaluate, exact_cycles
 from storeloop.model.fast import FastModel
 from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
 
@@ -71,13 +71,16 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     tree = Tree(space, energy)                          # also gives the lower bounds
     energy_lb, energy_parts = tree.energy_bound()
     goal = Goal(tree.global_lb, energy_lb, energy_gap, converge)
-    local = None
+    local, rounded = None, None
     if algorithm == "exhaustive":
         t0 = time.monotonic()
         searcher = Searcher(space, FastModel(arch, merged, energy), obj)
         starts = searcher.starts() + [s for s in (state_of(m, members, space) for m in seeds) if s is not None]
         state, cost = searcher.search(starts, LOCAL_BUDGET, lambda c: c[0] == 0 and goal.reached(obj, c[-2], c[-1]) is not None)
         incumbent = (int(cost[-2]), float(cost[-1]), searcher.mapping(state)) if cost[0] == 0 else None
+        if incumbent and incumbent[0] == tree.global_lb + 1 and \
+                exact_cycles(evaluate(arch, merged, incumbent[2], energy), arch) <= tree.global_lb:
+            goal.cycles_lb = rounded = tree.global_lb + 1     # at the bound but for float rounding
         local = {"evaluations": searcher.evaluations, "seconds": round(time.monotonic() - t0, 3),
                  "seeds": len(seeds), "cycles": incumbent[0] if incumbent else None,
                  "energy_pJ": incumbent[1] if incumbent else None}
@@ -99,6 +102,10 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     mapping = Mapping(mapping.levels, name=f"storeloop map ({algorithm}, {obj.name})")
     result = evaluate(arch, workload, mapping, energy)
     report = _search_json(found, tree, obj, result, algorithm, energy_lb, energy_parts)
+    if rounded is not None and result.cycles == rounded:
+        # the exact time equals the bound; Timeloop's floating-point throttling adds the cycle
+        report["cycles_optimal"] = True
+        report["cycles_rounding"] = 1
     report["local_search"] = local
     if local is not None:                   # the whole search: local search and branch and bound
         report["seconds"] = round(local["seconds"] + report["seconds"], 3)

@@ -24,6 +24,7 @@ Beyond Timeloop (both off by default, so Timeloop inputs give Timeloop's numbers
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from dataclasses import dataclass, field
 
 from storeloop.errors import MappingError
@@ -142,6 +143,20 @@ def level_cycles(lvl, stats: dict, compute_cycles: int) -> tuple[int, float]:
     if lvl.shared_bandwidth is not None and lvl.shared_bandwidth < read_bw + write_bw:
         slowdown = min(slowdown, lvl.shared_bandwidth / (read_bw + write_bw))
     return int(math.ceil(compute_cycles / slowdown)), slowdown
+
+
+def exact_cycles(r: Result, arch: Arch) -> Fraction:
+    """``r``'s run time in exact rational arithmetic. Timeloop's throttling (and :func:`level_cycles`)
+    is floating point, which can round a bandwidth-bound time that is an exact integer up by one
+    cycle; this is the time that the rounding started from."""
+    out = Fraction(r.compute_cycles)
+    for lvl, lr in zip(arch.levels, r.levels):
+        rd = sum(t.reads_per_instance for t in lr.tensors.values())
+        wr = sum(t.fills_per_instance + t.updates_per_instance for t in lr.tensors.values())
+        for words, bw in ((rd, lvl.read_bandwidth), (wr, lvl.write_bandwidth), (rd + wr, lvl.shared_bandwidth)):
+            if bw is not None:
+                out = max(out, Fraction(words) / Fraction(bw))
+    return out
 
 
 def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTable) -> Result:

@@ -23,10 +23,11 @@ def _ok(df):
 
 
 def _params(df) -> list[str]:
-    fixed = {"sweep", "key", "params", "workload", "status", "cycles", "energy_pJ", "area_um2", "on_chip_area_um2",
-             "computes", "lower_bound_cycles", "gap", "optimal", "cycles_optimal", "seconds", "clock_hz", "mapping",
-             "error", "finished", "time_s", "energy_J", "area_mm2"}
-    return [c for c in df.columns if c not in fixed and df[c].nunique() > 1]
+    """The swept parameters (the keys of the stored ``params``) that take more than one value."""
+    import json
+
+    names = dict.fromkeys(k for p in df["params"] for k in json.loads(p))
+    return [c for c in names if c in df.columns and df[c].nunique() > 1]
 
 
 def pareto_front(df, x: str, y: str):
@@ -45,7 +46,11 @@ def _vs_area(df, col: str, label: str, title: str):
     d = _ok(df)
     fig, ax = plt.subplots(figsize=(6, 4))
     for w, g in d.groupby("workload"):
-        ax.scatter(g["area_mm2"], g[col], s=18, label=w)
+        proven = g["cycles_optimal"] == 1
+        dots = ax.scatter(g.loc[proven, "area_mm2"], g.loc[proven, col], s=18, label=w)
+        if (~proven).any():           # cycles not proven optimal: hollow
+            ax.scatter(g.loc[~proven, "area_mm2"], g.loc[~proven, col], s=18, facecolors="none",
+                       edgecolors=dots.get_facecolor(), label=f"{w} (cycles not proven)")
         f = pareto_front(g, "area_mm2", col)
         ax.plot(f["area_mm2"], f[col], linewidth=1)
     ax.set(xlabel="on-chip area (mm²)", ylabel=label, title=title)
