@@ -5,8 +5,8 @@ the corpus's Accelergy ERT/ART. One core (one process, OMP_NUM_THREADS=1). Timel
 measured on a machine of this kind (issue 4): random-pruned, victory condition 500:
 13,918,378,394 cycles, 177.50 J in 84 s (1 thread); 13,824,425,985 cycles, 177.88 J in 125 s (2).
 
-The branch and bound keeps searching (to prove optimality) until the time limit; the line below
-reports when it found the mapping it returns, and whether optimality was proven.
+The mapper returns when a stop rule fires (here: cycles at the bound and energy within 0.1 % of its
+lower bound) or at the time limit; the line below reports when it found the mapping it returns.
 Targets (issue 4): cycles at the bound 13,811,004,212; energy <= 173.95 J; <= 2 s.
 """
 

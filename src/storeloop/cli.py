@@ -266,11 +266,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from storeloop.sweep import best_points, read_results
 
     names = ["+".join(p) for p, _ in sweep.parameters]
-    for _, row in best_points(read_results(db, sweep.name)).iterrows():
+    df = read_results(db, sweep.name)
+    for _, row in best_points(df).iterrows():
         params = "".join(f"{n} = {row[n]}, " for n in names)
         print(f"best for {row['workload']} (fewest cycles, then area x energy): {params}{int(row['cycles']):,} "
               f"cycles (gap {100 * row['gap']:.2f}%), {row['energy_pJ'] / 1e12:.4g} J, "
               f"{row['on_chip_area_um2'] / 1e6:.4g} mm2 on chip")
+        mine = df[(df["workload"] == row["workload"]) & (df["status"] == "ok")]
+        unproven = int((mine["cycles_optimal"] == 0).sum())
+        if unproven:
+            print(f"  note: this pick rests on {unproven} point(s) whose cycles are not proven optimal "
+                  f"(search stopped by its time limit); more search time could change it")
+    left = int((df["status"] == "timeout").sum())
+    if left:
+        print(f"{left} point(s) timed out before any mapping; run the sweep again (or raise mapper.time_limit)")
     if args.plot:
         from storeloop.plots import plot_sweep
 

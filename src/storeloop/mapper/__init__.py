@@ -52,8 +52,8 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     proven ``optimal``, ``energy-gap`` (cycles at their lower bound and the objective within
     ``energy_gap``, relative, of its lower bound; 0 demands a full proof; default 0.1 % for the
     cycle-first objectives and 0 for the others, which then return their exact minimum), or
-    ``converged`` (off with ``converge=False``). ``seeds``: mappings of ``workload`` (for example the best mappings of
-    neighbouring sweep points) re-priced here as starting points. Raises :class:`MapTimeout` when
+    ``converged`` (off with ``converge=False``). ``seeds``: mappings of ``workload`` (for example
+    the best mappings of neighbouring sweep points) re-priced here as starting points. Raises :class:`MapTimeout` when
     the time limit ends the search before any valid mapping, StoreloopError when none exists."""
     if energy_gap is None:
         energy_gap = DEFAULT_GAP if objective.replace(" ", "") in ("delay,energy", "delay") else 0.0
@@ -74,16 +74,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     local, rounded = None, None
     if algorithm == "exhaustive":
         t0 = time.monotonic()
-        searcher = Searcher(space, FastModel(arch, merged, energy), obj)
-        starts = searcher.starts() + [s for s in (state_of(m, members, space) for m in seeds) if s is not None]
-        state, cost = searcher.search(starts, LOCAL_BUDGET, lambda c: c[0] == 0 and goal.reached(obj, c[-2], c[-1]) is not None)
-        incumbent = (int(cost[-2]), float(cost[-1]), searcher.mapping(state)) if cost[0] == 0 else None
-        if incumbent and incumbent[0] == tree.global_lb + 1 and \
-                exact_cycles(evaluate(arch, merged, incumbent[2], energy), arch) <= tree.global_lb:
-            goal.cycles_lb = rounded = tree.global_lb + 1     # at the bound but for float rounding
-        local = {"evaluations": searcher.evaluations, "seconds": round(time.monotonic() - t0, 3),
-                 "seeds": len(seeds), "cycles": incumbent[0] if incumbent else None,
-                 "energy_pJ": incumbent[1] if incumbent else None}
+        incumbent, local, rounded = _incumbent(arch, merged, members, energy, space, tree, obj, goal, seeds)
         trace = [(local["seconds"], incumbent[0], incumbent[1])] if incumbent else []
         remaining = None if time_limit is None else max(0.0, time_limit - (time.monotonic() - t0))
         found = branch_and_bound(tree, obj, time_limit=remaining, threads=threads, progress=progress,
@@ -110,6 +101,24 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     if local is not None:                   # the whole search: local search and branch and bound
         report["seconds"] = round(local["seconds"] + report["seconds"], 3)
     return MapResult(mapping, result, report)
+
+
+def _incumbent(arch, merged, members, energy, space, tree, obj, goal, seeds):
+    """The local search's best mapping as (cycles, energy, merged Mapping) or None, its report,
+    and the cycle count that is at the bound up to floating-point rounding (or None)."""
+    t0 = time.monotonic()
+    searcher = Searcher(space, FastModel(arch, merged, energy), obj)
+    starts = searcher.starts() + [s for s in (state_of(m, members, space) for m in seeds) if s is not None]
+    state, cost = searcher.search(starts, LOCAL_BUDGET,
+                                  lambda c: c[0] == 0 and goal.reached(obj, c[-2], c[-1]) is not None)
+    incumbent = (int(cost[-2]), float(cost[-1]), searcher.mapping(state)) if cost[0] == 0 else None
+    rounded = None
+    if incumbent and incumbent[0] == tree.global_lb + 1 and \
+            exact_cycles(evaluate(arch, merged, incumbent[2], energy), arch) <= tree.global_lb:
+        goal.cycles_lb = rounded = tree.global_lb + 1     # at the bound but for float rounding
+    local = {"evaluations": searcher.evaluations, "seconds": round(time.monotonic() - t0, 3), "seeds": len(seeds),
+             "cycles": incumbent[0] if incumbent else None, "energy_pJ": incumbent[1] if incumbent else None}
+    return incumbent, local, rounded
 
 
 def _nothing_valid(found: Found, tree: Tree) -> str:
