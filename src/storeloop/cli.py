@@ -262,8 +262,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     counts = run_sweep(sweep, db, workers=args.workers, dask=args.dask, progress=sys.stderr.isatty())
     print(f"{sweep.name}: {counts['points']} points in the grid, {counts['done_before']} already in {db}, "
           f"{counts['excluded']} excluded by constraints, {counts['run']} run now "
-          f"({counts['ok']} mapped, {counts['invalid']} without a result, errors stored)")
-    from storeloop.sweep import best_points, read_results
+          f"({counts['ok']} mapped, {counts['invalid']} without a result, errors stored"
+          + "".join(f", {counts[k]} {k}" for k in ("error", "timeout", "interrupted") if counts[k]) + ")")
+    from storeloop.sweep import best_points, mapped, read_results
 
     names = ["+".join(p) for p, _ in sweep.parameters]
     df = read_results(db, sweep.name)
@@ -272,12 +273,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"best for {row['workload']} (fewest cycles, then area x energy): {params}{int(row['cycles']):,} "
               f"cycles (gap {100 * row['gap']:.2f}%), {row['energy_pJ'] / 1e12:.4g} J, "
               f"{row['on_chip_area_um2'] / 1e6:.4g} mm2 on chip")
-        mine = df[(df["workload"] == row["workload"]) & (df["status"] == "ok")]
+        mine = mapped(df)
+        mine = mine[mine["workload"] == row["workload"]]
         unproven = int((mine["cycles_optimal"] == 0).sum())
         if unproven:
             print(f"  note: this pick rests on {unproven} point(s) whose cycles are not proven optimal "
                   f"(search stopped by its time limit); more search time could change it")
-    left = int((df["status"] == "timeout").sum())
+    left = int(((df["status"] == "timeout") & (df["stale"] != 1)).sum())
     if left:
         print(f"{left} point(s) timed out before any mapping; run the sweep again (or raise mapper.time_limit)")
     if args.plot:

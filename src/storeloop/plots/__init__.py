@@ -15,7 +15,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def _ok(df):
-    out = df[df["status"] == "ok"].copy()
+    from storeloop.sweep import mapped
+
+    out = mapped(df).copy()
     out["time_s"] = out["cycles"] / out["clock_hz"]
     out["energy_J"] = out["energy_pJ"] / 1e12
     out["area_mm2"] = out["on_chip_area_um2"] / 1e6

@@ -13,11 +13,14 @@ A sweep spec (``sweeps/*.yaml``)::
       mapper: {time_limit: 5, objective: delay,energy}
       energy: {ert: ..., art: ...}              # optional; default: the energy plug-ins
 
-Points are generated on the fly (the grid is never materialized), filtered by the constraints on
-the loaded arch, and run by local processes or a Dask cluster. Every finished point is committed
-to a SQLite store at once (``results/<name>.sqlite``), so an interrupted sweep loses nothing and a
-re-run skips what is done. A point whose arch is invalid (e.g. instances that do not divide) is
-stored with its error instead of a result. Workers receive file paths, not objects: on a Dask
+Points are generated on the fly, filtered by the constraints on the loaded arch, and run by local
+processes (at most two points in flight per worker) or a Dask cluster. Every finished point is
+committed to a SQLite store at once (``results/<name>.sqlite``, WAL mode: readers never block it),
+so an interrupted sweep loses nothing. A point's key hashes everything that decides its result
+(parameters, the arch after substitution, the workload's contents, the mapper settings, the energy
+tables or plug-ins and their versions, storeloop's version): a re-run skips a point only if that
+exact result is stored, and rows of changed inputs stay queryable, marked ``stale``. A point whose
+arch is invalid (e.g. instances that do not divide) is stored with its error instead of a result. Workers receive file paths, not objects: on a Dask
 cluster every worker needs storeloop installed and the spec, arch and workload files at the same
 paths (a shared checkout); only the scheduler's client writes the store.
 """
@@ -25,6 +28,7 @@ paths (a shared checkout); only the scheduler's client writes the store.
 from __future__ import annotations
 
 import copy
+import hashlib
 import itertools
 import json
 import math
@@ -32,7 +36,9 @@ import operator
 import re
 import sqlite3
 import sys
+import signal
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -120,7 +126,11 @@ def load_sweep(path: str | Path) -> Sweep:
         raise error_at(doc, ("sweep", "mapper", "energy_gap"), f"{gap!r} is not a relative gap",
                        allowed="a number >= 0, e.g. 0.001 (0.1 %); 0 proves optimality")
     energy = {k: str(rel(v, ("sweep", "energy", k))) for k, v in (root.get("energy") or {}).items()}
-    return Sweep(str(root["name"]), path, arch_file, arch_doc, workloads, params, constraints, mapper, energy)
+    name = str(root["name"])
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise error_at(doc, ("sweep", "name"), f"sweep name {name!r} is not a plain file name (it names the store "
+                       f"results/<name>.sqlite)", allowed="letters, digits, '.', '_' and '-', no '/' or '..'")
+    return Sweep(name, path, arch_file, arch_doc, workloads, params, constraints, mapper, energy)
 
 
 def _is_number(s: str) -> bool:
@@ -204,42 +214,86 @@ def satisfies(sweep: Sweep, params: dict) -> bool:
 
 
 # ---------------------------------------------------------------------------- the store
+SCHEMA_VERSION = 2
 SCHEMA = """
 create table if not exists points (
     sweep text, key text, params text, workload text, status text,
     cycles integer, energy_pJ real, area_um2 real, on_chip_area_um2 real, computes integer,
     lower_bound_cycles integer, gap real, optimal integer, cycles_optimal integer, seconds real,
     clock_hz real, mapping text, error text, finished real,
-    stopped text, lower_bound_energy_pJ real, energy_gap real,
+    stopped text, lower_bound_energy_pJ real, energy_gap real, stale integer default 0,
     primary key (sweep, key))
 """
 # columns added after the first stores were written (added to old stores when they are opened)
-ADDED = {"stopped": "text", "lower_bound_energy_pJ": "real", "energy_gap": "real"}
-# a point with one of these statuses is final; any other ("timeout") is run again on resume
+ADDED = {"stopped": "text", "lower_bound_energy_pJ": "real", "energy_gap": "real", "stale": "integer default 0"}
+# ok: mapped; invalid: the point's arch or workload has no answer; error: something unexpected (its
+# traceback in ``error``); timeout: the time limit ended the search before any mapping;
+# interrupted: Ctrl-C. Only the first two are final; the others run again on resume.
+STATUSES = ("ok", "invalid", "error", "timeout", "interrupted")
 FINAL = ("ok", "invalid")
 
 
 def open_store(path: str | Path) -> sqlite3.Connection:
+    """The store, in WAL mode (readers never block the sweep) with a busy timeout."""
     path = Path(path)
+    if path.exists() and not path.is_file():
+        raise SpecError("the results store is not a file", file=str(path), allowed="a .sqlite file path")
     path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path)
-    db.execute(SCHEMA)
+    try:
+        db = sqlite3.connect(path, timeout=60)
+        db.execute("pragma journal_mode=wal")
+        db.execute(SCHEMA)
+    except sqlite3.DatabaseError as exc:
+        raise SpecError(f"cannot use it as a results store ({exc})", file=str(path),
+                        allowed="a .sqlite file written by storeloop sweep, or a new path") from None
     have = {row[1] for row in db.execute("pragma table_info(points)")}
     for col, kind in ADDED.items():
         if col not in have:
             db.execute(f"alter table points add column {col} {kind}")
+    db.execute(f"pragma user_version = {SCHEMA_VERSION}")
     return db
 
 
-def point_key(params: dict, workload: Path) -> str:
-    return json.dumps({"params": params, "workload": workload.name}, sort_keys=True)
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def run_context(sweep: Sweep) -> dict:
+    """What decides every point's result besides its arch and workload: the mapper settings, the
+    energy source (ERT/ART contents, or the plug-ins with their versions) and storeloop's version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def ver(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return ""
+
+    if sweep.energy:
+        energy = {k: _digest(Path(v).read_bytes()) for k, v in sorted(sweep.energy.items())}
+    else:
+        from storeloop.energy import Registry
+
+        energy = {"plugins": [(p.name, str(getattr(p, "version", ""))) for p in Registry.discover(use_cache=False).plugins],
+                  "packages": {n: ver(n) for n in ("hwcomponents", "hwcomponents-cacti", "hwcomponents-library")}}
+    return {"mapper": sweep.mapper, "energy": energy, "storeloop": ver("storeloop")}
+
+
+def point_key(sweep: Sweep, params: dict, workload: Path, context: dict, files: dict | None = None) -> str:
+    """A hash of everything that decides the point's result: its parameters, the arch after
+    substitution, the workload file's content and ``context`` (:func:`run_context`). A changed
+    input gives a new key, so the point runs again and the old row is kept, marked stale."""
+    files = {} if files is None else files
+    if workload not in files:
+        files[workload] = _digest(Path(workload).read_bytes())
+    payload = {"params": params, "arch": _point_doc(sweep, params), "workload": files[workload], **context}
+    return _digest(json.dumps(payload, sort_keys=True, default=str).encode())
 
 
 def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ...] = ()) -> dict:
     """Map one point; never raises for a bad point (the error is the result). Runs in workers.
     ``seeds``: mapping YAML texts (of neighbouring points) to start the search from; one that
-    does not fit this point is skipped. Status: ok, invalid (the point has no answer), or
-    timeout (the time limit ended the search before any mapping; run again on resume)."""
+    does not fit this point is skipped. The row's status is one of :data:`STATUSES`."""
     import yaml
 
     from storeloop.energy import price
@@ -268,7 +322,7 @@ def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ..
                            algorithm=str(sweep.mapper.get("algorithm", "exhaustive")),
                            energy_gap=sweep.mapper.get("energy_gap"), seeds=starts)
         r, s = out.result, out.search
-        row.update(status="ok", cycles=r.cycles, energy_pJ=r.energy_pJ, area_um2=r.area_um2,
+        row.update(status="interrupted" if s["stopped"] == "interrupted" else "ok", cycles=r.cycles, energy_pJ=r.energy_pJ, area_um2=r.area_um2,
                    on_chip_area_um2=r.on_chip_area_um2, computes=r.computes,
                    lower_bound_cycles=s["lower_bound_cycles"], gap=s["gap"],
                    optimal=int(s["optimal"]), cycles_optimal=int(s["cycles_optimal"]),
@@ -279,28 +333,54 @@ def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ..
         row.update(status="timeout", error=str(exc))
     except StoreloopError as exc:
         row.update(status="invalid", error=str(exc))
+    except KeyboardInterrupt:
+        row.update(status="interrupted", error="interrupted (Ctrl-C)")
+    except Exception:                       # a bug, not the point's fault: keep the traceback
+        row.update(status="error", error=traceback.format_exc())
     return row
+
+
+def _worker_init() -> None:
+    """Pool workers: Ctrl-C is the driver's to handle (it stops them), and a worker dies with the
+    driver even when the driver is killed (Linux: parent-death signal)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str | None = None,
               progress: bool = True) -> dict:
-    """Run every point not yet in the store; returns counts. ``dask``: a scheduler address or
-    'local' (a LocalCluster with ``workers`` processes)."""
+    """Run every point whose result is not in the store yet; returns counts. ``dask``: a scheduler
+    address or 'local' (a LocalCluster with ``workers`` processes). Rows of earlier inputs (a key
+    no point of the current grid has) are kept and marked stale. Ctrl-C stops the workers and
+    raises KeyboardInterrupt; what finished before is stored."""
     db = open_store(db_path)
-    done = {k for (k,) in db.execute(f"select key from points where sweep = ? and status in {FINAL}", (sweep.name,))}
-    finished = [(json.loads(p), w, m) for p, w, m in db.execute(
-        "select params, workload, mapping from points where sweep = ? and status = 'ok'", (sweep.name,))]
-    todo, skipped_constraint = [], 0
+    context, files = run_context(sweep), {}
+    todo, current, skipped_constraint = [], [], 0
     for params, w in points(sweep):
-        key = point_key(params, w)
-        if key in done:
-            continue
         if not satisfies(sweep, params):
             skipped_constraint += 1
             continue
-        todo.append((key, params, w))       # an invalid arch is run anyway: its error is stored
-    counts = {"points": sweep.size(), "done_before": len(done), "excluded": skipped_constraint,
-              "run": 0, "ok": 0, "invalid": 0, "timeout": 0}
+        key = point_key(sweep, params, w, context, files)
+        current.append(key)
+        todo.append((key, params, w))        # an invalid arch is run anyway: its error is stored
+    db.execute("create temp table current (key text primary key)")
+    db.executemany("insert or ignore into current values (?)", [(k,) for k in current])
+    db.execute("update points set stale = (key not in (select key from current)) where sweep = ?", (sweep.name,))
+    db.commit()
+    done = {k for (k,) in db.execute(f"select key from points where sweep = ? and status in {FINAL} and stale = 0",
+                                     (sweep.name,))}
+    finished = {}
+    for p, w, m in db.execute("select params, workload, mapping from points where sweep = ? and status = 'ok' "
+                              "order by stale, finished", (sweep.name,)):
+        finished.setdefault((p, w), m)
+    todo = [t for t in todo if t[0] not in done]
+    counts = dict({"points": sweep.size(), "done_before": len(done), "excluded": skipped_constraint, "run": 0},
+                  **dict.fromkeys(STATUSES, 0))
 
     def store(key: str, row: dict) -> None:
         cols = ["sweep", "key"] + list(row)
@@ -310,32 +390,29 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
         counts["run"] += 1
         counts[row["status"]] += 1
         if progress:
-            sys.stderr.write(f"\r{sweep.name}: {counts['run']}/{len(todo)} points "
-                             f"({counts['ok']} ok, {counts['invalid']} invalid, {counts['timeout']} timeout)")
+            sys.stderr.write(f"\r{sweep.name}: {counts['run']}/{len(todo)} points ("
+                             + ", ".join(f"{counts[k]} {k}" for k in STATUSES if counts[k] or k in FINAL) + ")")
             sys.stderr.flush()
 
-    args = [(str(sweep.file), params, str(w), neighbour_seeds(sweep, params, w, finished)) for _, params, w in todo]
-    keys = [k for k, _, _ in todo]
+    def jobs():
+        for key, params, w in todo:
+            yield key, (str(sweep.file), params, str(w), neighbour_seeds(sweep, params, w, finished))
+
     try:
         if dask:
             from dask.distributed import Client, LocalCluster, as_completed
 
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True) if dask == "local" else None
             with Client(cluster if cluster is not None else dask) as client:
-                futures = {client.submit(run_point, *a, pure=False): k for k, a in zip(keys, args)}
+                futures = {client.submit(run_point, *a, pure=False): k for k, a in jobs()}
                 for fut in as_completed(futures):
                     store(futures[fut], fut.result())
             if cluster is not None:
                 cluster.close()
         elif workers > 1:
-            from concurrent.futures import ProcessPoolExecutor, as_completed as done_first
-
-            with ProcessPoolExecutor(workers) as pool:
-                futures = {pool.submit(run_point, *a): k for k, a in zip(keys, args)}
-                for fut in done_first(futures):
-                    store(futures[fut], fut.result())
+            _run_pool(workers, jobs(), store)
         else:
-            for k, a in zip(keys, args):
+            for k, a in jobs():
                 store(k, run_point(*a))
     finally:
         if progress and todo:
@@ -344,28 +421,57 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
     return counts
 
 
-def neighbour_seeds(sweep: Sweep, params: dict, workload: Path, finished: list, count: int = 2) -> tuple[str, ...]:
-    """The stored mappings of the ``count`` nearest points (fewest steps along the parameter
-    lists, same workload) that were finished before this run started. Points finished during the
-    run are not used, so a point's answer does not depend on which worker finished first."""
-    index = {"+".join(p): {json.dumps(v): i for i, v in enumerate(vals)} for p, vals in sweep.parameters}
-    here = {k: index[k].get(json.dumps(v)) for k, v in params.items() if k in index}
+def _run_pool(workers: int, jobs, store) -> None:
+    """Local worker processes with at most 2 points in flight per worker (memory stays flat for any
+    grid); on Ctrl-C (or any error) the workers are terminated, not left running."""
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    def distance(other: dict) -> float:
-        steps = 0
-        for k, i in here.items():
-            j = index[k].get(json.dumps(other.get(k)))
-            if i is None or j is None:
-                return math.inf
-            steps += abs(i - j)
-        return steps
+    pool = ProcessPoolExecutor(workers, initializer=_worker_init)
+    running: dict = {}
+    try:
+        for key, args in jobs:
+            running[pool.submit(run_point, *args)] = key
+            while len(running) >= 2 * workers:
+                ready, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in ready:
+                    store(running.pop(fut), fut.result())
+        while running:
+            ready, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in ready:
+                store(running.pop(fut), fut.result())
+        pool.shutdown()
+    except BaseException:
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
 
-    near = sorted((distance(p), i) for i, (p, w, m) in enumerate(finished) if w == workload.name and m)
-    return tuple(finished[i][2] for d, i in near[:count] if d < math.inf)
+
+def neighbour_seeds(sweep: Sweep, params: dict, workload: Path, finished: dict, count: int = 2) -> tuple[str, ...]:
+    """The stored mappings of the ``count`` nearest points (one, then two steps along one
+    parameter's list; same workload) that were finished before this run started. Points finished
+    during the run are not used, so a point's answer does not depend on which worker finished
+    first. ``finished``: (params JSON, workload name) -> mapping YAML."""
+    out = []
+    for step in (1, 2):
+        for names, values in sweep.parameters:
+            k = "+".join(names)
+            try:
+                i = values.index(params[k])
+            except (KeyError, ValueError):
+                continue
+            for j in (i - step, i + step):
+                if 0 <= j < len(values):
+                    other = dict(params, **{k: values[j]})
+                    m = finished.get((json.dumps(other, sort_keys=True), workload.name))
+                    if m and len(out) < count:
+                        out.append(m)
+    return tuple(out)
 
 
 def read_results(db_path: str | Path, sweep: str | None = None):
-    """The store as a pandas DataFrame, one column per parameter."""
+    """The store as a pandas DataFrame, one column per parameter. Rows whose inputs have changed
+    since (``stale`` = 1) are included; :func:`best_points` and the figures leave them out."""
     import pandas as pd
 
     db = sqlite3.connect(db_path)
@@ -378,12 +484,20 @@ def read_results(db_path: str | Path, sweep: str | None = None):
     return pd.concat([df, params], axis=1)
 
 
+def mapped(df):
+    """The rows with a result for the current inputs (status ok, not stale)."""
+    keep = df["status"] == "ok"
+    if "stale" in df:
+        keep &= df["stale"] != 1
+    return df[keep]
+
+
 def best_points(df):
     """Per workload, the thesis's pick (ch. 5.1): fewest cycles, then the least area x energy."""
-    ok = df[df["status"] == "ok"].copy()
+    ok = mapped(df).copy()
     ok["area_energy"] = ok["on_chip_area_um2"] * ok["energy_pJ"]
     return ok.sort_values(["workload", "cycles", "area_energy"]).groupby("workload").head(1)
 
 
-__all__ = ["Sweep", "best_points", "load_sweep", "points", "point_arch", "satisfies", "run_point", "run_sweep", "read_results",
+__all__ = ["Sweep", "best_points", "mapped", "load_sweep", "points", "point_arch", "satisfies", "run_point", "run_sweep", "read_results",
            "open_store"]

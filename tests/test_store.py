@@ -1,0 +1,160 @@
+"""The sweep store users can trust: content keys, stale rows, WAL, Ctrl-C, no orphans, safe paths."""
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT
+from storeloop.cli import main
+from storeloop.errors import SpecError
+from storeloop.sweep import best_points, load_sweep, read_results, run_sweep
+
+DATA = ROOT / "tests" / "data"
+
+
+def tiny(tmp_path, **edits):
+    """The tiny sweep copied into tmp_path, with text replacements in the spec."""
+    for f in ("tiny.arch.yaml", "matvec.yaml"):
+        shutil.copy(DATA / f, tmp_path)
+    text = (DATA / "tiny.sweep.yaml").read_text()
+    for old, new in edits.items():
+        text = text.replace(old, new)
+    spec = tmp_path / "tiny.sweep.yaml"
+    spec.write_text(text)
+    return spec
+
+
+def test_changed_inputs_rerun_and_old_rows_become_stale(tmp_path):
+    spec = tiny(tmp_path)
+    db = tmp_path / "r.sqlite"
+    first = run_sweep(load_sweep(spec), db, progress=False)
+    assert first["run"] == 6
+    assert run_sweep(load_sweep(spec), db, progress=False)["run"] == 0
+    before = read_results(db, "tiny")
+    # the workload's contents change (same file name): every point runs again
+    wl = tmp_path / "matvec.yaml"
+    wl.write_text(wl.read_text().replace("K: 4096", "K: 2048"))
+    again = run_sweep(load_sweep(spec), db, progress=False)
+    assert again["run"] == 6 and again["done_before"] == 0
+    df = read_results(db, "tiny")
+    assert len(df) == 12 and (df["stale"] == 1).sum() == 6
+    assert set(df[df["stale"] == 1]["key"]) == set(before["key"])
+    fresh = df[df["stale"] == 0]
+    assert (fresh[fresh["status"] == "ok"]["cycles"] < before[before["status"] == "ok"]["cycles"].max()).all()
+    assert set(best_points(df)["key"]) <= set(fresh["key"])
+    # the mapper settings are an input too
+    spec.write_text(spec.read_text().replace("mapper: {time_limit: 2}", "mapper: {time_limit: 2, objective: energy}"))
+    assert run_sweep(load_sweep(spec), db, progress=False)["run"] == 6
+    # and the arch file's contents (a bandwidth that no parameter sets)
+    arch = tmp_path / "tiny.arch.yaml"
+    text = arch.read_text()
+    assert "bandwidth" in text
+    arch.write_text(text.replace("bandwidth: ", "bandwidth: 2 * ", 1))
+    assert run_sweep(load_sweep(spec), db, progress=False)["run"] == 6
+
+
+def test_same_workload_name_in_two_folders_are_two_points(tmp_path):
+    spec = tiny(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "matvec.yaml").write_text((tmp_path / "matvec.yaml").read_text().replace("M: 1024", "M: 512"))
+    spec.write_text(spec.read_text().replace("workloads: [matvec.yaml]", "workloads: [matvec.yaml, other/matvec.yaml]"))
+    counts = run_sweep(load_sweep(spec), tmp_path / "r.sqlite", progress=False)
+    assert counts["run"] == 12
+    assert read_results(tmp_path / "r.sqlite")["key"].nunique() == 12
+
+
+def test_a_reader_holding_a_transaction_does_not_lock_the_sweep(tmp_path):
+    spec = tiny(tmp_path)
+    db = tmp_path / "r.sqlite"
+    run_sweep(load_sweep(spec), db, progress=False)
+    reader = sqlite3.connect(db)
+    reader.execute("begin")
+    assert reader.execute("select count(*) from points").fetchone()[0] == 6      # holds a read transaction
+    spec.write_text(spec.read_text().replace("[512 B, 2 KiB]", "[512 B, 2 KiB, 4 KiB]"))
+    counts = run_sweep(load_sweep(spec), db, progress=False)
+    assert counts["run"] == 3 and counts["done_before"] == 6
+    reader.rollback()
+    assert reader.execute("select count(*) from points").fetchone()[0] == 9
+    assert sqlite3.connect(db).execute("pragma journal_mode").fetchone()[0] == "wal"
+
+
+def test_store_and_name_paths_are_checked(tmp_path, capsys):
+    spec = tiny(tmp_path)
+    text_file = tmp_path / "notes.txt"
+    text_file.write_text("not a database\n" * 100)
+    assert main(["sweep", str(spec), "--db", str(text_file)]) == 2
+    assert "notes.txt" in capsys.readouterr().err
+    assert main(["sweep", str(spec), "--db", str(tmp_path)]) == 2
+    assert "not a file" in capsys.readouterr().err
+    for name in ("../../x", "/tmp/x", "a/b"):
+        bad = tiny(tmp_path, **{"name: tiny": f"name: {json.dumps(name)}"})
+        with pytest.raises(SpecError, match="plain file name"):
+            load_sweep(bad)
+
+
+def long_sweep(tmp_path):
+    """OnionChopper points that each search for seconds (no energy gap: a proof is asked for)."""
+    spec = tmp_path / "long.yaml"
+    spec.write_text(f"""sweep:
+  name: long
+  arch: {ROOT / 'arch' / 'onionchopper.yaml'}
+  workloads: [{ROOT / 'workloads' / 'onionpir-64GiB.yaml'}]
+  parameters:
+    levels.RF.capacity: [16 words, 32 words, 64 words, 128 words, 256 words, 512 words]
+  mapper: {{time_limit: 20, energy_gap: 0}}
+  energy: {{ert: {ROOT / 'arch' / 'onionchopper.ERT.yaml'}, art: {ROOT / 'arch' / 'onionchopper.ART.yaml'}}}
+""")
+    return spec
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def _sweep_process(spec, db):
+    return subprocess.Popen([sys.executable, "-m", "storeloop.cli", "sweep", str(spec), "--db", str(db), "--workers", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def test_ctrl_c_stops_a_sweep_within_2_s_and_leaves_no_worker(tmp_path):
+    spec = long_sweep(tmp_path)
+    db = tmp_path / "r.sqlite"
+    p = _sweep_process(spec, db)
+    time.sleep(5)
+    sent = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert time.monotonic() - sent < 2.0, "Ctrl-C took more than 2 s"
+    assert p.returncode == 130, err
+    assert "Traceback" not in err
+    time.sleep(0.5)
+    assert not _group_alive(p.pid), "pool workers outlived the sweep"
+    df = read_results(db) if db.exists() else None
+    if df is not None and len(df):
+        assert set(df["status"]) <= {"ok", "invalid"}      # nothing half-done stored as a result
+    assert p.returncode == 130 and "interrupted" in err
+
+
+def test_killed_sweep_leaves_no_orphan_workers(tmp_path):
+    spec = long_sweep(tmp_path)
+    p = _sweep_process(spec, tmp_path / "r.sqlite")
+    time.sleep(4)
+    p.kill()
+    p.wait(timeout=10)
+    end = time.monotonic() + 5
+    while _group_alive(p.pid) and time.monotonic() < end:
+        time.sleep(0.1)
+    assert not _group_alive(p.pid), "pool workers outlived a killed sweep"
