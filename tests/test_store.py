@@ -101,7 +101,7 @@ def test_store_and_name_paths_are_checked(tmp_path, capsys):
 
 
 def long_sweep(tmp_path):
-    """OnionChopper points that each search for seconds (no energy gap: a proof is asked for)."""
+    """OnionChopper points that each search for seconds (the energy objective asks for a proof)."""
     spec = tmp_path / "long.yaml"
     spec.write_text(f"""sweep:
   name: long
@@ -109,7 +109,7 @@ def long_sweep(tmp_path):
   workloads: [{ROOT / 'workloads' / 'onionpir-64GiB.yaml'}]
   parameters:
     levels.RF.capacity: [16 words, 32 words, 64 words, 128 words, 256 words, 512 words]
-  mapper: {{time_limit: 20, energy_gap: 0}}
+  mapper: {{time_limit: 20, objective: energy}}
   energy: {{ert: {ROOT / 'arch' / 'onionchopper.ERT.yaml'}, art: {ROOT / 'arch' / 'onionchopper.ART.yaml'}}}
 """)
     return spec
