@@ -158,3 +158,38 @@ def test_killed_sweep_leaves_no_orphan_workers(tmp_path):
     while _group_alive(p.pid) and time.monotonic() < end:
         time.sleep(0.1)
     assert not _group_alive(p.pid), "pool workers outlived a killed sweep"
+
+
+def test_results_export_and_version(tmp_path, capsys):
+    import csv
+
+    spec = tiny(tmp_path)
+    db = tmp_path / "r.sqlite"
+    run_sweep(load_sweep(spec), db, progress=False)
+    out = tmp_path / "r.csv"
+    assert main(["results", str(db), "--csv", str(out)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 6 and {"status", "cycles", "stopped", "levels.SRAM.capacity"} <= set(rows[0])
+    capsys.readouterr()
+    assert main(["results", str(db), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 6
+    assert main(["results", str(tmp_path / "missing.sqlite")]) == 2
+    assert main(["results", str(db), "--csv", str(tmp_path)]) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and "storeloop" in capsys.readouterr().out
+
+
+def test_cacti_runs_outside_the_installed_package(tmp_path, monkeypatch):
+    """CACTI's input and output files go to a private temporary folder, never into site-packages."""
+    import hwcomponents_cacti
+
+    from storeloop.energy.hwc import HwComponentsPlugin
+
+    pkg = os.path.dirname(hwcomponents_cacti.__file__)
+    before = {os.path.join(d, f) for d, _, fs in os.walk(pkg) for f in fs}
+    # a size no cache has seen: CACTI really runs
+    est = HwComponentsPlugin().estimate("sram", {"technology": 45e-9, "width": 64, "depth": 1000 + os.getpid() % 500})
+    assert est.actions["read"] > 0 and est.area_um2 > 0
+    after = {os.path.join(d, f) for d, _, fs in os.walk(pkg) for f in fs}
+    assert after == before

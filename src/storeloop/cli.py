@@ -290,6 +290,48 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("storeloop")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def cmd_results(args: argparse.Namespace) -> int:
+    from storeloop.sweep import read_results
+
+    path = Path(args.db)
+    if not path.is_file():
+        raise SpecError("no such results store", file=args.db, allowed="a .sqlite file written by storeloop sweep")
+    try:
+        df = read_results(path, args.sweep)
+    except Exception as exc:             # not a store (pandas/sqlite say why)
+        raise SpecError(f"cannot read it as a results store ({exc})", file=args.db,
+                        allowed="a .sqlite file written by storeloop sweep") from None
+    if not args.all:
+        df = df[df["stale"] != 1].drop(columns=["mapping"]) if "stale" in df else df.drop(columns=["mapping"])
+    for out in (args.csv, args.parquet):
+        if out and Path(out).is_dir():
+            raise SpecError("is a folder", file=out, allowed="a file path to write")
+    if args.csv:
+        df.to_csv(args.csv, index=False)
+        print(f"wrote {len(df)} rows to {args.csv}")
+    elif args.parquet:
+        try:
+            df.to_parquet(args.parquet, index=False)
+        except ImportError:
+            raise SpecError("writing Parquet needs pyarrow, which is not installed", file=args.parquet,
+                            field="--parquet", allowed="pip install pyarrow, or --csv / --json") from None
+        print(f"wrote {len(df)} rows to {args.parquet}")
+    elif args.json:
+        print(df.to_json(orient="records", indent=1))
+    else:
+        print(df.drop(columns=[c for c in ("key", "params", "error") if c in df]).to_string(max_rows=60))
+    return 0
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     from storeloop.plots import plot_sweep
 
@@ -317,6 +359,7 @@ def inputs(parser: argparse.ArgumentParser, mapping: str | None) -> argparse.Arg
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="storeloop", description="Design-space exploration for near-storage accelerators.")
+    p.add_argument("--version", action="version", version=f"storeloop {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     m = inputs(sub.add_parser("model", help="evaluate one mapping: cycles, accesses, energy, area"), "required")
     m.add_argument("--json", action="store_true", help="print one JSON object shaped like the validation corpus")
@@ -377,6 +420,15 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--sweep", help="one sweep of the store")
     pl.add_argument("--out", default="results/figures", help="folder for the PNG files")
     pl.set_defaults(func=cmd_plot)
+    rs = sub.add_parser("results", help="export a sweep store (one row per point, parameters as columns)")
+    rs.add_argument("db", help="results .sqlite written by storeloop sweep")
+    rs.add_argument("--sweep", help="only this sweep's rows")
+    fmt = rs.add_mutually_exclusive_group()
+    fmt.add_argument("--csv", metavar="FILE", help="write CSV here")
+    fmt.add_argument("--parquet", metavar="FILE", help="write Parquet here (needs pyarrow)")
+    fmt.add_argument("--json", action="store_true", help="print JSON records")
+    rs.add_argument("--all", action="store_true", help="include stale rows (inputs changed since) and the mappings")
+    rs.set_defaults(func=cmd_results)
     return p
 
 

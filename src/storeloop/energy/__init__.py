@@ -100,9 +100,11 @@ class Registry:
                 errors.append(f"{p.name}: {exc}")
                 continue
             self.misses += 1
-            if path is not None:
+            if path is not None:            # atomic: a reader never sees half a file
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps(asdict(est)))
+                tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(asdict(est)))
+                os.replace(tmp, path)
             return est, p.name
         raise StoreloopError(f"{where}every plug-in for class {cls!r} failed: " + "; ".join(errors))
 

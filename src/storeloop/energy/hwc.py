@@ -2,9 +2,30 @@
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import tempfile
+
 from storeloop.energy import Estimate
 
 PJ, UM2 = 1e12, 1e12          # J -> pJ, m^2 -> um^2
+
+
+@contextlib.contextmanager
+def cacti_scratch():
+    """CACTI's input and output files in a private temporary folder for the duration of one
+    estimate, not in the installed hwcomponents_cacti package (shared by every worker of a sweep,
+    and possibly read-only)."""
+    from hwcomponents_cacti import hwcomponents_cacti as hc
+
+    folder = tempfile.mkdtemp(prefix="storeloop-cacti-")
+    saved = hc._clean_tmp_dir
+    hc._clean_tmp_dir = lambda: folder
+    try:
+        yield folder
+    finally:
+        hc._clean_tmp_dir = saved
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class HwComponentsPlugin:
@@ -22,9 +43,11 @@ class HwComponentsPlugin:
             ensure_cacti()
             width = int(a["width"])
             size = int(a.get("size_bits") or width * int(a["depth"]))
-            m = SRAM(tech_node=tech, width=width, size=size, n_rw_ports=int(a.get("n_rdwr_ports", 1)),
-                     n_banks=int(a.get("n_banks", 1)))
-            return Estimate({"read": m.read().energy * PJ, "write": m.write().energy * PJ}, m.area * UM2,
+            with cacti_scratch():
+                m = SRAM(tech_node=tech, width=width, size=size, n_rw_ports=int(a.get("n_rdwr_ports", 1)),
+                         n_banks=int(a.get("n_banks", 1)))
+                read, write = m.read().energy, m.write().energy
+            return Estimate({"read": read * PJ, "write": write * PJ}, m.area * UM2,
                             m.leak_power, f"hwcomponents-cacti SRAM (CACTI 7) {size} bits x {width}-bit port at "
                                           f"{tech * 1e9:g} nm, per {width}-bit access")
         if cls == "dram":
