@@ -193,3 +193,59 @@ def test_cacti_runs_outside_the_installed_package(tmp_path, monkeypatch):
     assert est.actions["read"] > 0 and est.area_um2 > 0
     after = {os.path.join(d, f) for d, _, fs in os.walk(pkg) for f in fs}
     assert after == before
+
+
+def test_dask_cluster_with_a_killed_worker_stores_every_point_once(tmp_path):
+    """A real `dask scheduler` and two `dask worker` processes on 127.0.0.1; one worker is killed
+    mid-sweep. Every point is stored exactly once, with the results of a local run."""
+    import socket
+    import threading
+
+    pytest.importorskip("dask.distributed")
+    dask = os.path.join(os.path.dirname(sys.executable), "dask")
+    if not os.path.exists(dask):
+        pytest.skip("the dask command is not installed next to this Python")
+    spec = tiny(tmp_path, **{"[512 B, 2 KiB]": "[512 B, 1 KiB, 2 KiB, 4 KiB, 8 KiB, 16 KiB, 32 KiB, 64 KiB]",
+                             "compute.instances: [1, 2]": "compute.instances: [1, 2, 4]"})
+    local = tmp_path / "local.sqlite"
+    run_sweep(load_sweep(spec), local, progress=False)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    addr = f"tcp://127.0.0.1:{port}"
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)]
+    try:
+        time.sleep(2)
+        for _ in range(2):
+            procs.append(subprocess.Popen([dask, "worker", addr, "--nthreads", "1", "--no-dashboard"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+        db = tmp_path / "dask.sqlite"
+        done: dict = {}
+        runner = threading.Thread(target=lambda: done.update(run_sweep(load_sweep(spec), db, dask=addr, progress=False)))
+        runner.start()
+        end = time.monotonic() + 60        # kill a worker once the sweep is under way
+        while time.monotonic() < end and not (db.exists() and _rows(db) >= 3):
+            time.sleep(0.05)
+        os.killpg(procs[1].pid, signal.SIGKILL)
+        at_kill = _rows(db)
+        runner.join(timeout=300)
+        assert not runner.is_alive()
+        assert 3 <= at_kill < len(read_results(local)), "the worker was not killed mid-sweep"
+    finally:
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    got, want = read_results(db), read_results(local)
+    assert len(got) == len(want) and got["key"].is_unique
+    cols = ["key", "status", "cycles", "energy_pJ"]
+    assert got[cols].sort_values("key").reset_index(drop=True).equals(want[cols].sort_values("key").reset_index(drop=True))
+
+
+def _rows(db) -> int:
+    try:
+        return sqlite3.connect(db, timeout=1).execute("select count(*) from points").fetchone()[0]
+    except sqlite3.Error:
+        return 0

@@ -379,6 +379,7 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
                               "order by stale, finished", (sweep.name,)):
         finished.setdefault((p, w), m)
     todo = [t for t in todo if t[0] not in done]
+    started = time.monotonic()
     counts = dict({"points": sweep.size(), "done_before": len(done), "excluded": skipped_constraint, "run": 0},
                   **dict.fromkeys(STATUSES, 0))
 
@@ -390,8 +391,12 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
         counts["run"] += 1
         counts[row["status"]] += 1
         if progress:
-            sys.stderr.write(f"\r{sweep.name}: {counts['run']}/{len(todo)} points ("
-                             + ", ".join(f"{counts[k]} {k}" for k in STATUSES if counts[k] or k in FINAL) + ")")
+            n, total = counts["run"], len(todo)
+            rate = n / max(time.monotonic() - started, 1e-9)
+            eta = (total - n) / rate if rate else 0.0
+            sys.stderr.write(f"\r{sweep.name}: {n}/{total} points ("
+                             + ", ".join(f"{counts[k]} {k}" for k in STATUSES if counts[k] or k in FINAL)
+                             + f") {rate:.1f} points/s, {eta:.0f} s left   ")
             sys.stderr.flush()
 
     def jobs():
