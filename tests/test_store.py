@@ -249,3 +249,21 @@ def _rows(db) -> int:
         return sqlite3.connect(db, timeout=1).execute("select count(*) from points").fetchone()[0]
     except sqlite3.Error:
         return 0
+
+
+def test_two_sweeps_on_one_store_share_the_points(tmp_path):
+    import re
+
+    spec = tiny(tmp_path, **{"[512 B, 2 KiB]": "[512 B, 1 KiB, 2 KiB, 4 KiB, 8 KiB, 16 KiB, 32 KiB, 64 KiB]",
+                             "compute.instances: [1, 2]": "compute.instances: [1, 2, 4]"})
+    db = tmp_path / "r.sqlite"
+    run_sweep(load_sweep(spec), tmp_path / "warm.sqlite", progress=False)     # warm the energy cache
+    cmd = [sys.executable, "-m", "storeloop.cli", "sweep", str(spec), "--db", str(db)]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    ran = [int(re.search(r"(\d+) run now", out).group(1)) for out, _ in outs]
+    total = len(read_results(db))
+    assert total == len(read_results(tmp_path / "warm.sqlite"))
+    assert sum(ran) == total, f"points computed twice: {ran} for {total} points"
+    assert min(ran) > 0, "one sweep did all the work: they did not run together"

@@ -263,7 +263,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     print(f"{sweep.name}: {counts['points']} points in the grid, {counts['done_before']} already in {db}, "
           f"{counts['excluded']} excluded by constraints, {counts['run']} run now "
           f"({counts['ok']} mapped, {counts['invalid']} without a result, errors stored"
-          + "".join(f", {counts[k]} {k}" for k in ("error", "timeout", "interrupted") if counts[k]) + ")")
+          + "".join(f", {counts[k]} {k}" for k in ("error", "timeout", "interrupted") if counts[k]) + ")"
+          + (f"; {counts['taken']} left to another sweep running on this store" if counts["taken"] else ""))
     from storeloop.sweep import best_points, mapped, read_results
 
     names = ["+".join(p) for p, _ in sweep.parameters]

@@ -33,10 +33,12 @@ import itertools
 import json
 import math
 import operator
+import os
 import re
 import sqlite3
 import sys
 import signal
+import socket
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -222,7 +224,8 @@ create table if not exists points (
     lower_bound_cycles integer, gap real, optimal integer, cycles_optimal integer, seconds real,
     clock_hz real, mapping text, error text, finished real,
     stopped text, lower_bound_energy_pJ real, energy_gap real, stale integer default 0,
-    primary key (sweep, key))
+    primary key (sweep, key));
+create table if not exists claims (sweep text, key text, pid integer, host text, t real, primary key (sweep, key));
 """
 # columns added after the first stores were written (added to old stores when they are opened)
 ADDED = {"stopped": "text", "lower_bound_energy_pJ": "real", "energy_gap": "real", "stale": "integer default 0"}
@@ -242,7 +245,7 @@ def open_store(path: str | Path) -> sqlite3.Connection:
     try:
         db = sqlite3.connect(path, timeout=60)
         db.execute("pragma journal_mode=wal")
-        db.execute(SCHEMA)
+        db.executescript(SCHEMA)
     except sqlite3.DatabaseError as exc:
         raise SpecError(f"cannot use it as a results store ({exc})", file=str(path),
                         allowed="a .sqlite file written by storeloop sweep, or a new path") from None
@@ -380,8 +383,8 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
         finished.setdefault((p, w), m)
     todo = [t for t in todo if t[0] not in done]
     started = time.monotonic()
-    counts = dict({"points": sweep.size(), "done_before": len(done), "excluded": skipped_constraint, "run": 0},
-                  **dict.fromkeys(STATUSES, 0))
+    counts = dict({"points": sweep.size(), "done_before": len(done), "excluded": skipped_constraint, "run": 0,
+                   "taken": 0}, **dict.fromkeys(STATUSES, 0))
 
     def store(key: str, row: dict) -> None:
         cols = ["sweep", "key"] + list(row)
@@ -401,6 +404,9 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
 
     def jobs():
         for key, params, w in todo:
+            if not _claim(db, sweep.name, key):
+                counts["taken"] += 1         # another sweep on this store is running it
+                continue
             yield key, (str(sweep.file), params, str(w), neighbour_seeds(sweep, params, w, finished))
 
     try:
@@ -422,8 +428,46 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
     finally:
         if progress and todo:
             sys.stderr.write("\n")
+        db.execute("delete from claims where pid = ? and host = ?", (os.getpid(), socket.gethostname()))
+        db.commit()
         db.close()
     return counts
+
+
+def _claim(db: sqlite3.Connection, sweep: str, key: str) -> bool:
+    """Take a point for this process unless another live sweep holds it (two sweeps of one spec on
+    one store share the points instead of computing each twice). A claim of a process that is gone
+    (same host: no such pid; another host: older than a day) is taken over."""
+    host, pid = socket.gethostname(), os.getpid()
+    db.execute("begin immediate")
+    try:
+        row = db.execute("select pid, host, t from claims where sweep = ? and key = ?", (sweep, key)).fetchone()
+        if row is not None and (row[0], row[1]) != (pid, host) and _alive(*row):
+            db.rollback()
+            return False
+        if row is None:     # a point finished by another sweep since this one started is done
+            st = db.execute("select status, stale from points where sweep = ? and key = ?", (sweep, key)).fetchone()
+            if st is not None and st[0] in FINAL and not st[1]:
+                db.rollback()
+                return False
+        db.execute("insert or replace into claims values (?, ?, ?, ?, ?)", (sweep, key, pid, host, time.time()))
+        db.commit()
+        return True
+    except BaseException:
+        db.rollback()
+        raise
+
+
+def _alive(pid: int, host: str, t: float) -> bool:
+    if host != socket.gethostname():
+        return time.time() - t < 86400
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
 
 
 def _run_pool(workers: int, jobs, store) -> None:
