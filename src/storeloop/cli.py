@@ -148,9 +148,11 @@ def cmd_map(args: argparse.Namespace) -> int:
     constraints = load_constraints(args.constraints, arch, workload) if args.constraints else None
     if args.algorithm not in ALGORITHMS:
         raise SpecError(f"unknown algorithm {args.algorithm!r}", field="--algorithm", allowed=", ".join(ALGORITHMS))
-    if args.time_limit < 0:
+    if not args.time_limit >= 0:               # also nan
         raise SpecError(f"{args.time_limit} is not a number of seconds", field="--time-limit",
                         allowed="seconds > 0, or 0 for no limit")
+    if args.out and Path(args.out).is_dir():
+        raise SpecError("is a folder", file=args.out, field="--out", allowed="a file path for the mapping YAML")
     seeds = [load_mapping(f, arch, workload) for f in args.seed_mapping or []]
     out = map_workload(arch, workload, energy, constraints=constraints, objective=args.objective,
                        algorithm=args.algorithm, time_limit=args.time_limit or None, threads=max(1, args.threads),
@@ -204,7 +206,9 @@ def _scheme_params(args: argparse.Namespace, fn) -> dict:
         try:
             out[key] = integer(value)
         except ExpressionError as exc:
-            raise SpecError(f"{key}: {exc}", field="--param", allowed="an integer") from None
+            raise SpecError(f"{key}: {exc}", field="--param", allowed="a positive integer") from None
+        if out[key] < 1:
+            raise SpecError(f"{key} = {out[key]} must be at least 1", field="--param", allowed="a positive integer")
     return out
 
 

@@ -20,12 +20,13 @@ class SpecError(StoreloopError):
         super().__init__(self.render())
 
     def render(self) -> str:
-        where = self.file or "<input>"
+        on_command_line = self.file is None and (self.field or "").startswith("-")
+        where = self.file or ("command line" if on_command_line else "<input>")
         if self.line is not None:
             where += f":{self.line}"
         text = f"{where}: "
         if self.field:
-            text += f"field '{self.field}': "
+            text += f"option '{self.field}': " if on_command_line else f"field '{self.field}': "
         text += self.message
         if self.allowed:
             text += f"\n  allowed: {self.allowed}"

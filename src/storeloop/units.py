@@ -11,6 +11,7 @@ Decimal prefixes are powers of ten (``GB`` = 10**9 bytes), binary ones powers of
 from __future__ import annotations
 
 import ast
+import math
 import operator
 import re
 
@@ -37,13 +38,29 @@ class ExpressionError(ValueError):
     """An expression that is not plain arithmetic over numbers and unit names."""
 
 
+MAX_TEXT = 1000        # characters of one expression
+MAX_BITS = 1024        # every intermediate value stays below 2**1024 (a total budget, not per operator)
+
+
+def _checked(value: int | float, text: str) -> int | float:
+    if isinstance(value, int) and value.bit_length() > MAX_BITS or \
+            isinstance(value, float) and not math.isfinite(value):
+        raise ExpressionError(f"the value of {text[:60]!r} is out of range (more than 2**{MAX_BITS})")
+    return value
+
+
 def evaluate(text: str, names: dict[str, float] | None = None) -> int | float:
-    """Evaluate an arithmetic expression; integers stay integers when exact."""
+    """Evaluate an arithmetic expression; integers stay integers when exact. Every intermediate
+    value must stay below 2**1024 and the text under 1,000 characters."""
     scope = NAMES if names is None else {**NAMES, **names}
+    if len(text) > MAX_TEXT:
+        raise ExpressionError(f"expression of {len(text):,} characters (at most {MAX_TEXT:,}): {text[:40]!r}...")
     try:
         tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise ExpressionError(f"not an arithmetic expression: {text!r}") from exc
+    except (SyntaxError, ValueError) as exc:
+        raise ExpressionError(f"not an arithmetic expression: {text[:60]!r}") from exc
+    except (RecursionError, MemoryError):
+        raise ExpressionError(f"expression nested too deeply: {text[:40]!r}...") from None
 
     def walk(node: ast.AST) -> int | float:
         if isinstance(node, ast.Expression):
@@ -52,12 +69,15 @@ def evaluate(text: str, names: dict[str, float] | None = None) -> int | float:
             return node.value
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             left, right = walk(node.left), walk(node.right)
-            if isinstance(node.op, ast.Pow) and abs(right) > 256:
-                raise ExpressionError(f"exponent too large in {text!r}")
+            if isinstance(node.op, ast.Pow) and (abs(right) > MAX_BITS or abs(left) > 1 and
+                                                 right * math.log2(abs(left)) > MAX_BITS):
+                raise ExpressionError(f"the value of {text[:60]!r} is out of range (more than 2**{MAX_BITS})")
             try:
-                value = _BINOPS[type(node.op)](left, right)
+                value = _checked(_BINOPS[type(node.op)](left, right), text)
             except ZeroDivisionError as exc:
                 raise ExpressionError(f"division by zero in {text!r}") from exc
+            except (OverflowError, ValueError, TypeError) as exc:
+                raise ExpressionError(f"cannot evaluate {text[:60]!r}: {exc}") from None
             if isinstance(value, float) and value.is_integer() and abs(value) < 2**53 \
                     and isinstance(node.op, ast.Div) and isinstance(left, int) and isinstance(right, int):
                 return int(value)
@@ -70,7 +90,10 @@ def evaluate(text: str, names: dict[str, float] | None = None) -> int | float:
             raise ExpressionError(f"unknown name {node.id!r} in {text!r} (known: {', '.join(sorted(scope))})")
         raise ExpressionError(f"only numbers, + - * / // % ** and unit names are allowed: {text!r}")
 
-    return walk(tree)
+    try:
+        return walk(tree)
+    except RecursionError:
+        raise ExpressionError(f"expression nested too deeply: {text[:40]!r}...") from None
 
 
 def number(value: object) -> int | float:
@@ -78,7 +101,7 @@ def number(value: object) -> int | float:
     if isinstance(value, bool):
         raise ExpressionError(f"expected a number, got {value!r}")
     if isinstance(value, (int, float)):
-        return value
+        return _checked(value, repr(value))
     if isinstance(value, str):
         return evaluate(value)
     raise ExpressionError(f"expected a number or an arithmetic expression, got {value!r}")
@@ -121,8 +144,10 @@ def split_unit(value: object) -> tuple[int | float, str | None]:
 
 
 def bytes_of(value: object, *, default_unit: str = "B") -> float:
-    """A size in bytes from '4 KiB', '64 bits', '2**20 B' or a bare number (default unit)."""
+    """A size in bytes from '4 KiB', '64 bits', '2**20 B' or a bare number (default unit); not negative."""
     amount, unit = split_unit(value)
+    if amount < 0:
+        raise ExpressionError(f"a size cannot be negative, got {value!r}")
     unit = unit or default_unit
     if unit not in SIZE_UNITS:
         raise ExpressionError(f"unknown size unit {unit!r} (allowed: {', '.join(SIZE_UNITS)})")
@@ -152,8 +177,11 @@ def hertz_of(value: object) -> float:
 
 
 def words_per_cycle(value: object, *, word_bits: int, clock_hz: float | None) -> float:
-    """Bandwidth in words/cycle from 'N words/cycle', 'N B/s' style, or a bare number (words/cycle)."""
+    """Bandwidth in words/cycle from 'N words/cycle', 'N B/s' style, or a bare number (words/cycle);
+    it must be positive."""
     amount, unit = split_unit(value)
+    if not amount > 0:
+        raise ExpressionError(f"a bandwidth must be positive, got {value!r}")
     if unit is None or unit in ("words/cycle", "w/cycle"):
         return float(amount)
     if unit.endswith("/cycle"):

@@ -253,9 +253,17 @@ def workload_from_native(doc: LDict) -> Workload:
         bad = set(spec.bits) - set(names)
         if bad:
             raise error_at(doc, ("workload", "bits", sorted(bad)[0]), "not a tensor of the einsum", allowed=", ".join(names))
-        bits = {n: bits_of(spec.bits.get(n, 64)) for n in names}
+
+    def width(value, loc):
+        try:
+            return bits_of(value)
+        except ExpressionError as exc:
+            raise error_at(doc, loc, str(exc), allowed="a positive whole number of bits, e.g. 64 or '8 B'") from None
+
+    if isinstance(spec.bits, dict):
+        bits = {n: width(spec.bits.get(n, 64), ("workload", "bits", n)) for n in names}
     else:
-        bits = {n: bits_of(spec.bits) for n in names}
+        bits = {n: width(spec.bits, ("workload", "bits")) for n in names}
     ts = tuple(Tensor(name=n, ranks=tuple(tuple((dims.index(v.upper()), c) for v, c in rank) for rank in ranks),
                       read_write=rw, bits=bits[n]) for n, ranks, rw in tensors)
     return Workload(name=spec.name, dims=tuple(dims), bounds=tuple(bounds), tensors=ts, einsum=spec.einsum)

@@ -96,26 +96,42 @@ for _tag in TIMELOOP_TAGS:
 
 def loads(text: str, filename: str | None = None) -> Any:
     """Parse YAML text safely into LDict/LList trees (no tags that build objects)."""
-    loader = _Loader(text)
-    loader.filename = filename
+    loader = None
     try:
+        loader = _Loader(text)           # the reader rejects NUL and other control characters here
+        loader.filename = filename
         return loader.get_single_data()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise SpecError(f"not valid YAML: {exc.problem or exc}", file=filename,
                         line=mark.line + 1 if mark else None) from None
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        c = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        raise SpecError(f"not valid YAML: control character U+{c:04X} is not allowed in a YAML file",
+                        file=filename, line=line) from None
     except yaml.YAMLError as exc:
         raise SpecError(f"not valid YAML: {exc}", file=filename) from None
+    except RecursionError:
+        raise SpecError("not valid YAML: nested too deeply", file=filename,
+                        allowed="a few levels of lists and mappings") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load(path: str | Path) -> Any:
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as exc:
         raise SpecError(f"cannot read file: {exc.strerror}", file=str(path)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SpecError(f"byte 0x{data[exc.start]:02x} is not UTF-8 text", file=str(path), line=line,
+                        allowed="UTF-8 text (save the file as UTF-8)") from None
     return loads(text, str(path))
 
 

@@ -1,0 +1,70 @@
+"""Malformed inputs reported at the file, line and field, exit 2, never a traceback (issue 12's
+reproductions: encoding, YAML reader and nesting, arithmetic range, non-positive quantities,
+command-line numbers)."""
+
+import pytest
+
+from conftest import ROOT
+from storeloop.cli import main
+
+ARCH = (ROOT / "arch" / "onionchopper.yaml").read_text()
+WORKLOAD = (ROOT / "workloads" / "onionpir-64GiB.yaml").read_text()
+MAPPING = str(ROOT / "mappings" / "onionchopper-thesis-best.yaml")
+
+ARCH_CASES = {
+    "non-utf8-comment": ("# caf\xe9\n" + ARCH, "latin-1", ":1", "UTF-8"),
+    "nul-byte": ("arch:\x00\n", "utf-8", ":1", "U+0000"),
+    "deep-nesting": ("[" * 20000, "utf-8", "", "nested too deeply"),
+    "float-overflow": (ARCH.replace("capacity: 4 KiB ", "capacity: 1e200**2 B "), "utf-8", ":32", "out of range"),
+    "power-tower": (ARCH.replace("capacity: 4 KiB ", "capacity: ((((2**256)**256)**256)**256)**256 B "), "utf-8",
+                    ":32", "out of range"),
+    "zero-bandwidth": (ARCH.replace("read_bandwidth: 4 ", "read_bandwidth: 0 "), "utf-8", ":35", "positive"),
+    "negative-bandwidth": (ARCH.replace("shared_bandwidth: 10 GB/s", "shared_bandwidth: -10 GB/s"), "utf-8", ":18",
+                           "positive"),
+    "negative-capacity": (ARCH.replace("capacity: 4 KiB ", "capacity: -4 KiB "), "utf-8", ":32", "negative"),
+    "long-expression": (ARCH.replace("capacity: 4 KiB ", "capacity: " + "+".join(["1"] * 600) + " B "), "utf-8",
+                        ":32", "characters"),
+}
+
+
+def check(capsys, code, *needles):
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err and len(err.splitlines()) <= 25
+    for n in needles:
+        assert n in err, err
+
+
+@pytest.mark.parametrize("case", ARCH_CASES, ids=list(ARCH_CASES))
+def test_bad_arch_file(case, tmp_path, capsys):
+    text, encoding, line, what = ARCH_CASES[case]
+    arch = tmp_path / "arch.yaml"
+    arch.write_bytes(text.encode(encoding))
+    wl = tmp_path / "w.yaml"
+    wl.write_text(WORKLOAD)
+    check(capsys, main(["model", str(arch), str(wl), MAPPING]), f"arch.yaml{line}", what)
+
+
+def test_workload_bits_zero_names_the_workload(tmp_path, capsys):
+    wl = tmp_path / "w.yaml"
+    wl.write_text(WORKLOAD.replace("  bits: 64", "  bits: 0"))
+    check(capsys, main(["model", str(ROOT / "arch" / "onionchopper.yaml"), str(wl), MAPPING]), "w.yaml:", "workload.bits")
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["map", "--time-limit", "nan"], "--time-limit"),
+    (["map", "--energy-gap", "nan"], "--energy-gap"),
+    (["map", "--energy-gap", "-1"], "--energy-gap"),
+], ids=["time-limit-nan", "energy-gap-nan", "energy-gap-negative"])
+def test_bad_numbers_on_the_command_line(args, needle, capsys):
+    files = [str(ROOT / "arch" / "onionchopper.yaml"), str(ROOT / "workloads" / "onionpir-1GiB.yaml")]
+    check(capsys, main([args[0], *files, *args[1:]]), "command line", needle)
+
+
+def test_scheme_parameter_must_be_positive(capsys):
+    check(capsys, main(["workload", "onionpir", "--db-size", "1GiB", "--param", "ell=-1"]), "--param", "at least 1")
+
+
+def test_map_out_is_a_folder(tmp_path, capsys):
+    files = [str(ROOT / "arch" / "onionchopper.yaml"), str(ROOT / "workloads" / "onionpir-1GiB.yaml")]
+    check(capsys, main(["map", *files, "--out", str(tmp_path)]), "--out", "folder")
