@@ -68,3 +68,15 @@ def test_scheme_parameter_must_be_positive(capsys):
 def test_map_out_is_a_folder(tmp_path, capsys):
     files = [str(ROOT / "arch" / "onionchopper.yaml"), str(ROOT / "workloads" / "onionpir-1GiB.yaml")]
     check(capsys, main(["map", *files, "--out", str(tmp_path)]), "--out", "folder")
+
+
+@pytest.mark.parametrize("option,allowed", [("objective: dleay", "delay,energy"), ("algorithm: greedy", "exhaustive"),
+                                            ("time_limit: nan", "seconds"), ("energy_gap: -1", "0.001")])
+def test_bad_sweep_mapper_options_stop_before_any_point(option, allowed, tmp_path, capsys):
+    spec = tmp_path / "s.yaml"
+    text = (ROOT / "sweeps" / "thesis-refined.yaml").read_text().replace("../", str(ROOT) + "/")
+    spec.write_text(text.replace("mapper: {time_limit: 10}", "mapper: {time_limit: 10, " + option + "}"
+                                 if not option.startswith("time_limit") else "mapper: {" + option + "}"))
+    db = tmp_path / "r.sqlite"
+    check(capsys, main(["sweep", str(spec), "--db", str(db)]), "s.yaml:", "sweep.mapper", allowed)
+    assert not db.exists()

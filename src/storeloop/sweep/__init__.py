@@ -123,6 +123,16 @@ def load_sweep(path: str | Path) -> Sweep:
     if bad:
         raise error_at(doc, ("sweep", "mapper", sorted(bad)[0]), "unknown mapper option",
                        allowed="time_limit, objective, algorithm, energy_gap")
+    from storeloop.mapper import ALGORITHMS
+    from storeloop.mapper.objective import NAMES
+
+    checks = {"objective": (lambda v: str(v).replace(" ", "") in NAMES, ", ".join(NAMES)),
+              "algorithm": (lambda v: v in ALGORITHMS, ", ".join(ALGORITHMS)),
+              "time_limit": (lambda v: not isinstance(v, bool) and isinstance(v, (int, float)) and v > 0,
+                             "seconds > 0")}
+    for key, (ok, allowed) in checks.items():
+        if key in mapper and not ok(mapper[key]):
+            raise error_at(doc, ("sweep", "mapper", key), f"{mapper[key]!r} is not a valid {key}", allowed=allowed)
     gap = mapper.get("energy_gap", 0)
     if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not 0 <= gap < math.inf:
         raise error_at(doc, ("sweep", "mapper", "energy_gap"), f"{gap!r} is not a relative gap",
