@@ -80,3 +80,25 @@ def test_bad_sweep_mapper_options_stop_before_any_point(option, allowed, tmp_pat
     db = tmp_path / "r.sqlite"
     check(capsys, main(["sweep", str(spec), "--db", str(db)]), "s.yaml:", "sweep.mapper", allowed)
     assert not db.exists()
+
+
+# ---------------------------------------------------------------- generated from the repo's files
+from mutations import cases as _mutations, run as _run  # noqa: E402
+
+MUTATIONS = _mutations()
+
+
+def test_at_least_300_mutated_inputs_in_both_formats():
+    assert len(MUTATIONS) >= 300
+    assert {c.fmt for c in MUTATIONS} == {"native", "timeloop"}
+    assert {c.role for c in MUTATIONS} == {"arch", "workload", "mapping", "ert", "art"}
+
+
+@pytest.mark.parametrize("case", MUTATIONS, ids=[c.id for c in MUTATIONS])
+def test_mutated_input_is_refused_at_its_file(case, tmp_path):
+    code, err, seconds, exc = _run(case, tmp_path)
+    assert exc is None, f"{type(exc).__name__}: {exc}"
+    assert code == 2, f"exit {code} on a malformed {case.role} file"
+    assert "Traceback" not in err and len(err.splitlines()) <= 25, err
+    assert f"mutated-{case.role}.yaml" in err, f"the error does not name the mutated file:\n{err}"
+    assert seconds < 5, f"{seconds:.1f} s"

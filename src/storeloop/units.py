@@ -66,7 +66,7 @@ def evaluate(text: str, names: dict[str, float] | None = None) -> int | float:
         if isinstance(node, ast.Expression):
             return walk(node.body)
         if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-            return node.value
+            return _checked(node.value, text)
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             left, right = walk(node.left), walk(node.right)
             if isinstance(node.op, ast.Pow) and (abs(right) > MAX_BITS or abs(left) > 1 and
@@ -129,7 +129,7 @@ FREQ_UNITS = {"Hz": 1, "KHz": 1e3, "kHz": 1e3, "MHz": 1e6, "GHz": 1e9}
 def split_unit(value: object) -> tuple[int | float, str | None]:
     """``"10 GB/s"`` -> ``(10, "GB/s")``; a bare number has no unit."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value, None
+        return _checked(value, repr(value)), None
     if not isinstance(value, str):
         raise ExpressionError(f"expected a quantity such as '4 KiB' or '10 GB/s', got {value!r}")
     text = value.strip()

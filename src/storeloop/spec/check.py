@@ -34,3 +34,37 @@ def check_mapping(arch: Arch, workload: Workload, mapping: Mapping) -> None:
         if y > fy:
             raise MappingError(f"spatial Y expansion {y} at {arch.levels[li].name} exceeds the mesh Y "
                                f"fanout {fy} to {child}", level=arch.levels[li].name, kind="fanout")
+
+
+# numeric attributes the energy models and Timeloop read, and what each must be
+_COUNTS = ("width", "depth", "entries", "size", "word-bits", "word_bits", "datawidth", "block-size", "block_size",
+           "n_banks", "meshX", "meshY", "cluster-size")
+_PORTS = ("n_rdwr_ports", "n_rd_ports", "n_wr_ports")
+_RATES = ("read_bandwidth", "write_bandwidth", "shared_bandwidth")
+_ENERGIES = ("vector-access-energy", "vector_access_energy")
+
+
+def check_attributes(doc, loc: tuple, attrs: dict) -> None:
+    """Numeric component attributes: counts and widths are positive whole numbers, ports whole
+    numbers >= 0, bandwidths positive, energy overrides finite and >= 0 (errors at the attribute)."""
+    from storeloop.spec.yamlio import error_at
+    from storeloop.units import ExpressionError, number
+
+    for key, value in attrs.items():
+        if key in _COUNTS:
+            want, ok = "a positive whole number", lambda v: float(v).is_integer() and v >= 1
+        elif key in _PORTS:
+            want, ok = "a whole number >= 0", lambda v: float(v).is_integer() and v >= 0
+        elif key in _RATES:
+            want, ok = "a positive number (words/cycle)", lambda v: v > 0
+        elif key in _ENERGIES:
+            want, ok = "a number of pJ >= 0", lambda v: v >= 0
+        else:
+            continue
+        try:
+            v = number(value) if key not in _RATES or not isinstance(value, str) else number(value.split()[0])
+            good = math.isfinite(v) and ok(v)
+        except (ExpressionError, ValueError, IndexError):
+            good = False
+        if not good:
+            raise error_at(doc, loc + (key,), f"attribute {key} = {value!r} is not {want}", allowed=want)

@@ -17,6 +17,7 @@ from storeloop.spec.einsum import EinsumError, parse_einsum
 from storeloop.spec.types import (Arch, ComputeLevel, LevelMapping, Loop, Mapping, StorageLevel, Tensor,
                                   Workload)
 from storeloop.spec.yamlio import LDict, error_at
+from storeloop.spec.check import check_attributes
 from storeloop.units import (ExpressionError, bits_of, bytes_of, hertz_of, integer,
                              words_per_cycle)
 
@@ -179,6 +180,7 @@ def arch_from_native(doc: LDict) -> Arch:
             raise error_at(doc, loc + ("name",), f"level name '{s.name}' is used twice", allowed="unique names")
         names.add(s.name)
         wb = bits_of(s.word_bits)
+        check_attributes(doc, loc + ("attributes",), s.attributes)
 
         def bw(field: str):
             v = getattr(s, field)
@@ -212,6 +214,7 @@ def arch_from_native(doc: LDict) -> Arch:
                                    write_bandwidth=bw("write_bandwidth"), shared_bandwidth=bw("shared_bandwidth"),
                                    page_bytes=page, attributes=dict(s.attributes)))
     c = spec.compute
+    check_attributes(doc, ("arch", "compute", "attributes"), c.attributes)
     if c.instances % levels[-1].instances:
         raise error_at(doc, ("arch", "compute", "instances"),
                        f"{c.instances} compute units cannot be spread over {levels[-1].instances} {levels[-1].name}s",

@@ -13,6 +13,7 @@ from typing import Any
 from storeloop.errors import SpecError
 from storeloop.spec.types import (OFF_CHIP, ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop,
                                   Mapping, StorageLevel, Tensor, Workload)
+from storeloop.spec.check import check_attributes
 from storeloop.spec.yamlio import LDict, error_at
 from storeloop.units import ExpressionError, integer, number
 
@@ -121,6 +122,7 @@ def arch_from_timeloop(doc: LDict) -> Arch:
             inst = mult * k
             a = comp.get("attributes") or {}
             cls = str(comp["class"])
+            check_attributes(doc, cloc + ("attributes",), a)
             try:
                 if cls.lower() in COMPUTE_CLASSES:
                     computes.append(ComputeLevel(
@@ -176,7 +178,14 @@ def workload_from_timeloop(doc: LDict) -> Workload:
         if d not in inst:
             raise error_at(doc, ("problem", "instance"), f"no bound for dimension {d}",
                            allowed=f"a bound for each of {', '.join(dims)}")
-        bounds.append(integer(inst[d]))
+        try:
+            b = integer(inst[d])
+        except ExpressionError as exc:
+            raise error_at(doc, ("problem", "instance", d), str(exc), allowed="a positive whole number") from None
+        if b < 1:
+            raise error_at(doc, ("problem", "instance", d), f"bound {b} of {d} is not positive",
+                           allowed="a positive whole number")
+        bounds.append(b)
     tensors = []
     key = "data_spaces" if "data_spaces" in shape else "data-spaces"          # v0.4 / v0.3
     for i, ds in enumerate(shape.get(key) or []):
@@ -188,7 +197,14 @@ def workload_from_timeloop(doc: LDict) -> Workload:
                 if dim not in dims:
                     raise error_at(doc, ("problem", "shape", key, i, "projection", r),
                                    f"unknown dimension {dim}", allowed=", ".join(dims))
-                coef = integer(coeffs[str(term[1])]) if len(term) > 1 else 1
+                if len(term) > 1 and str(term[1]) not in coeffs:
+                    raise error_at(doc, ("problem", "shape", key, i, "projection", r),
+                                   f"coefficient {term[1]} is not declared",
+                                   allowed=", ".join(coeffs) or "declare it under shape.coefficients")
+                try:
+                    coef = integer(coeffs[str(term[1])]) if len(term) > 1 else 1
+                except ExpressionError as exc:
+                    raise error_at(doc, ("problem", "instance"), f"coefficient {term[1]}: {exc}") from None
                 terms.append((dims.index(dim), coef))
             ranks.append(tuple(terms))
         tensors.append(Tensor(name=str(ds["name"]), ranks=tuple(ranks),
@@ -271,7 +287,7 @@ def _action_energy(actions: list, names: tuple[str, ...]) -> float | None:
             if a.get("name") != want:
                 continue
             args = a.get("arguments")
-            energy = float(a.get("energy", 0.0))
+            energy = float(number(a.get("energy", 0.0)))
             if not args:
                 best = energy if best is None else best
             elif args.get("address_delta") == 1 and args.get("data_delta") == 1:
@@ -279,6 +295,42 @@ def _action_energy(actions: list, names: tuple[str, ...]) -> float | None:
         if best is not None:
             return best
     return None
+
+
+def _check_table(doc, kind: str, name: str) -> None:
+    """An Accelergy ERT (energies per action, with 0/1 delta arguments) or ART (areas): every
+    number finite and >= 0, located at its line."""
+    if doc is None:
+        return
+    tables = (doc.get(kind) or {}).get("tables") if isinstance(doc.get(kind), dict) else None
+    if not isinstance(tables, list) or not tables:
+        raise error_at(doc, (kind,), f"no '{kind}: tables:' list in {name}", allowed="a list of {name, ...} tables")
+
+    def nonneg(value, loc, what):
+        try:
+            v = number(value)
+            good = math.isfinite(v) and v >= 0
+        except (ExpressionError, TypeError):
+            good = False
+        if not good:
+            raise error_at(doc, loc, f"{what} {value!r} is not a number >= 0", allowed=f"a finite {what} >= 0")
+
+    for i, t in enumerate(tables):
+        loc = (kind, "tables", i)
+        if not isinstance(t, dict) or "name" not in t:
+            raise error_at(doc, loc, "a table needs a 'name'", allowed="{name, actions} (ERT) or {name, area} (ART)")
+        if kind == "ART":
+            nonneg(t.get("area", 0.0), loc + ("area",), "area")
+            continue
+        for j, a in enumerate(t.get("actions") or []):
+            aloc = loc + ("actions", j)
+            if not isinstance(a, dict) or "name" not in a:
+                raise error_at(doc, aloc, "an action needs a 'name'", allowed="{name, arguments, energy}")
+            nonneg(a.get("energy", 0.0), aloc + ("energy",), "energy")
+            for arg, v in (a.get("arguments") or {}).items():
+                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                    raise error_at(doc, aloc + ("arguments", arg), f"argument {arg} = {v!r} is not a whole number >= 0",
+                                   allowed="0 or 1 for address_delta and data_delta")
 
 
 def energy_table_from_timeloop(arch: Arch, ert: LDict | None, art: LDict | None,
@@ -289,8 +341,11 @@ def energy_table_from_timeloop(arch: Arch, ert: LDict | None, art: LDict | None,
     the argument-less ones); the compute unit uses ``mac_random`` (else ``compute``/``mac``). A
     ``vector-access-energy`` attribute on a level overrides both, as in Timeloop.
     """
+    _check_table(ert, "ERT", ert_name)
+    _check_table(art, "ART", art_name)
     ert_tables = {_component_key(t["name"]): t.get("actions") or [] for t in (ert or {}).get("ERT", {}).get("tables", [])}
-    art_tables = {_component_key(t["name"]): float(t.get("area", 0.0)) for t in (art or {}).get("ART", {}).get("tables", [])}
+    art_tables = {_component_key(t["name"]): float(number(t.get("area", 0.0)))
+                  for t in (art or {}).get("ART", {}).get("tables", [])}
     storage = {}
     for lvl in arch.levels:
         vae = _attr(lvl.attributes, "vector-access-energy", "vector_access_energy")

@@ -132,7 +132,10 @@ def load(path: str | Path) -> Any:
         line = data.count(b"\n", 0, exc.start) + 1
         raise SpecError(f"byte 0x{data[exc.start]:02x} is not UTF-8 text", file=str(path), line=line,
                         allowed="UTF-8 text (save the file as UTF-8)") from None
-    return loads(text, str(path))
+    doc = loads(text, str(path))
+    if doc is None:
+        raise SpecError("the file has no YAML document (it is empty or only comments)", file=str(path), line=1)
+    return doc
 
 
 def locate(root: Any, loc: tuple[Any, ...]) -> tuple[str | None, int | None]:

@@ -1,0 +1,103 @@
+"""Malformed inputs made by mutating the repository's real files (tests/test_bad_input.py).
+
+Each mutation changes one value on one line of a real input into something no field accepts
+(a word where a number goes, a negative, zero-or-negative factors, nan, infinity, a list, an
+unknown dimension or tensor) or breaks the document (a truncated file, a tab indent, an unknown
+key). Every mutated file must be refused with exit 2 and a one-screen error naming it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CASE = ROOT / "tests" / "corpus" / "thesis__ssd-einsum__pir-onion"
+NATIVE = {"arch": ROOT / "arch" / "onionchopper.yaml", "workload": ROOT / "workloads" / "onionpir-64GiB.yaml",
+          "mapping": ROOT / "mappings" / "onionchopper-thesis-best.yaml",
+          "ert": ROOT / "arch" / "onionchopper.ERT.yaml", "art": ROOT / "arch" / "onionchopper.ART.yaml"}
+TIMELOOP = {"arch": CASE / "arch.yaml", "workload": CASE / "problem.yaml", "mapping": CASE / "mapping.yaml",
+            "ert": CASE / "ERT.yaml", "art": CASE / "ART.yaml"}
+# keys whose values are free-form (names, notes, model attributes that storeloop passes through)
+FREE = {"name", "source", "einsum", "class", "type", "technology", "version", "target", "level", "clock"}
+BAD_NUMBERS = ["abc", "-1", "nan", "1e400", "[1, 2]"]
+BAD_FACTORS = ["{d}=-2", "{d}=0", "{d}=abc", "Z=2", "{d}=1e400"]
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    role: str              # which input of the model command is mutated
+    fmt: str               # "native" or "timeloop"
+    text: str
+
+
+def _numeric_lines(text: str):
+    """(line index, key, value span) of `key: number-ish` lines (not under free-form keys)."""
+    for i, line in enumerate(text.splitlines()):
+        m = re.match(r"^(\s*-?\s*)([\w-]+):\s+([^#\s{\[][^#]*?)\s*(#.*)?$", line)
+        if not m or m.group(2) in FREE:
+            continue
+        value = m.group(3)
+        if re.match(r"^[\d(]", value):
+            yield i, m.group(2), m.span(3)
+
+
+def _factor_lines(text: str):
+    for i, line in enumerate(text.splitlines()):
+        m = re.match(r"^\s*(-\s*)?(temporal|spatial|factors):\s+(.*\w=\d.*)$", line)
+        if m:
+            yield i, m
+
+
+def cases() -> list[Case]:
+    out: list[Case] = []
+    for fmt, files in (("native", NATIVE), ("timeloop", TIMELOOP)):
+        for role, path in files.items():
+            text = path.read_text()
+            lines = text.splitlines()
+            numeric = list(_numeric_lines(text))
+            if role in ("ert", "art"):          # long tables: their first entries stand for the rest
+                numeric = numeric[:6]
+            for i, key, (a, b) in numeric:
+                for bad in BAD_NUMBERS:
+                    new = lines[:]
+                    new[i] = lines[i][:a] + bad + lines[i][b:]
+                    out.append(Case(f"{fmt}-{role}-L{i + 1}-{key}-{bad}", role, fmt, "\n".join(new) + "\n"))
+            for i, m in _factor_lines(text):
+                dim = re.search(r"(\w)=\d", m.group(3)).group(1)
+                for bad in BAD_FACTORS:
+                    new = lines[:]
+                    new[i] = re.sub(rf"\b{dim}=\d+", bad.format(d=dim), lines[i], count=1)
+                    out.append(Case(f"{fmt}-{role}-L{i + 1}-factor-{bad.format(d=dim)}", role, fmt, "\n".join(new) + "\n"))
+            # the document itself: cut in the middle, a tab indent, an unknown key at the top
+            out.append(Case(f"{fmt}-{role}-truncated", role, fmt, text[: len(text) // 2].rsplit("\n", 1)[0] + "\n  x: [\n"))
+            out.append(Case(f"{fmt}-{role}-tab", role, fmt, text.replace("\n  ", "\n\t", 1)))
+            out.append(Case(f"{fmt}-{role}-empty", role, fmt, "# nothing here\n"))
+    return out
+
+
+def run(case: Case, folder: Path) -> tuple[int | None, str, float, BaseException | None]:
+    """(exit code, stderr, seconds, exception that escaped) of ``storeloop model`` on the case."""
+    import contextlib
+    import io
+    import time
+
+    from storeloop.cli import main
+
+    files = dict(NATIVE if case.fmt == "native" else TIMELOOP)
+    bad = folder / f"mutated-{case.role}.yaml"
+    bad.write_text(case.text, encoding="utf-8")
+    files[case.role] = bad
+    err = io.StringIO()
+    t0 = time.monotonic()
+    code, exc = None, None
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = main(["model", str(files["arch"]), str(files["workload"]), str(files["mapping"]),
+                         "--ert", str(files["ert"]), "--art", str(files["art"])])
+        except SystemExit as e:
+            code = e.code
+        except BaseException as e:      # noqa: BLE001 -- a traceback is what the test looks for
+            exc = e
+    return code, err.getvalue(), time.monotonic() - t0, exc
