@@ -15,9 +15,14 @@ ROOT = Path(__file__).resolve().parents[1]
 CASE = ROOT / "tests" / "corpus" / "thesis__ssd-einsum__pir-onion"
 NATIVE = {"arch": ROOT / "arch" / "onionchopper.yaml", "workload": ROOT / "workloads" / "onionpir-64GiB.yaml",
           "mapping": ROOT / "mappings" / "onionchopper-thesis-best.yaml",
-          "ert": ROOT / "arch" / "onionchopper.ERT.yaml", "art": ROOT / "arch" / "onionchopper.ART.yaml"}
+          "ert": ROOT / "arch" / "onionchopper.ERT.yaml", "art": ROOT / "arch" / "onionchopper.ART.yaml",
+          "constraints": ROOT / "mappings" / "onionchopper.constraints.yaml", "sweep": ROOT / "sweeps" / "demo.yaml"}
 TIMELOOP = {"arch": CASE / "arch.yaml", "workload": CASE / "problem.yaml", "mapping": CASE / "mapping.yaml",
-            "ert": CASE / "ERT.yaml", "art": CASE / "ART.yaml"}
+            "ert": CASE / "ERT.yaml", "art": CASE / "ART.yaml",
+            "constraints": ROOT / "mappings" / "onionchopper.timeloop-constraints.yaml"}
+# the subcommands each input is run through
+COMMANDS = {"arch": ("model", "export"), "workload": ("model", "export"), "mapping": ("model", "export"),
+            "ert": ("model",), "art": ("model",), "constraints": ("map",), "sweep": ("sweep",)}
 # keys whose values are free-form (names, notes, model attributes that storeloop passes through)
 FREE = {"name", "source", "einsum", "class", "type", "technology", "version", "target", "level", "clock"}
 BAD_NUMBERS = ["abc", "-1", "nan", "1e400", "[1, 2]"]
@@ -27,9 +32,10 @@ BAD_FACTORS = ["{d}=-2", "{d}=0", "{d}=abc", "Z=2", "{d}=1e400"]
 @dataclass(frozen=True)
 class Case:
     id: str
-    role: str              # which input of the model command is mutated
+    role: str              # which input is mutated
     fmt: str               # "native" or "timeloop"
     text: str
+    command: str = "model"
 
 
 def _numeric_lines(text: str):
@@ -50,12 +56,29 @@ def _factor_lines(text: str):
             yield i, m
 
 
+def _flow_entries(text: str):
+    """(line index, span) of the numbers in `{K: 1, D: "<=64"}`-style flow mappings."""
+    for i, line in enumerate(text.splitlines()):
+        if re.search(r":\s*\{", line) and not line.lstrip().startswith("#"):
+            for m in re.finditer(r"\b[A-Za-z_]\w*:\s*(\"[^\"]*\d\"|\d+)", line):
+                yield i, m.span(1)
+
+
 def cases() -> list[Case]:
     out: list[Case] = []
     for fmt, files in (("native", NATIVE), ("timeloop", TIMELOOP)):
         for role, path in files.items():
             text = path.read_text()
+            if role == "sweep":                 # the copy lives elsewhere: absolute input paths
+                text = text.replace("../", str(ROOT) + "/")
             lines = text.splitlines()
+            first = len(out)
+            if role in ("constraints", "sweep"):
+                for i, (a, b) in _flow_entries(text):
+                    for bad in ("-2", "0", "abc", "1e400"):
+                        new = lines[:]
+                        new[i] = lines[i][:a] + bad + lines[i][b:]
+                        out.append(Case(f"{fmt}-{role}-L{i + 1}-C{a}-{bad}", role, fmt, "\n".join(new) + "\n"))
             numeric = list(_numeric_lines(text))
             if role in ("ert", "art"):          # long tables: their first entries stand for the rest
                 numeric = numeric[:6]
@@ -67,6 +90,8 @@ def cases() -> list[Case]:
             for i, m in _factor_lines(text):
                 dim = re.search(r"(\w)=\d", m.group(3)).group(1)
                 for bad in BAD_FACTORS:
+                    if role == "constraints" and fmt == "timeloop" and bad == "{d}=0":
+                        continue                # Timeloop: a constraint factor 0 leaves the dimension free
                     new = lines[:]
                     new[i] = re.sub(rf"\b{dim}=\d+", bad.format(d=dim), lines[i], count=1)
                     out.append(Case(f"{fmt}-{role}-L{i + 1}-factor-{bad.format(d=dim)}", role, fmt, "\n".join(new) + "\n"))
@@ -74,6 +99,9 @@ def cases() -> list[Case]:
             out.append(Case(f"{fmt}-{role}-truncated", role, fmt, text[: len(text) // 2].rsplit("\n", 1)[0] + "\n  x: [\n"))
             out.append(Case(f"{fmt}-{role}-tab", role, fmt, text.replace("\n  ", "\n\t", 1)))
             out.append(Case(f"{fmt}-{role}-empty", role, fmt, "# nothing here\n"))
+            made = out[first:]
+            out[first:] = [Case(c.id + ("" if cmd == COMMANDS[role][0] else f"-{cmd}"), c.role, c.fmt, c.text, cmd)
+                           for cmd in COMMANDS[role] for c in made]
     return out
 
 
@@ -92,10 +120,17 @@ def run(case: Case, folder: Path) -> tuple[int | None, str, float, BaseException
     err = io.StringIO()
     t0 = time.monotonic()
     code, exc = None, None
+    energy = ["--ert", str(files["ert"]), "--art", str(files["art"])]
+    args = {"model": ["model", str(files["arch"]), str(files["workload"]), str(files["mapping"]), *energy],
+            "export": ["export", str(files["arch"]), str(files["workload"]), str(files["mapping"]),
+                       "--out", str(folder / "export")],
+            # the constraints are Timeloop's or storeloop's; the design is OnionChopper either way
+            "map": ["map", str(NATIVE["arch"]), str(NATIVE["workload"]), "--ert", str(NATIVE["ert"]),
+                    "--art", str(NATIVE["art"]), "--constraints", str(files["constraints"]), "--time-limit", "5"],
+            "sweep": ["sweep", str(files.get("sweep", "")), "--db", str(folder / "sweep.sqlite")]}[case.command]
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         try:
-            code = main(["model", str(files["arch"]), str(files["workload"]), str(files["mapping"]),
-                         "--ert", str(files["ert"]), "--art", str(files["art"])])
+            code = main(args)
         except SystemExit as e:
             code = e.code
         except BaseException as e:      # noqa: BLE001 -- a traceback is what the test looks for

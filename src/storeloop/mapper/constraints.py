@@ -29,20 +29,28 @@ from storeloop.units import ExpressionError, integer
 BOUND_HELP = "an integer factor, '<=N', '>=N' or 'A..B'"
 
 
-def _range(text, doc, loc) -> tuple[int, int]:
+def _range(text, doc, loc, *, free_zero: bool = False) -> tuple[int, int]:
+    """(min, max) factor from '8', '<=8', '>=2' or '1..4'; factors are >= 1 (``free_zero``: a
+    Timeloop factor 0, which leaves the dimension free, gives (0, 0))."""
     s = str(text).replace(" ", "")
     try:
         if s.startswith("<="):
-            return 1, integer(s[2:])
-        if s.startswith(">="):
-            return integer(s[2:]), 1 << 62
-        if ".." in s:
+            lo, hi = 1, integer(s[2:])
+        elif s.startswith(">="):
+            lo, hi = integer(s[2:]), 1 << 62
+        elif ".." in s:
             a, b = s.split("..", 1)
-            return integer(a), integer(b)
-        v = integer(s)
-        return v, v
+            lo, hi = integer(a), integer(b)
+        else:
+            lo = hi = integer(s)
     except ExpressionError as exc:
         raise error_at(doc, loc, str(exc), allowed=BOUND_HELP) from None
+    if free_zero and (lo, hi) == (0, 0):
+        return 0, 0
+    if lo < 1 or hi < lo:
+        raise error_at(doc, loc, f"factor {text!r} is not a factor >= 1", allowed=BOUND_HELP + " with factors >= 1"
+                       + (" (0: free)" if free_zero else ""))
+    return lo, hi
 
 
 def _dim(name, workload: Workload, doc, loc) -> int:
@@ -161,7 +169,7 @@ def _timeloop(doc, arch: Arch, workload: Workload, source: str) -> Constraints:
             if not val:                     # 'N512' form
                 name, val = tok[0], tok[1:]
             d = _dim(name, workload, doc, loc + ("factors",))
-            f = _range(val, doc, loc + ("factors",))
+            f = _range(val, doc, loc + ("factors",), free_zero=True)
             if f != (0, 0):
                 (c.temporal if kind == "temporal" else c.spatial_y if d in y_dims else c.spatial_x)[d] = f
         if perm and kind == "temporal":
