@@ -82,6 +82,60 @@ def test_bad_sweep_mapper_options_stop_before_any_point(option, allowed, tmp_pat
     assert not db.exists()
 
 
+CORPUS = ROOT / "tests" / "corpus" / "thesis__ssd-einsum__pir-onion"
+
+
+@pytest.mark.parametrize("role,edit,needle", [
+    ("mapping", ("permutation: DMNPQJKC", "permutation: XYZ"), "unknown dimension 'X'"),
+    ("mapping", ("permutation: DMNPQJKC", "permutation: DDNPQJKC"), "twice"),
+    ("arch", ("version: 0.3", "version: 0.2"), "version"),
+    ("arch", ("word-bits: 64", "word-bits: 0"), "word-bits"),
+], ids=["permutation-unknown", "permutation-twice", "version-0.2", "word-bits-0"])
+def test_bad_timeloop_inputs(role, edit, needle, tmp_path, capsys):
+    files = {"arch": CORPUS / "arch.yaml", "workload": CORPUS / "problem.yaml", "mapping": CORPUS / "mapping.yaml"}
+    bad = tmp_path / f"{role}.yaml"
+    text = files[role].read_text()
+    assert edit[0] in text
+    bad.write_text(text.replace(edit[0], edit[1], 1))
+    files[role] = bad
+    args = ["model", str(files["arch"]), str(files["workload"]), str(files["mapping"]),
+            "--ert", str(CORPUS / "ERT.yaml"), "--art", str(CORPUS / "ART.yaml")]
+    check(capsys, main(args), f"{role}.yaml:", needle)
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (("bounds: {M: 1,", "bounds: {m: 8, M: 1,"), "same index"),
+    (("= A[m,", "= A[0*m,"), "coefficient 0"),
+], ids=["bounds-case-duplicate", "zero-coefficient"])
+def test_bad_einsum_workloads(edit, needle, tmp_path, capsys):
+    wl = tmp_path / "w.yaml"
+    assert edit[0] in WORKLOAD
+    wl.write_text(WORKLOAD.replace(edit[0], edit[1], 1))
+    check(capsys, main(["model", str(ROOT / "arch" / "onionchopper.yaml"), str(wl), MAPPING]), "w.yaml:", needle)
+
+
+def test_yaml_alias_bomb_is_refused(tmp_path, capsys):
+    lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
+    for prev, name in zip("abcdefgh", "bcdefghi"):
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    lines.append("sweep: {name: bomb, arch: x, workloads: [y], parameters: {levels.SRAM.capacity: *i}}")
+    spec = tmp_path / "bomb.yaml"
+    spec.write_text("\n".join(lines) + "\n")
+    check(capsys, main(["sweep", str(spec), "--db", str(tmp_path / "r.sqlite")]), "bomb.yaml", "aliases")
+
+
+def test_bounds_near_10_to_the_18_are_factored_at_once():
+    import time
+
+    from storeloop.mapper.space import divisors
+
+    t0 = time.monotonic()
+    assert len(divisors(10**18)) == 361 and divisors((2**61 - 1) * (2**31 - 1)) == [1, 2**31 - 1, 2**61 - 1,
+                                                                                  (2**61 - 1) * (2**31 - 1)]
+    assert time.monotonic() - t0 < 1
+    assert all(divisors(n) == [d for d in range(1, n + 1) if n % d == 0] for n in range(1, 500))
+
+
 # ---------------------------------------------------------------- generated from the repo's files
 from mutations import cases as _mutations, run as _run  # noqa: E402
 
@@ -91,7 +145,8 @@ MUTATIONS = _mutations()
 def test_at_least_300_mutated_inputs_in_both_formats():
     assert len(MUTATIONS) >= 300
     assert {c.fmt for c in MUTATIONS} == {"native", "timeloop"}
-    assert {c.role for c in MUTATIONS} == {"arch", "workload", "mapping", "ert", "art"}
+    assert {c.role for c in MUTATIONS} == {"arch", "workload", "mapping", "ert", "art", "constraints", "sweep"}
+    assert {c.command for c in MUTATIONS} == {"model", "export", "map", "sweep"}
 
 
 @pytest.mark.parametrize("case", MUTATIONS, ids=[c.id for c in MUTATIONS])

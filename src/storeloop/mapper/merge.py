@@ -13,20 +13,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from storeloop.mapper.space import Constraints, LevelConstraint
+from storeloop.mapper.space import Constraints, LevelConstraint, prime_factors
 from storeloop.spec.types import LevelMapping, Loop, Mapping, Workload
 
 
 def _primes(n: int) -> list[int]:
-    out, p = [], 2
-    while p * p <= n:
-        while n % p == 0:
-            out.append(p)
-            n //= p
-        p += 1
-    if n > 1:
-        out.append(n)
-    return out
+    return list(prime_factors(n))
 
 
 def _constrained(c: LevelConstraint) -> set[int]:

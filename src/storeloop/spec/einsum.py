@@ -32,6 +32,9 @@ def _parse_tensor(text: str) -> tuple[str, list[list[tuple[str, int]]]]:
             if not t:
                 raise EinsumError(f"index term {term.strip()!r} in {text.strip()!r} is not 'var' or 'N*var'")
             coef = int(t.group(1) or t.group(3) or 1)
+            if coef < 1:
+                raise EinsumError(f"index term {term.strip()!r} in {text.strip()!r} has coefficient {coef}; "
+                                  f"coefficients are whole numbers >= 1")
             terms.append((t.group(2), coef))
         ranks.append(terms)
     return m.group(1), ranks

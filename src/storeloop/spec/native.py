@@ -234,7 +234,12 @@ def workload_from_native(doc: LDict) -> Workload:
     except EinsumError as exc:
         raise error_at(doc, ("workload", "einsum"), str(exc),
                        allowed="OUT[i,j] = IN1[i,k] * IN2[k,j]; indices may be sums like 2*p+r") from None
-    bounds_in = {str(k).upper(): (k, v) for k, v in spec.bounds.items()}
+    bounds_in = {}
+    for k, v in spec.bounds.items():
+        if str(k).upper() in bounds_in:
+            raise error_at(doc, ("workload", "bounds", k), f"'{k}' and '{bounds_in[str(k).upper()][0]}' name the "
+                           f"same index (index names are not case-sensitive)", allowed="each index once")
+        bounds_in[str(k).upper()] = (k, v)
     bounds = []
     for d in dims:
         if d not in bounds_in:

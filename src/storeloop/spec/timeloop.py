@@ -101,7 +101,7 @@ def arch_from_timeloop(doc: LDict) -> Arch:
     if str(root.get("version")) == "0.4" and "nodes" in root:
         doc = _v04_as_tree(doc)
         root = doc["architecture"]
-    if str(root.get("version", "0.3")) not in ("0.3", "0.2"):
+    if str(root.get("version", "0.3")) != "0.3":
         raise error_at(doc, ("architecture", "version"), f"unsupported Timeloop arch version {root.get('version')}",
                        allowed="0.3 (Timeloop v0.3 'subtree/local' format) or 0.4 ('nodes' list)")
     storage: list[StorageLevel] = []
@@ -230,9 +230,14 @@ def _parse_factors(text: str, dims: list[str], doc: Any, loc: tuple) -> dict[str
     return out
 
 
-def _ordered(perm: str, dims: list[str]) -> list[str]:
-    """Dims innermost-first: the permutation, then unlisted dims (as outer loops)."""
-    order = [c for c in perm if c in dims] if all(len(d) == 1 for d in dims) else str(perm).split()
+def _ordered(perm: str, dims: list[str], doc: Any = None, loc: tuple = ()) -> list[str]:
+    """Dims innermost-first: the permutation, then unlisted dims (as outer loops). Every entry
+    must be a problem dimension, each once."""
+    order = [c for c in str(perm) if c.strip()] if all(len(d) == 1 for d in dims) else str(perm).split()
+    bad = [c for c in order if c not in dims]
+    if bad or len(set(order)) != len(order):
+        what = f"unknown dimension {bad[0]!r}" if bad else "a dimension listed twice"
+        raise error_at(doc, loc, f"permutation {perm!r}: {what}", allowed=f"each of {', '.join(dims)} at most once")
     return order + [d for d in dims if d not in order]
 
 
@@ -261,7 +266,7 @@ def mapping_from_timeloop(doc: LDict, arch: Arch, workload: Workload) -> Mapping
             raise error_at(doc, loc + ("type",), f"unknown mapping type {kind!r}",
                            allowed="temporal, spatial, datatype, bypass")
         factors = _parse_factors(e.get("factors", ""), dims, doc, loc + ("factors",))
-        order = _ordered(str(e.get("permutation", "")), dims)
+        order = _ordered(str(e.get("permutation", "")), dims, doc, loc + ("permutation",))
         if kind == "temporal":
             # innermost-first permutation -> our outer->inner order
             temporal[li] = [Loop(dims.index(d), factors.get(d, 1)) for d in reversed(order)]

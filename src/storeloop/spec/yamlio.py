@@ -94,13 +94,35 @@ for _tag in TIMELOOP_TAGS:
     _Loader.add_constructor(_tag, _construct_tagged)
 
 
+MAX_NODES = 1_000_000         # values a document may expand to through aliases (a billion-laughs guard)
+
+
+def _expanded_size(node: yaml.Node, memo: dict) -> int:
+    """Values in ``node`` with every alias expanded (shared nodes counted once per use)."""
+    key = id(node)
+    if key not in memo:
+        memo[key] = 1                 # a recursive alias counts once
+        if isinstance(node, yaml.SequenceNode):
+            memo[key] = 1 + sum(_expanded_size(n, memo) for n in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            memo[key] = 1 + sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+    return min(memo[key], MAX_NODES + 1)
+
+
 def loads(text: str, filename: str | None = None) -> Any:
     """Parse YAML text safely into LDict/LList trees (no tags that build objects)."""
     loader = None
     try:
         loader = _Loader(text)           # the reader rejects NUL and other control characters here
         loader.filename = filename
-        return loader.get_single_data()
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        size = _expanded_size(node, {})
+        if size > MAX_NODES:
+            raise SpecError(f"the YAML expands to more than {MAX_NODES:,} values through its aliases",
+                            file=filename, allowed="a file without alias bombs (&anchor / *alias used sparingly)")
+        return loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise SpecError(f"not valid YAML: {exc.problem or exc}", file=filename,
