@@ -267,3 +267,22 @@ def test_two_sweeps_on_one_store_share_the_points(tmp_path):
     assert total == len(read_results(tmp_path / "warm.sqlite"))
     assert sum(ran) == total, f"points computed twice: {ran} for {total} points"
     assert min(ran) > 0, "one sweep did all the work: they did not run together"
+
+
+def test_a_plugin_that_falls_back_is_named_in_the_row(tmp_path):
+    """The ModMAC plug-in refuses a pipeline stage that misses the clock; the warning it gives
+    when the registry moves on is kept in the point's notes (here no other plug-in prices it)."""
+    arch = (ROOT / "arch" / "onionchopper.yaml").read_text().replace("    class: modmac ", "    class: modmac\n"
+                                                                     "    attributes: {fa_per_stage: 4}\n    #", 1)
+    (tmp_path / "a.yaml").write_text(arch)
+    spec = tmp_path / "s.yaml"
+    spec.write_text(f"""sweep:
+  name: fallback
+  arch: a.yaml
+  workloads: [{ROOT / 'workloads' / 'onionpir-1GiB.yaml'}]
+  parameters:
+    levels.RF.capacity: [32 words]
+""")
+    run_sweep(load_sweep(spec), tmp_path / "r.sqlite", progress=False)
+    row = read_results(tmp_path / "r.sqlite").iloc[0]
+    assert "fa_per_stage" in arch and "storeloop-modmac" in row["notes"] and "clock" in row["notes"]

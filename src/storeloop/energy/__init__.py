@@ -147,6 +147,15 @@ def price(arch: Arch, registry: Registry | None = None) -> tuple[EnergyTable, li
     comps = components(arch)
     for comp in comps:
         comp.estimate, comp.plugin = reg.estimate(comp.cls, comp.attrs, where=f"arch {arch.name}, component {comp.name}: ")
+    from storeloop.spec.types import OFF_CHIP
+
+    for comp in comps:
+        e = comp.estimate
+        zero = [k for k, v in e.actions.items() if v == 0] + \
+            (["area"] if e.area_um2 == 0 and comp.cls.lower() not in {c.lower() for c in OFF_CHIP} else [])
+        if zero:
+            warnings.warn(f"storeloop: {comp.name} ({comp.cls}) is priced 0 for {', '.join(zero)} by "
+                          f"{comp.plugin}: {e.source}")
     storage = {}
     for comp in comps[:-1]:
         e = comp.estimate

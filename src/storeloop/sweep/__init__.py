@@ -41,6 +41,7 @@ import signal
 import socket
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -233,12 +234,13 @@ create table if not exists points (
     cycles integer, energy_pJ real, area_um2 real, on_chip_area_um2 real, computes integer,
     lower_bound_cycles integer, gap real, optimal integer, cycles_optimal integer, seconds real,
     clock_hz real, mapping text, error text, finished real,
-    stopped text, lower_bound_energy_pJ real, energy_gap real, stale integer default 0,
+    stopped text, lower_bound_energy_pJ real, energy_gap real, stale integer default 0, notes text,
     primary key (sweep, key));
 create table if not exists claims (sweep text, key text, pid integer, host text, t real, primary key (sweep, key));
 """
 # columns added after the first stores were written (added to old stores when they are opened)
-ADDED = {"stopped": "text", "lower_bound_energy_pJ": "real", "energy_gap": "real", "stale": "integer default 0"}
+ADDED = {"stopped": "text", "lower_bound_energy_pJ": "real", "energy_gap": "real", "stale": "integer default 0",
+         "notes": "text"}
 # ok: mapped; invalid: the point's arch or workload has no answer; error: something unexpected (its
 # traceback in ``error``); timeout: the time limit ended the search before any mapping;
 # interrupted: Ctrl-C. Only the first two are final; the others run again on resume.
@@ -306,7 +308,19 @@ def point_key(sweep: Sweep, params: dict, workload: Path, context: dict, files: 
 def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ...] = ()) -> dict:
     """Map one point; never raises for a bad point (the error is the result). Runs in workers.
     ``seeds``: mapping YAML texts (of neighbouring points) to start the search from; one that
-    does not fit this point is skipped. The row's status is one of :data:`STATUSES`."""
+    does not fit this point is skipped. The row's status is one of :data:`STATUSES`; warnings
+    (a plug-in that fell back to another, a component priced 0) are kept in its ``notes``."""
+    row = {"params": json.dumps(params, sort_keys=True), "workload": Path(workload).name, "finished": time.time()}
+    with warnings.catch_warnings(record=True) as caught:     # plug-in fallbacks, zero prices: kept in the row
+        warnings.simplefilter("always")
+        _run_point(sweep_file, params, workload, seeds, row)
+    notes = list(dict.fromkeys(str(w.message) for w in caught))
+    if notes:
+        row["notes"] = "\n".join(notes)
+    return row
+
+
+def _run_point(sweep_file: str, params: dict, workload: str, seeds, row: dict) -> None:
     import yaml
 
     from storeloop.energy import price
@@ -316,7 +330,6 @@ def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ..
     from storeloop.spec.yamlio import loads
 
     sweep = load_sweep(sweep_file)
-    row = {"params": json.dumps(params, sort_keys=True), "workload": Path(workload).name, "finished": time.time()}
     try:
         arch = point_arch(sweep, params)
         w = load_workload(workload)
