@@ -157,3 +157,18 @@ def test_mutated_input_is_refused_at_its_file(case, tmp_path):
     assert "Traceback" not in err and len(err.splitlines()) <= 25, err
     assert f"mutated-{case.role}.yaml" in err, f"the error does not name the mutated file:\n{err}"
     assert seconds < 5, f"{seconds:.1f} s"
+
+
+def test_attribute_near_miss_is_refused_and_the_documented_override_is_read(tmp_path, capsys):
+    arch = tmp_path / "a.yaml"
+    arch.write_text(ARCH.replace("vector_access_energy: 20000", "vector_acess_energy: 20000"))
+    check(capsys, main(["model", str(arch), str(ROOT / "workloads" / "onionpir-64GiB.yaml"), MAPPING]),
+          "a.yaml:21", "did you mean 'vector_access_energy'")
+    # the Disk's documented vector_access_energy is what the Disk costs per access
+    from storeloop.energy import price
+    from storeloop.spec.load import load_arch
+
+    arch.write_text(ARCH.replace("vector_access_energy: 20000", "vector_access_energy: 10000"))
+    table = price(load_arch(arch))[0]
+    assert table.storage["Disk"].read_pJ == table.storage["Disk"].write_pJ == 10000
+    assert "vector_access_energy" in table.storage["Disk"].source

@@ -437,7 +437,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _warning_line(message, category, filename, lineno, line=None) -> str:
+    """Warnings from storeloop and its plug-ins as one plain line (no source file and line)."""
+    text = str(message)
+    return (text if text.startswith("storeloop") else f"storeloop: warning: {text}") + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+
+    warnings.formatwarning = _warning_line
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -157,10 +157,16 @@ def price(arch: Arch, registry: Registry | None = None) -> tuple[EnergyTable, li
             warnings.warn(f"storeloop: {comp.name} ({comp.cls}) is priced 0 for {', '.join(zero)} by "
                           f"{comp.plugin}: {e.source}")
     storage = {}
-    for comp in comps[:-1]:
+    for comp, lvl in zip(comps[:-1], arch.levels):
         e = comp.estimate
-        storage[comp.name] = ActionCosts(e.actions.get("read", 0.0), e.actions.get("write", 0.0), e.area_um2,
-                                         f"{comp.plugin}: {e.source}")
+        r, w, src = e.actions.get("read", 0.0), e.actions.get("write", 0.0), f"{comp.plugin}: {e.source}"
+        vae = lvl.attributes.get("vector_access_energy", lvl.attributes.get("vector-access-energy"))
+        if vae is not None:           # as in Timeloop, the arch's per-access energy overrides the model's
+            from storeloop.units import number
+
+            r = w = float(number(vae))
+            src = f"user: vector_access_energy {r:g} pJ per access in the arch (overrides {src})"
+        storage[comp.name] = ActionCosts(r, w, e.area_um2, src)
     ce = comps[-1].estimate
     mac = ce.actions.get("mac", ce.actions.get("compute", ce.actions.get("read", 0.0)))
     table = EnergyTable(storage, ActionCosts(mac, 0.0, ce.area_um2, f"{comps[-1].plugin}: {ce.source}"),
