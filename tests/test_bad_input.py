@@ -172,3 +172,11 @@ def test_attribute_near_miss_is_refused_and_the_documented_override_is_read(tmp_
     table = price(load_arch(arch))[0]
     assert table.storage["Disk"].read_pJ == table.storage["Disk"].write_pJ == 10000
     assert "vector_access_energy" in table.storage["Disk"].source
+
+
+def test_mesh_x_must_divide_the_instances(tmp_path, capsys):
+    arch = tmp_path / "a.yaml"
+    text = ARCH.replace("      class: SRAM\n      instances: 2\n", "      class: SRAM\n      instances: 2\n      mesh_x: 3\n", 1)
+    assert "mesh_x: 3" in text
+    arch.write_text(text)
+    check(capsys, main(["model", str(arch), str(ROOT / "workloads" / "onionpir-64GiB.yaml"), MAPPING]), "a.yaml:", "mesh_x")

@@ -205,6 +205,9 @@ def arch_from_native(doc: LDict) -> Arch:
                 raise error_at(doc, loc + ("page_size",), f"page size {page} B is smaller than a word or not whole",
                                allowed=f"a whole number of bytes >= {wb // 8}")
             page = int(page)
+        if s.mesh_x is not None and s.instances % s.mesh_x:
+            raise error_at(doc, loc + ("mesh_x",), f"mesh_x {s.mesh_x} does not divide the {s.instances} instances",
+                           allowed=f"a divisor of {s.instances}")
         if i > 0 and s.instances % spec.levels[i - 1].instances:
             raise error_at(doc, loc + ("instances",),
                            f"{s.instances} instances cannot be spread over the {spec.levels[i - 1].instances} of the level above",
@@ -215,6 +218,9 @@ def arch_from_native(doc: LDict) -> Arch:
                                    page_bytes=page, attributes=dict(s.attributes)))
     c = spec.compute
     check_attributes(doc, ("arch", "compute", "attributes"), c.attributes)
+    if c.mesh_x is not None and c.instances % c.mesh_x:
+        raise error_at(doc, ("arch", "compute", "mesh_x"), f"mesh_x {c.mesh_x} does not divide the {c.instances} "
+                       f"compute units", allowed=f"a divisor of {c.instances}")
     if c.instances % levels[-1].instances:
         raise error_at(doc, ("arch", "compute", "instances"),
                        f"{c.instances} compute units cannot be spread over {levels[-1].instances} {levels[-1].name}s",
