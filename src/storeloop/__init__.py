@@ -1,0 +1,112 @@
+"""storeloop: design-space exploration for accelerators next to storage and networks.
+
+The Python API, for notebooks and scripts (imported lazily: ``import storeloop`` is instant)::
+
+    import storeloop as sl
+
+    arch = sl.load_arch("arch/onionchopper.yaml")            # storeloop or Timeloop v0.3 YAML
+    work = sl.load_workload("workloads/onionpir-64GiB.yaml")
+    r = sl.evaluate(arch, work, sl.load_mapping("mappings/onionchopper-thesis-best.yaml", arch, work))
+    r.cycles, r.time_s, r.energy_J, r.on_chip_area_mm2         # units in the names
+    best = sl.map(arch, work)                                   # best.mapping, best.result, best.search
+    df = sl.sweep({"name": "mine", "arch": "arch/onionchopper.yaml",
+                   "workloads": ["workloads/onionpir-1GiB.yaml"],
+                   "parameters": {"levels.RF.capacity": ["16 words", "32 words"]}})
+
+Energies come from the plug-ins (CACTI, hwcomponents-library, storeloop's own) unless an energy
+table is given (``sl.load_energy_table(arch, "ERT.yaml", "ART.yaml")``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["load_arch", "load_workload", "load_mapping", "load_energy_table", "price", "evaluate", "map",
+           "sweep", "read_results", "best_points", "__version__"]
+
+if TYPE_CHECKING:                                   # for editors; at run time everything is lazy
+    from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload  # noqa: F401
+    from storeloop.sweep import best_points, read_results  # noqa: F401
+
+_LAZY = {"sweep": None, "load_arch": "storeloop.spec.load", "load_workload": "storeloop.spec.load",
+         "load_mapping": "storeloop.spec.load", "load_energy_table": "storeloop.spec.load",
+         "read_results": "storeloop.sweep", "best_points": "storeloop.sweep"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        if name == "sweep":             # the subpackage, callable: storeloop.sweep(spec) runs one
+            return importlib.import_module("storeloop.sweep")
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("storeloop")
+        except PackageNotFoundError:
+            return "unknown"
+    raise AttributeError(f"module 'storeloop' has no attribute {name!r}")
+
+
+def price(arch):
+    """The :class:`~storeloop.spec.types.EnergyTable` of ``arch`` from the energy plug-ins: pJ per
+    action (per block access for storage, per operation for compute) and µm² per instance, each
+    entry with its source."""
+    from storeloop.energy import price as _price
+
+    return _price(arch)[0]
+
+
+def evaluate(arch, workload, mapping, energy=None):
+    """Cycles, energy and area of one mapping (a :class:`~storeloop.model.evaluate.Result`: ``cycles``,
+    ``time_s``, ``energy_J``, ``area_mm2``, ``on_chip_area_mm2``, per-level ``levels``,
+    ``to_dict()``, ``to_frame()``). ``energy``: an EnergyTable (default: :func:`price`). Raises
+    MappingError when the mapping cannot run on the arch."""
+    from storeloop.model.evaluate import evaluate as _evaluate
+
+    return _evaluate(arch, workload, mapping, energy if energy is not None else price(arch))
+
+
+def map(arch, workload, energy=None, **options):  # noqa: A001 -- the verb users look for
+    """The best mapping of ``workload`` on ``arch`` (a MapResult: ``mapping``, ``result`` as in
+    :func:`evaluate`, ``search``: the report with the lower bounds, gaps and why it stopped).
+    ``options`` are :func:`storeloop.mapper.map_workload`'s: ``objective`` ("delay,energy",
+    "delay", "energy", "edp", "area-energy"), ``time_limit`` (seconds, a safety net),
+    ``energy_gap`` (relative), ``constraints``, ``seeds`` (mappings to start from), ``threads``."""
+    from storeloop.mapper import map_workload
+
+    return map_workload(arch, workload, energy if energy is not None else price(arch), **options)
+
+
+def _sweep(spec, db=None, *, workers: int = 1, progress: bool = False):
+    """Run a sweep and return its current results as a pandas DataFrame (one row per point,
+    parameters as columns, numbers with units also split into ``<param>.value``/``<param>.unit``).
+
+    ``spec``: a sweep YAML path, or the ``sweep:`` mapping as a dict (paths relative to the
+    current folder; it is written to ``results/<name>.sweep.yaml`` next to the store, so the run
+    can be repeated and resumed). ``db``: the store (default ``results/<name>.sqlite``)."""
+    from pathlib import Path
+
+    import yaml
+
+    from storeloop.sweep import load_sweep, mapped, read_results, run_sweep
+
+    if isinstance(spec, dict):
+        doc = dict(spec.get("sweep", spec))
+        for key in ("arch",):
+            if key in doc:
+                doc[key] = str(Path(doc[key]).resolve())
+        doc["workloads"] = [str(Path(w).resolve()) for w in
+                            (doc.get("workloads") if isinstance(doc.get("workloads"), list) else [doc.get("workloads")])]
+        if isinstance(doc.get("energy"), dict):
+            doc["energy"] = {k: str(Path(v).resolve()) for k, v in doc["energy"].items()}
+        path = Path("results") / f"{doc.get('name', 'sweep')}.sweep.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump({"sweep": doc}, sort_keys=False))
+        spec = path
+    s = load_sweep(spec)
+    db = Path(db) if db is not None else Path("results") / f"{s.name}.sqlite"
+    run_sweep(s, db, workers=workers, progress=progress)
+    return mapped(read_results(db, s.name)).reset_index(drop=True)

@@ -288,6 +288,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if left:
         print(f"{left} point(s) timed out before any mapping; run the sweep again (or raise mapper.time_limit)")
     if args.plot:
+        _headless()
         from storeloop.plots import plot_sweep
 
         for path in plot_sweep(db, args.plot, sweep.name):
@@ -337,7 +338,16 @@ def cmd_results(args: argparse.Namespace) -> int:
     return 0
 
 
+def _headless() -> None:
+    """The CLI draws into files: matplotlib's Agg backend (the plot functions never choose one,
+    so notebooks keep their inline backend)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
+    _headless()
     from storeloop.plots import plot_sweep
 
     if not Path(args.db).is_file():

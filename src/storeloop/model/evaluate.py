@@ -94,10 +94,52 @@ class Result:
     compute_area_per_instance_um2: float
     compute_source: str
     levels: list[LevelResult] = field(default_factory=list)   # outermost first
+    clock_hz: float | None = None                               # the arch's clock (for time_s)
 
     @property
     def energy_pJ(self) -> float:
+        """Total energy in picojoules."""
         return self.compute_energy_pJ + sum(lvl.energy_pJ for lvl in self.levels)
+
+    @property
+    def energy_J(self) -> float:
+        """Total energy in joules."""
+        return self.energy_pJ / 1e12
+
+    @property
+    def time_s(self) -> float | None:
+        """Run time in seconds at the arch's clock (None when the arch has no clock)."""
+        return self.cycles / self.clock_hz if self.clock_hz else None
+
+    @property
+    def area_mm2(self) -> float:
+        """Total area in mm² (with the off-chip levels)."""
+        return self.area_um2 / 1e6
+
+    @property
+    def on_chip_area_mm2(self) -> float:
+        """On-chip area in mm² (the thesis's measure)."""
+        return self.on_chip_area_um2 / 1e6
+
+    def to_dict(self) -> dict:
+        """The headline numbers with their units in the keys, plus per-level cycles and energy."""
+        out = {"cycles": self.cycles, "time_s": self.time_s, "energy_J": self.energy_J, "area_mm2": self.area_mm2,
+               "on_chip_area_mm2": self.on_chip_area_mm2, "computes": self.computes,
+               "utilization": self.utilization, "compute_energy_J": self.compute_energy_pJ / 1e12}
+        for lvl in self.levels:
+            out[f"{lvl.name}.cycles"] = lvl.cycles
+            out[f"{lvl.name}.energy_J"] = lvl.energy_pJ / 1e12
+        return out
+
+    def to_frame(self):
+        """Per level and per tensor: reads, fills, updates (totals over instances) and energy in J
+        (a pandas DataFrame)."""
+        import pandas as pd
+
+        rows = [{"level": lvl.name, "tensor": name, "kept": t.kept, "tile_words": t.tile, "reads": t.reads_total,
+                 "fills": t.fills_total, "updates": t.updates_total, "energy_J": t.energy_total_pJ / 1e12}
+                for lvl in self.levels for name, t in lvl.tensors.items()]
+        return pd.DataFrame(rows)
 
     @property
     def area_um2(self) -> float:
@@ -186,7 +228,7 @@ def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTab
                   utilized_compute_instances=nest.utilized_compute_instances,
                   compute_energy_pJ=nest.computes * energy.compute.read_pJ,
                   compute_area_per_instance_um2=energy.compute.area_um2,
-                  compute_source=energy.compute.source, levels=levels)
+                  compute_source=energy.compute.source, levels=levels, clock_hz=arch.clock_hz)
 
 
 def result_to_json(r: Result, arch: Arch) -> dict:

@@ -1,4 +1,5 @@
-"""Figures of a sweep's results, one function per figure (matplotlib, files only: Agg backend).
+"""Figures of a sweep's results, one function per figure (matplotlib; the backend is the caller's:
+the CLI picks Agg, a notebook keeps its inline one).
 
 Each function takes the DataFrame of :func:`storeloop.sweep.read_results` (only its ``ok`` rows
 are drawn) and writes one PNG. :func:`plot_sweep` writes them all for one store.
@@ -8,10 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 
 def _ok(df):

@@ -41,6 +41,7 @@ import signal
 import socket
 import time
 import traceback
+import types
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -542,8 +543,10 @@ def neighbour_seeds(sweep: Sweep, params: dict, workload: Path, finished: dict, 
 
 
 def read_results(db_path: str | Path, sweep: str | None = None):
-    """The store as a pandas DataFrame, one column per parameter. Rows whose inputs have changed
-    since (``stale`` = 1) are included; :func:`best_points` and the figures leave them out."""
+    """The store as a pandas DataFrame, one column per parameter (values as written in the spec; a
+    parameter with units also gets ``<param>.value``, a number, and ``<param>.unit``). Rows whose
+    inputs have changed since (``stale`` = 1) are included; :func:`mapped`, :func:`best_points`
+    and the figures leave them out."""
     import pandas as pd
 
     db = sqlite3.connect(db_path)
@@ -553,7 +556,23 @@ def read_results(db_path: str | Path, sweep: str | None = None):
     finally:
         db.close()
     params = df["params"].map(json.loads).apply(pd.Series) if len(df) else pd.DataFrame()
-    return pd.concat([df, params], axis=1)
+    df = pd.concat([df, params], axis=1)
+    for col in params.columns:                # "10 GB/s" -> 10.0 in <col>.value, "GB/s" in <col>.unit
+        split = [_quantity(v) for v in params[col]]
+        if any(u is not None for _, u in split) and all(v is not None for v, _ in split):
+            df[f"{col}.value"] = [v for v, _ in split]
+            df[f"{col}.unit"] = [u for _, u in split]
+    return df
+
+
+def _quantity(value) -> tuple[float | None, str | None]:
+    from storeloop.units import split_unit
+
+    try:
+        amount, unit = split_unit(value)
+        return float(amount), unit
+    except (ExpressionError, TypeError, ValueError):
+        return None, None
 
 
 def mapped(df):
@@ -573,3 +592,17 @@ def best_points(df):
 
 __all__ = ["Sweep", "best_points", "mapped", "load_sweep", "points", "point_arch", "satisfies", "run_point", "run_sweep", "read_results",
            "open_store"]
+
+
+class _CallableModule(types.ModuleType):
+    """``storeloop.sweep`` is this package and, called, the API's sweep (a name users look for)."""
+
+    def __call__(self, spec, db=None, *, workers: int = 1, progress: bool = False):
+        """Run a sweep (a YAML path or a ``sweep:`` dict) and return its current results as a
+        DataFrame; see :func:`storeloop._sweep`."""
+        from storeloop import _sweep
+
+        return _sweep(spec, db, workers=workers, progress=progress)
+
+
+sys.modules[__name__].__class__ = _CallableModule

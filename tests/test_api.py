@@ -1,0 +1,51 @@
+"""The Python API notebooks use: lazy `import storeloop`, results with units, map, sweep from a dict."""
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+
+def test_import_is_lazy_and_plots_leave_the_backend_alone():
+    code = ("import sys, storeloop; assert 'storeloop.model.evaluate' not in sys.modules; "
+            "import matplotlib; matplotlib.use('svg'); import storeloop.plots; "
+            "assert matplotlib.get_backend() == 'svg', matplotlib.get_backend(); print(storeloop.__version__)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+
+
+def test_evaluate_and_map_with_units():
+    import storeloop as sl
+
+    arch = sl.load_arch(ROOT / "arch" / "onionchopper.yaml")
+    work = sl.load_workload(ROOT / "workloads" / "onionpir-64GiB.yaml")
+    energy = sl.load_energy_table(arch, ROOT / "arch" / "onionchopper.ERT.yaml", ROOT / "arch" / "onionchopper.ART.yaml")
+    r = sl.evaluate(arch, work, sl.load_mapping(ROOT / "mappings" / "onionchopper-thesis-best.yaml", arch, work), energy)
+    assert r.cycles == 13_811_004_212
+    assert r.time_s == pytest.approx(13_811_004_212 / 2e9)
+    assert r.energy_J == pytest.approx(r.energy_pJ / 1e12) and r.energy_J == pytest.approx(182.735, rel=1e-5)
+    d = r.to_dict()
+    assert d["cycles"] == r.cycles and d["Disk.cycles"] == 13_811_004_212 and d["area_mm2"] == pytest.approx(r.area_um2 / 1e6)
+    frame = r.to_frame()
+    assert set(frame["level"]) == {"Disk", "DRAM", "SRAM", "RF"} and frame["energy_J"].sum() == pytest.approx(
+        (r.energy_pJ - r.compute_energy_pJ) / 1e12)
+    best = sl.map(arch, work, energy)
+    assert best.result.cycles == 13_811_004_212 and best.search["stopped"] in ("energy-gap", "optimal")
+
+
+def test_sweep_from_a_dict_returns_a_frame_with_numeric_parameters(tmp_path, monkeypatch):
+    import storeloop as sl
+
+    monkeypatch.chdir(tmp_path)
+    df = sl.sweep({"name": "mine", "arch": str(ROOT / "arch" / "onionchopper.yaml"),
+                   "workloads": [str(ROOT / "workloads" / "onionpir-1GiB.yaml")],
+                   "parameters": {"levels.RF.capacity": ["16 words", "32 words"]},
+                   "energy": {"ert": str(ROOT / "arch" / "onionchopper.ERT.yaml"),
+                              "art": str(ROOT / "arch" / "onionchopper.ART.yaml")}})
+    assert (tmp_path / "results" / "mine.sweep.yaml").is_file() and (tmp_path / "results" / "mine.sqlite").is_file()
+    assert sorted(df["levels.RF.capacity.value"]) == [16.0, 32.0] and set(df["levels.RF.capacity.unit"]) == {"words"}
+    assert (df["status"] == "ok").all() and (df["cycles"] == df["lower_bound_cycles"]).all()
+    # a re-run resumes from the store: same frame
+    assert sl.sweep(tmp_path / "results" / "mine.sweep.yaml")["key"].tolist() == df["key"].tolist()
