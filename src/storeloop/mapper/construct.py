@@ -144,10 +144,6 @@ class Searcher:
         return out
 
     # ------------------------------------------------------------------ construction
-    def _default_order(self, L: int) -> tuple[int, ...]:
-        """Ranks indexing more tensors outermost (ties: larger bound outer)."""
-        return tuple(sorted(range(self.D), key=lambda d: (-sum(self.rel[t][d] for t in range(self.T)), -self.bounds[d], d)))
-
     def construct(self, keep: list[int], stream: int | None) -> State:
         """Bottom-up fill (see the module docstring)."""
         D, n = self.D, self.nlev
@@ -155,7 +151,7 @@ class Searcher:
         tf = [[1] * D for _ in range(n)]
         sx = [[1] * D for _ in range(n)]
         sy = [[1] * D for _ in range(n)]
-        s = State(tf, sx, sy, [self._default_order(L) for L in range(n)], keep)
+        s = State(tf, sx, sy, [tuple(range(D))] * n, keep)         # orders are set at the end
         # ranks the streamed tensor does not index are spread first (multicast), then the rest,
         # larger bounds first
         pref = sorted(range(D), key=lambda d: (stream is not None and self.rel[stream][d], -self.bounds[d], d))
@@ -182,7 +178,7 @@ class Searcher:
                     tf[0][d] = rem[d]
                 break
             for d in pref[::-1]:                 # temporal: ranks the stream indexes grow first
-                lo, hi = self.space.temporal_range(L, d)
+                hi = self.space.temporal_range(L, d)[1]
                 for p in sorted(_primes(rem[d])):
                     if tf[L][d] * p > hi:
                         break
