@@ -95,11 +95,11 @@ def _sweep(spec, db=None, *, workers: int = 1, progress: bool = False):
 
     if isinstance(spec, dict):
         doc = dict(spec.get("sweep", spec))
-        for key in ("arch",):
-            if key in doc:
-                doc[key] = str(Path(doc[key]).resolve())
-        doc["workloads"] = [str(Path(w).resolve()) for w in
-                            (doc.get("workloads") if isinstance(doc.get("workloads"), list) else [doc.get("workloads")])]
+        if "arch" in doc:
+            doc["arch"] = str(Path(doc["arch"]).resolve())
+        if doc.get("workloads") is not None:       # missing: load_sweep says what is needed
+            wl = doc["workloads"] if isinstance(doc["workloads"], list) else [doc["workloads"]]
+            doc["workloads"] = [str(Path(w).resolve()) for w in wl]
         if isinstance(doc.get("energy"), dict):
             doc["energy"] = {k: str(Path(v).resolve()) for k, v in doc["energy"].items()}
         path = Path("results") / f"{doc.get('name', 'sweep')}.sweep.yaml"

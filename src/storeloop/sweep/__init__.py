@@ -193,13 +193,14 @@ def point_arch(sweep: Sweep, params: dict):
     return arch_from_native(_point_doc(sweep, params))
 
 
-def satisfies(sweep: Sweep, params: dict) -> bool:
+def satisfies(sweep: Sweep, params: dict, doc: LDict | None = None) -> bool:
     """The constraints, read from the point's arch fields (before the arch is validated, so
-    they can exclude points that would not even be valid architectures)."""
+    they can exclude points that would not even be valid architectures). ``doc``: the point's
+    arch document when the caller has it already."""
     from storeloop.spec.native import capacity_words
     from storeloop.units import bits_of
 
-    a = _point_doc(sweep, params)["arch"]
+    a = (doc if doc is not None else _point_doc(sweep, params))["arch"]
     nodes = {str(lvl.get("name")): lvl for lvl in a.get("levels") or []}
     nodes[str(a["compute"].get("name"))] = a["compute"]
 
@@ -295,14 +296,17 @@ def run_context(sweep: Sweep) -> dict:
     return {"mapper": sweep.mapper, "energy": energy, "storeloop": ver("storeloop")}
 
 
-def point_key(sweep: Sweep, params: dict, workload: Path, context: dict, files: dict | None = None) -> str:
+def point_key(sweep: Sweep, params: dict, workload: Path, context: dict, files: dict | None = None,
+              doc: LDict | None = None) -> str:
     """A hash of everything that decides the point's result: its parameters, the arch after
-    substitution, the workload file's content and ``context`` (:func:`run_context`). A changed
-    input gives a new key, so the point runs again and the old row is kept, marked stale."""
+    substitution (``doc`` when the caller has it), the workload file's content and ``context``
+    (:func:`run_context`). A changed input gives a new key, so the point runs again and the old
+    row is kept, marked stale."""
     files = {} if files is None else files
     if workload not in files:
         files[workload] = _digest(Path(workload).read_bytes())
-    payload = {"params": params, "arch": _point_doc(sweep, params), "workload": files[workload], **context}
+    arch = doc if doc is not None else _point_doc(sweep, params)
+    payload = {"params": params, "arch": arch, "workload": files[workload], **context}
     return _digest(json.dumps(payload, sort_keys=True, default=str).encode())
 
 
@@ -389,10 +393,11 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
     context, files = run_context(sweep), {}
     todo, current, skipped_constraint = [], [], 0
     for params, w in points(sweep):
-        if not satisfies(sweep, params):
+        doc = _point_doc(sweep, params)          # one substitution per point, for both uses
+        if not satisfies(sweep, params, doc):
             skipped_constraint += 1
             continue
-        key = point_key(sweep, params, w, context, files)
+        key = point_key(sweep, params, w, context, files, doc)
         current.append(key)
         todo.append((key, params, w))        # an invalid arch is run anyway: its error is stored
     db.execute("create temp table current (key text primary key)")
@@ -501,17 +506,18 @@ def _run_pool(workers: int, jobs, store) -> None:
 
     pool = ProcessPoolExecutor(workers, initializer=_worker_init)
     running: dict = {}
-    try:
-        for key, args in jobs:
-            running[pool.submit(run_point, *args)] = key
-            while len(running) >= 2 * workers:
-                ready, _ = wait(running, return_when=FIRST_COMPLETED)
-                for fut in ready:
-                    store(running.pop(fut), fut.result())
-        while running:
+
+    def drain(limit: int) -> None:          # store finished points until at most ``limit`` run
+        while len(running) > limit:
             ready, _ = wait(running, return_when=FIRST_COMPLETED)
             for fut in ready:
                 store(running.pop(fut), fut.result())
+
+    try:
+        for key, args in jobs:
+            running[pool.submit(run_point, *args)] = key
+            drain(2 * workers - 1)
+        drain(0)
         pool.shutdown()
     except BaseException:
         for proc in list(getattr(pool, "_processes", {}).values()):
