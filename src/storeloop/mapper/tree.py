@@ -12,7 +12,7 @@ each tensor's parent level are final; what is still open are reads of the innerm
 and those are bounded below by the words that would enter ``depth + 1`` (any deeper child must
 receive at least that much). Per-level traffic over bandwidth and the compute product give a cycle
 lower bound; the final counts so far plus the open bounds give an energy lower bound. Leaves are
-priced with :func:`storeloop.model.batch.level_costs`, the exact arithmetic of the model.
+priced with :mod:`storeloop.model.costs`, the model's own cost kernel.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from storeloop.mapper.space import MapSpace, divisors
-from storeloop.model.batch import level_costs
+from storeloop.model import costs
 from storeloop.spec.types import EnergyTable, Mapping
 
 RD, FL, UP = 0, 1, 2
@@ -120,13 +120,6 @@ class Tree:
             going &= part[:, d] == full[d]
         return run
 
-    def _page_ratio(self, L: int, run: int) -> tuple[int, int]:
-        """Words moved per word of a tile read in runs of ``run`` words, as a reduced fraction."""
-        bits, page = self.arch.levels[L].word_bits, self.pages[L]
-        num, den = -(-run * bits // (8 * page)) * 8 * page, bits * run
-        g = math.gcd(num, den)
-        return num // g, den // g
-
     def _page_factor(self, L: int, runs: np.ndarray, bound: bool = False) -> np.ndarray:
         """Per row, the factor for runs (exact), or its lower bound over any sub-tile (``bound``)."""
         pw = self.pages[L] * 8 / self.arch.levels[L].word_bits
@@ -136,11 +129,7 @@ class Tree:
 
     def _paged(self, L: int, count, run: int):
         """``count`` words of child tiles with runs of ``run`` words, in whole pages (exact)."""
-        num, den = self._page_ratio(L, run)
-        c = np.asarray(count, dtype=np.int64)
-        if c.size and int(c.max()) * num >= 2**62:
-            return np.array([-(-int(x) * num // den) for x in c.ravel()], dtype=object).reshape(c.shape).astype(np.int64)
-        return -(-(c * num) // den)
+        return costs.paged(count, costs.page_ratio(run, self.arch.levels[L].word_bits, self.pages[L]))
 
     def lower_bound(self) -> tuple[int, dict]:
         """Cycles no mapping can beat: compulsory traffic of the backing level, and compute (exact)."""
@@ -370,14 +359,9 @@ class Tree:
                 continue
             pl = int(last[t])
             a, p = int(rows["arr"][j, t]), int(rows["part"][j, t])
-            via = a * int(scat[t])
-            if self.rw[t]:
-                cnt[pl, t, UP] = via
-                cnt[pl, t, RD] = via - int(partl[t])
-                cnt[L1, t, FL] = a - p
-            else:
-                cnt[pl, t, RD] = via
-                cnt[L1, t, FL] = a
+            cnt[pl, t, RD], _, cnt[pl, t, UP] = costs.keeper_accesses(self.rw[t], a * int(scat[t]), 0,
+                                                                     int(partl[t]), False)
+            cnt[L1, t, FL] = costs.keeper_accesses(self.rw[t], 0, a, p, True)[1]
             if pl in self.pages:
                 run = int(self._runs(t, n.spans[pl], rows["rem"][j])[0])
                 for act in (RD, UP):
@@ -407,13 +391,9 @@ class Tree:
                              self._last_index(rows["sy"] > 1))
         for t in range(T):
             pl = int(n.last[t])
-            irr = np.append(~self.rel[t], False)[inner_dim]           # inner_dim -1: no spatial loop
-            ca = np.where(irr, rows["rep"][:, t], cc) * rows["scat"][:, t]
-            if self.rw[t]:
-                cnt[:, pl, t, UP] = ca
-                cnt[:, pl, t, RD] = ca - n.partl[t]
-            else:
-                cnt[:, pl, t, RD] = ca
+            only = costs.changes_only(inner_dim >= 0, np.append(self.rel[t], True)[inner_dim])
+            ca = costs.unit_deliveries(only, rows["rep"][:, t], cc) * rows["scat"][:, t]
+            cnt[:, pl, t, RD], _, cnt[:, pl, t, UP] = costs.keeper_accesses(self.rw[t], ca, 0, n.partl[t], False)
             if pl in self.pages:       # the compute units take one element at a time: runs of 1
                 for act in (RD, UP):
                     cnt[:, pl, t, act] = self._paged(pl, cnt[:, pl, t, act], 1)
@@ -421,7 +401,9 @@ class Tree:
         cycles = cc.copy()
         energy = np.full(m, self.compute_pJ)
         for L, lvl in enumerate(self.arch.levels):
-            e, lc = level_costs(lvl, self.costs[L], cnt[:, L, :, RD].T, cnt[:, L, :, FL].T, cnt[:, L, :, UP].T, cc)
+            c = self.costs[L]
+            e, lc = costs.level_costs(lvl, c.read_pJ, c.write_pJ, cnt[:, L, :, RD].T, cnt[:, L, :, FL].T,
+                                      cnt[:, L, :, UP].T, cc)
             energy = energy + e * n.util[L]
             cycles = np.maximum(cycles, lc)
         i = objective.argbest(cycles, energy)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from storeloop.model import costs
 from storeloop.spec.types import Arch, EnergyTable, LevelMapping, Loop, Mapping, Workload
 
 
@@ -131,15 +132,14 @@ class BatchModel:
             idx = np.where(rel_t, col[None, :] + 1, 0)
             rep = [np.take_along_axis(prefix, idx[:, :first[L]].max(axis=1, initial=0)[:, None], axis=1)[:, 0]
                    for L in range(nlev + 1)]
-            changes_only = inner_sp & ~relevant[last_s]      # the units see t only when it changes
+            changes_only = costs.changes_only(inner_sp, relevant[last_s])
             sp_rel = np.where(sp & relevant, F, 1)
             kept = [L for L in range(nlev) if structure.keep[L] is None or name in structure.keep[L]]
-            tiles, arrivals = {}, {}
+            arrivals = {}
             for L in kept:
                 tile = np.ones(rows, dtype=np.int64)
                 for d in dims:
                     tile = tile * inner[L, d]
-                tiles[L] = tile
                 used[L] += tile
                 arrivals[L] = tile * rep[L]
             for k, L in enumerate(kept):
@@ -148,20 +148,14 @@ class BatchModel:
                 if child < nlev:
                     ca = arrivals[child]
                 else:
-                    ca = np.where(changes_only, rep[nlev], compute_cycles)
+                    ca = costs.unit_deliveries(changes_only, rep[nlev], compute_cycles)
+                part = 0
                 if rw:
                     part = np.ones(rows, dtype=np.int64)
                     for d in dims:
                         part = part * (self.workload.bounds[d] // above[L, d])
-                    upd = ca * scatter
-                    updates[L, ti] = upd
-                    reads[L, ti] = upd - part
-                    if k > 0:
-                        fills[L, ti] = arrivals[L] - part
-                else:
-                    reads[L, ti] = ca * scatter
-                    if k > 0:
-                        fills[L, ti] = arrivals[L]
+                reads[L, ti], fills[L, ti], updates[L, ti] = costs.keeper_accesses(rw, ca * scatter, arrivals[L],
+                                                                                   part, k > 0)
 
         compute_cycles = compute_cycles * self.arch.compute.cycles_per_op    # from here on: time
         cycles = compute_cycles.copy()
@@ -170,36 +164,10 @@ class BatchModel:
         for L, lvl in enumerate(self.arch.levels):
             if lvl.size_words is not None:
                 valid &= used[L] <= lvl.size_words
-            e, lc = level_costs(lvl, self.costs[L], reads[L], fills[L], updates[L], compute_cycles)
+            c = self.costs[L]
+            e, lc = costs.level_costs(lvl, c.read_pJ, c.write_pJ, reads[L], fills[L], updates[L], compute_cycles)
             energy = energy + e * utilized[L]
             level_cycles[:, L] = lc
             cycles = np.maximum(cycles, lc)
         cycles = np.where(valid, cycles, 0)
         return BatchResult(cycles, np.where(valid, energy, np.inf), valid, level_cycles)
-
-
-def level_costs(lvl, c, reads, fills, updates, compute_cycles):
-    """Energy per instance and cycles of one level, per row, from per-tensor access counts.
-
-    ``reads``/``fills``/``updates`` are indexed [tensor, row]. Same operations in the same order as
-    the reference model (per-block energy; Timeloop's bandwidth throttling in double precision).
-    """
-    cc = compute_cycles.astype(np.float64)
-    rows = cc.shape[0]
-    b = lvl.block_size
-    rb = np.zeros(rows)
-    wb = np.zeros(rows)
-    e = np.zeros(rows)
-    for rd, fl, up in zip(reads, fills, updates):
-        rb = rb + rd / cc
-        wb = wb + (up + fl) / cc
-        e = e + (-(-rd // b)) * c.read_pJ + (-(-fl // b)) * c.write_pJ + (-(-up // b)) * c.write_pJ
-    slow = np.ones(rows)
-    if lvl.read_bandwidth is not None:
-        slow = np.where(lvl.read_bandwidth < rb, np.minimum(slow, lvl.read_bandwidth / np.maximum(rb, 1e-300)), slow)
-    if lvl.write_bandwidth is not None:
-        slow = np.where(lvl.write_bandwidth < wb, np.minimum(slow, lvl.write_bandwidth / np.maximum(wb, 1e-300)), slow)
-    if lvl.shared_bandwidth is not None:
-        tot = rb + wb
-        slow = np.where(lvl.shared_bandwidth < tot, np.minimum(slow, lvl.shared_bandwidth / np.maximum(tot, 1e-300)), slow)
-    return e, np.ceil(cc / slow).astype(np.int64)

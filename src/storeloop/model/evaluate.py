@@ -1,16 +1,9 @@
 """Cycles, energy and area of a mapping, on top of the nest analysis.
 
-Bandwidth and energy follow Timeloop v3.0.3 (``BufferLevel::ComputePerformance`` and the
-per-data-space vector-access energy), so results agree with it number for number:
-
-* per level, the unconstrained read (write) bandwidth is the sum over data spaces of
-  ``reads / compute_cycles`` (``(fills + updates) / compute_cycles``), per instance; the level is
-  slowed by ``bandwidth / demand`` where a read, write or shared (read + write) bandwidth is
-  exceeded, and its cycles are ``ceil(compute_cycles / slowdown)`` in double precision;
-* total cycles are the slowest of the compute units and every level;
-* per data space and instance, energy is
-  ``ceil(reads/B)·E_read + ceil(fills/B)·E_write + ceil(updates/B)·E_write`` (B: block size);
-* area is per-instance area × instances, for every level and the compute units.
+Bandwidth throttling and per-block energy are :mod:`storeloop.model.costs`'s (Timeloop v3.0.3's
+``BufferLevel::ComputePerformance`` and vector-access energies), so results agree with it number for
+number; total cycles are the slowest of the compute units and every level, and
+area is per-instance area × instances, for every level and the compute units.
 
 Beyond Timeloop (both off by default, so Timeloop inputs give Timeloop's numbers):
 
@@ -28,9 +21,9 @@ from fractions import Fraction
 from dataclasses import dataclass, field
 
 from storeloop.errors import MappingError
+from storeloop.model import costs
 from storeloop.model.nest import NestAnalysis, analyze
 from storeloop.spec.types import OFF_CHIP, Arch, EnergyTable, Mapping, Workload
-from storeloop.units import ceil_div
 
 
 @dataclass(slots=True)
@@ -170,25 +163,8 @@ def check_capacity(arch: Arch, nest: NestAnalysis) -> None:
                 level=lvl.name, tensor=worst[0], kind="capacity")
 
 
-def level_cycles(lvl, stats: dict, compute_cycles: int) -> tuple[int, float]:
-    """Timeloop's bandwidth throttling for one level: (cycles, slowdown)."""
-    read_bw = 0.0
-    write_bw = 0.0
-    for st in stats.values():
-        read_bw += st.reads / compute_cycles
-        write_bw += (st.updates + st.fills) / compute_cycles
-    slowdown = 1.0
-    if lvl.read_bandwidth is not None and lvl.read_bandwidth < read_bw:
-        slowdown = min(slowdown, lvl.read_bandwidth / read_bw)
-    if lvl.write_bandwidth is not None and lvl.write_bandwidth < write_bw:
-        slowdown = min(slowdown, lvl.write_bandwidth / write_bw)
-    if lvl.shared_bandwidth is not None and lvl.shared_bandwidth < read_bw + write_bw:
-        slowdown = min(slowdown, lvl.shared_bandwidth / (read_bw + write_bw))
-    return int(math.ceil(compute_cycles / slowdown)), slowdown
-
-
 def exact_cycles(r: Result, arch: Arch) -> Fraction:
-    """``r``'s run time in exact rational arithmetic. Timeloop's throttling (and :func:`level_cycles`)
+    """``r``'s run time in exact rational arithmetic. Timeloop's throttling (and :func:`storeloop.model.costs.throttle`)
     is floating point, which can round a bandwidth-bound time that is an exact integer up by one
     cycle; this is the time that the rounding started from."""
     out = Fraction(r.compute_cycles)
@@ -209,19 +185,19 @@ def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTab
     compute_cycles = nest.compute_cycles * arch.compute.cycles_per_op
     cycles = compute_cycles
     for lvl, st in zip(arch.levels, nest.levels):
-        cyc, slowdown = level_cycles(lvl, st.tensors, compute_cycles)
+        ts = st.tensors.values()
+        cyc, slowdown = costs.throttle(lvl, [t.reads for t in ts], [t.fills for t in ts], [t.updates for t in ts],
+                                       compute_cycles)
         cycles = max(cycles, cyc)
-        costs = energy.storage[lvl.name]
-        b = lvl.block_size
+        price = energy.storage[lvl.name]
         tensors = {}
         for name, t in st.tensors.items():
-            e = (ceil_div(t.reads, b) * costs.read_pJ + ceil_div(t.fills, b) * costs.write_pJ
-                 + ceil_div(t.updates, b) * costs.write_pJ)
+            e = costs.access_energy(t.reads, t.fills, t.updates, lvl.block_size, price.read_pJ, price.write_pJ)
             tensors[name] = TensorResult(t.kept, t.tile, t.partition,
                                          st.utilized_instances,
                                          t.reads, t.fills, t.updates, e if t.kept else 0.0)
         levels.append(LevelResult(lvl.name, lvl.cls, lvl.instances, st.utilized_instances, cyc, slowdown,
-                                  costs.area_um2, costs.source, tensors))
+                                  price.area_um2, price.source, tensors))
     c = arch.compute
     return Result(cycles=cycles, computes=nest.computes, compute_cycles=compute_cycles,
                   compute_name=c.name, compute_instances=c.instances,

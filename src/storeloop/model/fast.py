@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 from storeloop.errors import MappingError
+from storeloop.model import costs
 from storeloop.spec.check import check_mapping
 from storeloop.model.evaluate import evaluate as reference_evaluate
 from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
@@ -42,8 +43,7 @@ class FastModel:
         self.levels = []
         for lvl in arch.levels:
             c = energy.storage[lvl.name]
-            self.levels.append((lvl.size_words, lvl.block_size, c.read_pJ, c.write_pJ,
-                                lvl.read_bandwidth, lvl.write_bandwidth, lvl.shared_bandwidth))
+            self.levels.append((lvl.size_words, c.read_pJ, c.write_pJ))
         self.compute_pJ = workload.macs * energy.compute.read_pJ
         self.fanouts = [arch.fanout(i) for i in range(self.nlev)]
         self.bounds = list(workload.bounds)
@@ -148,48 +148,30 @@ class FastModel:
                     scatter *= sp_rel[j]
                 if child < nlev:
                     ca = arrivals[child]
-                elif inner_dim >= 0 and not (mask >> inner_dim) & 1:
-                    ca = rep[nlev]       # delivered only when the operand changes (nest.py)
-                else:
-                    ca = compute_cycles
+                else:                    # the compute units (costs.unit_deliveries)
+                    ca = costs.unit_deliveries(costs.changes_only(inner_dim >= 0, inner_dim >= 0 and (mask >> inner_dim) & 1),
+                                               rep[nlev], compute_cycles)
+                part = 0
                 if rw:
-                    part = 1
                     arow = above[L]
+                    part = 1
                     for d in dims:
                         part *= bounds[d] // arow[d]
-                    upd = ca * scatter
-                    updates[L][ti] = upd
-                    reads[L][ti] = upd - part
-                    fills[L][ti] = arrivals[L] - part if k > 0 else 0
-                else:
-                    reads[L][ti] = ca * scatter
-                    fills[L][ti] = arrivals[L] if k > 0 else 0
+                reads[L][ti], fills[L][ti], updates[L][ti] = costs.keeper_accesses(
+                    rw, ca * scatter, arrivals[L], part, k > 0)
 
         compute_cycles *= self.arch.compute.cycles_per_op      # from here on: time
         cycles = compute_cycles
         energy = self.compute_pJ
         level_cycles = []
         for L in range(nlev):
-            size, b, er, ew, rbw, wbw, sbw = self.levels[L]
+            size, er, ew = self.levels[L]
             if size is not None and used[L] > size:
                 raise MappingError(f"couldn't map level {self.arch.levels[L].name}: mapped tile size "
                                    f"{used[L]} exceeds buffer capacity {size}",
                                    level=self.arch.levels[L].name, kind="capacity")
-            rb = wb = 0.0
-            e = 0.0
-            for rd, fl, up in zip(reads[L], fills[L], updates[L]):
-                rb += rd / compute_cycles
-                wb += (up + fl) / compute_cycles
-                e += (-(-rd // b)) * er + (-(-fl // b)) * ew + (-(-up // b)) * ew
+            e, c = costs.level_costs(self.arch.levels[L], er, ew, reads[L], fills[L], updates[L], compute_cycles)
             energy += e * utilized[L]
-            slow = 1.0
-            if rbw is not None and rbw < rb:
-                slow = min(slow, rbw / rb)
-            if wbw is not None and wbw < wb:
-                slow = min(slow, wbw / wb)
-            if sbw is not None and sbw < rb + wb:
-                slow = min(slow, sbw / (rb + wb))
-            c = int(math.ceil(compute_cycles / slow))
             level_cycles.append(c)
             if c > cycles:
                 cycles = c

@@ -23,17 +23,10 @@ number of utilized instances. The semantics, checked against real Timeloop v3.0.
   fewer words and the children read what they forward (see ``_link_transfers``).
 * Partitions (the share of a tensor one instance owns) follow Timeloop's chain: the parent's
   partition times the tile over the tile of all siblings (``_partitions``).
-* Operands at the compute units (Timeloop's compute-level deltas): when the nest ends in spatial
-  loops of the innermost level (its fanout to the compute units), the units under the innermost
-  of those loops share one delta state, so a tensor that loop does not index is delivered only
-  when its operand changes between consecutive temporal iterations (``_point_changes``: e.g.
-  ``R[i,j]`` under ``T`` innermost is read once per ``(i, j)``); a tensor it indexes, or any
-  tensor when the innermost loop is temporal, is read once per compute. Multicast to units that
-  need the same word counts once.
-* Outputs (read-write tensors): a level's updates are its child's write-backs (spatial reductions
-  merged); its reads are updates minus the partition it owns, because the first write of an
-  element needs no read (Timeloop's first-read elision). A child's output fills likewise skip the
-  first residency of each element.
+* What a keeper's counts become -- which operands reach the compute units only when they change
+  (Timeloop's compute-level deltas, found with ``_point_changes`` here), the reads, fills and
+  updates of outputs (first-read elision), page rounding -- is :mod:`storeloop.model.costs`'s,
+  the one cost kernel every evaluator and the mapper call.
 """
 
 from __future__ import annotations
@@ -43,6 +36,7 @@ import math
 from fractions import Fraction
 from dataclasses import dataclass
 
+from storeloop.model import costs
 from storeloop.spec.check import check_mapping
 from storeloop.spec.types import Arch, Mapping, Tensor, Workload
 
@@ -148,10 +142,10 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
             scatter = math.prod(f for _, d, f in between if d in relevant)
             if child < nlev:
                 child_arrivals = arrivals[child]
-            elif inner_dim is not None and inner_dim not in relevant:
-                child_arrivals = _point_changes(t, loops, stride)
             else:
-                child_arrivals = compute_cycles
+                only = costs.changes_only(inner_dim is not None, inner_dim in relevant)
+                child_arrivals = costs.unit_deliveries(only, _point_changes(t, loops, stride) if only else 0,
+                                                       compute_cycles)
             content = child_arrivals * scatter
             if child in links:
                 # Words the child's instances forward to each other over links are not served
@@ -165,17 +159,11 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
                 peer = links[L][1] // utilized[L]
                 fanout = math.prod(f for li, _, f, sp in loops if sp and li == L - 1)
                 fills += peer - Fraction(links[L][1], fanout)
-            has_parent = k > 0
-            if t.read_write:
-                st.updates = content
-                st.reads = content + peer - st.partition
-                st.fills = round(fills - st.partition) if has_parent else 0
-            else:
-                st.reads = content + peer
-                st.fills = round(fills) if has_parent else 0
-    for (L, name), factor in page_factors(arch, workload, mapping, inner).items():
+            reads, fills, st.updates = costs.keeper_accesses(t.read_write, content, fills, st.partition, k > 0)
+            st.reads, st.fills = reads + peer, round(fills)
+    for (L, name), ratio in page_factors(arch, workload, mapping, inner).items():
         st = levels[L].tensors[name]            # a paged level moves whole pages (see page_factors)
-        st.reads, st.updates = math.ceil(st.reads * factor), math.ceil(st.updates * factor)
+        st.reads, st.updates = costs.paged(st.reads, ratio), costs.paged(st.updates, ratio)
     return NestAnalysis(compute_cycles, workload.macs, utilized[nlev], levels)
 
 
@@ -366,12 +354,5 @@ def page_factors(arch: Arch, workload: Workload, mapping: Mapping,
             full = _extents(t, inner[L])
             # the child's tile: its own loops; the compute units take one element at a time
             part = _extents(t, inner[child]) if child < nlev else [1] * len(t.ranks)
-            run = 1
-            for e, E in zip(reversed(part), reversed(full)):
-                run *= e
-                if e != E:
-                    break
-            words = math.prod(part)
-            per_run = Fraction(math.ceil(Fraction(run * bits, 8 * page)) * page * 8, bits)   # words
-            out[(L, t.name)] = (words // run) * per_run / words
+            out[(L, t.name)] = costs.page_ratio(costs.run_words(part, full), bits, page)
     return out

@@ -1,0 +1,136 @@
+"""The cost kernel: Timeloop v3's accounting rules, written once.
+
+Every consumer works out the loop-nest quantities in its own form -- the reference nest analysis
+(:mod:`storeloop.model.nest`, readable, with sliding windows, links and partitions), the scalar
+closed form (:mod:`storeloop.model.fast`), the column-wise NumPy forms (:mod:`storeloop.model.batch`
+and the mapper's :mod:`storeloop.mapper.tree`) -- and turns them into accesses, cycles and energy
+only through the functions below. They take Python numbers (ints, Fractions) and NumPy arrays
+alike and do the same operations in the same order for both, so every consumer gets identical
+numbers and a change of semantics lands everywhere at once.
+
+The rules (checked against real Timeloop v3.0.3 runs, ``tests/corpus``):
+
+* **Operands at the compute units** (:func:`unit_deliveries`): when the innermost loop of the
+  nest is a spatial loop of the innermost storage level (its fanout to the units) and does not
+  index a tensor, the units share one delta state for it: the tensor reaches them only when its
+  operand changes between consecutive temporal iterations. Otherwise it is delivered once per
+  compute.
+* **Accesses of a keeper** (:func:`keeper_accesses`): a level serves its child the words the child
+  receives, times the child instances with distinct data (multicast counted once). For an output
+  those are updates (write-backs, spatial reductions merged), and its reads are updates minus the
+  partition it owns (the first write of an element needs no read); a child's output fills skip
+  the first residency of each element. The outermost keeper is never filled.
+* **Energy** (:func:`access_energy`): per instance, ``ceil(reads/B) E_read + ceil(fills/B) E_write
+  + ceil(updates/B) E_write`` with B the block size.
+* **Bandwidth** (:func:`throttle`): the unconstrained demand is the sum over tensors of
+  ``reads / compute_cycles`` (``(updates + fills) / compute_cycles`` for writes); a read, write or
+  shared (read + write) bandwidth below its demand slows the level by ``bandwidth / demand`` and
+  its cycles are ``ceil(compute_cycles / slowdown)``, in double precision as Timeloop does.
+* **Pages** (:func:`page_ratio`, :func:`paged`; beyond Timeloop): a level with a page size moves
+  every contiguous run of a child tile in whole pages.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+_TINY = 1e-300
+
+
+def _select(cond, a, b):
+    return np.where(cond, a, b) if isinstance(cond, np.ndarray) else (a if cond else b)
+
+
+def changes_only(innermost_is_unit_fanout, innermost_indexes_tensor):
+    """Whether a tensor reaches the compute units only when its operand changes (see module)."""
+    if isinstance(innermost_indexes_tensor, np.ndarray):
+        return innermost_is_unit_fanout & ~innermost_indexes_tensor
+    return bool(innermost_is_unit_fanout) and not innermost_indexes_tensor
+
+
+def unit_deliveries(only_changes, changes, compute_cycles):
+    """Words of a tensor one compute unit receives: its operand changes, or one per compute."""
+    return _select(only_changes, changes, compute_cycles)
+
+
+def keeper_accesses(read_write: bool, served, arrivals, partition, has_parent):
+    """(reads, fills, updates) per instance of a level keeping a tensor.
+
+    ``served``: words it sends its children (their arrivals times the child instances with
+    distinct data); ``arrivals``: words entering it (first tile plus every delta); ``partition``:
+    the share of the tensor it owns (outputs only); ``has_parent``: it is not the outermost keeper.
+    """
+    if read_write:
+        fills = _select(has_parent, arrivals - partition, 0)
+        return served - partition, fills, served
+    return served, _select(has_parent, arrivals, 0), 0 * served
+
+
+def access_energy(reads, fills, updates, block: int, read_pJ: float, write_pJ: float):
+    """Energy (pJ) of one instance's accesses of one tensor, charged per block."""
+    return (-(-reads // block)) * read_pJ + (-(-fills // block)) * write_pJ + (-(-updates // block)) * write_pJ
+
+
+def throttle(level, reads, fills, updates, compute_cycles):
+    """Timeloop's bandwidth throttling of one level: (cycles, slowdown).
+
+    ``reads``/``fills``/``updates`` list each tensor's per-instance counts (numbers or arrays of
+    rows); ``level`` has ``read_bandwidth``, ``write_bandwidth`` and ``shared_bandwidth`` in words
+    per cycle (None: unlimited)."""
+    vec = isinstance(compute_cycles, np.ndarray)
+    cc = compute_cycles.astype(np.float64) if vec else compute_cycles
+    rb = wb = 0.0
+    for rd, fl, up in zip(reads, fills, updates):
+        rb = rb + rd / cc
+        wb = wb + (up + fl) / cc
+    slow = np.ones(np.shape(cc)) if vec else 1.0
+    for bw, demand in ((level.read_bandwidth, rb), (level.write_bandwidth, wb),
+                       (level.shared_bandwidth, rb + wb)):
+        if bw is None:
+            continue
+        if vec:
+            slow = np.where(bw < demand, np.minimum(slow, bw / np.maximum(demand, _TINY)), slow)
+        elif bw < demand:
+            slow = min(slow, bw / demand)
+    cycles = np.ceil(cc / slow).astype(np.int64) if vec else int(math.ceil(cc / slow))
+    return cycles, slow
+
+
+def level_costs(level, read_pJ: float, write_pJ: float, reads, fills, updates, compute_cycles):
+    """Energy per instance (pJ) and cycles of one level from each tensor's per-instance counts."""
+    e = 0.0
+    for rd, fl, up in zip(reads, fills, updates):
+        e = e + access_energy(rd, fl, up, level.block_size, read_pJ, write_pJ)
+    return e, throttle(level, reads, fills, updates, compute_cycles)[0]
+
+
+def page_ratio(run: int, word_bits: int, page_bytes: int) -> Fraction:
+    """Words a paged level moves per word of a child tile read in contiguous runs of ``run`` words:
+    every run is rounded up to whole (aligned) pages."""
+    return Fraction(math.ceil(Fraction(run * word_bits, 8 * page_bytes)) * page_bytes * 8, word_bits * run)
+
+
+def run_words(part, full) -> int:
+    """Contiguous run (words) of a child tile with rank extents ``part`` in a row-major layout of
+    extents ``full`` (last rank fastest): the last rank's extent, times the ranks before it as long
+    as the child spans the whole extent there."""
+    run = 1
+    for e, E in zip(reversed(part), reversed(full)):
+        run *= e
+        if e != E:
+            break
+    return run
+
+
+def paged(count, ratio: Fraction):
+    """``count`` words moved in whole pages: ``ceil(count * ratio)`` exactly, for numbers or arrays."""
+    num, den = ratio.numerator, ratio.denominator
+    if not isinstance(count, np.ndarray):
+        return -(-count * num // den)
+    if count.size and int(count.max()) * num >= 2**62:          # would overflow int64
+        return np.array([-(-int(x) * num // den) for x in count.ravel()], dtype=object) \
+            .reshape(count.shape).astype(np.int64)
+    return -(-(count * num) // den)
