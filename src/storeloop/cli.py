@@ -271,15 +271,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
           + (f"; {counts['taken']} left to another sweep running on this store" if counts["taken"] else ""))
     from storeloop.sweep import best_points, mapped, read_results
 
-    names = ["+".join(p) for p, _ in sweep.parameters]
+    names = ["+".join(p) for p, _ in sweep.parameters if "+".join(p) not in sweep.scenarios]
     df = read_results(db, sweep.name)
     for _, row in best_points(df).iterrows():
         params = "".join(f"{n} = {row[n]}, " for n in names)
-        print(f"best for {row['workload']} (fewest cycles, then area x energy): {params}{int(row['cycles']):,} "
+        where = "".join(f", {n} = {row[n]}" for n in sweep.scenarios)
+        print(f"best for {row['workload']}{where} (fewest cycles, then area x energy): {params}{int(row['cycles']):,} "
               f"cycles (gap {100 * row['gap']:.2f}%), {row['energy_pJ'] / 1e12:.4g} J, "
               f"{row['on_chip_area_um2'] / 1e6:.4g} mm2 on chip")
         mine = mapped(df)
-        mine = mine[mine["workload"] == row["workload"]]
+        mine = mine[(mine["workload"] == row["workload"]) & (mine["scenario"].fillna("{}") == row["scenario"])]
         unproven = int((mine["cycles_optimal"] == 0).sum())
         if unproven:
             print(f"  note: this pick rests on {unproven} point(s) whose cycles are not proven optimal "
@@ -293,6 +294,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         for path in plot_sweep(db, args.plot, sweep.name):
             print(f"wrote {path}")
+    return 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from storeloop import reproduce
+
+    if args.workers < 1:
+        raise SpecError(f"{args.workers} workers", field="--workers", allowed="1 or more")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise SpecError(f"{args.out} is a file", field="command line: option '--out'", allowed="a folder")
+    _headless()
+    done = reproduce.run(args.out, quick=args.quick, workers=args.workers, progress=sys.stderr.isatty())
+    print(f"wrote {len(done['figures'])} figure files to {Path(args.out) / 'figures'}, {done['report']} "
+          f"(store {done['store']}; " + ", ".join(f"{k} {v:.0f} s" for k, v in done["seconds"].items()) + ")")
     return 0
 
 
@@ -435,6 +450,11 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--sweep", help="one sweep of the store")
     pl.add_argument("--out", default="results/figures", help="folder for the PNG files")
     pl.set_defaults(func=cmd_plot)
+    rp = sub.add_parser("reproduce", help="the thesis's chapter 6: its sweeps, 13 figures and reproduction.md")
+    rp.add_argument("--quick", action="store_true", help="subsets of the grids: every figure in a few minutes")
+    rp.add_argument("--out", default="results/reproduction", help="folder for the store, figures and reproduction.md")
+    rp.add_argument("--workers", type=int, default=2, help="local processes for the sweeps")
+    rp.set_defaults(func=cmd_reproduce)
     rs = sub.add_parser("results", help="export a sweep store (one row per point, parameters as columns)")
     rs.add_argument("db", help="results .sqlite written by storeloop sweep")
     rs.add_argument("--sweep", help="only this sweep's rows")

@@ -9,9 +9,17 @@ A sweep spec (``sweeps/*.yaml``)::
       parameters:                               # the grid: arch fields -> values
         levels.SRAM.capacity: [1 KiB, 4 KiB]
         levels.SRAM.instances+levels.RF.instances+compute.instances: [2, 4]   # set together
+      scenarios:                                # the situation, not the design: a best design each
+        levels.Disk.read_bandwidth: [5 GB/s, 10 GB/s]
       constraints: ["SRAM.instances <= RF.instances"]    # <level>.<attr> <op> <level>.<attr> | number
       mapper: {time_limit: 5, objective: delay,energy}
       energy: {ert: ..., art: ...}              # optional; default: the energy plug-ins
+
+``scenarios`` take the same form as ``parameters`` and join the grid, but they describe the
+situation (a Disk's bandwidth, a network's line rate) rather than the design: the best design is
+picked per workload and scenario (:func:`best_points`, the CLI summary, the figures). Every row
+keeps its scenario values in ``scenario`` (JSON) and its per-level cycles, energy and area in
+``levels`` (JSON).
 
 Points are generated on the fly, filtered by the constraints on the loaded arch, and run by local
 processes (at most two points in flight per worker) or a Dask cluster. Every finished point is
@@ -63,10 +71,11 @@ class Sweep:
     arch_file: Path
     arch_doc: LDict
     workloads: list[Path]
-    parameters: list[tuple[list[str], list[Any]]]        # (paths set together, values)
+    parameters: list[tuple[list[str], list[Any]]]        # (paths set together, values); scenarios too
     constraints: list[str]
     mapper: dict = field(default_factory=dict)
     energy: dict = field(default_factory=dict)
+    scenarios: list[str] = field(default_factory=list)    # parameter keys that are the situation
 
     def size(self) -> int:
         return math.prod(len(v) for _, v in self.parameters) * len(self.workloads)
@@ -78,7 +87,7 @@ def load_sweep(path: str | Path) -> Sweep:
     root = doc.get("sweep") if isinstance(doc, dict) else None
     if not isinstance(root, dict):
         raise error_at(doc, (), "a sweep file has a top-level 'sweep:' mapping", allowed="sweep: {name, arch, workloads, parameters, ...}")
-    known = {"name", "arch", "workloads", "parameters", "constraints", "mapper", "energy"}
+    known = {"name", "arch", "workloads", "parameters", "scenarios", "constraints", "mapper", "energy"}
     for key in root:
         if key not in known:
             raise error_at(doc, ("sweep", key), f"unknown field '{key}'", allowed=", ".join(sorted(known)))
@@ -98,14 +107,23 @@ def load_sweep(path: str | Path) -> Sweep:
         raise error_at(doc, ("sweep", "arch"), "sweeps vary storeloop arch files", allowed="a file with 'arch:'")
     wl = root["workloads"] if isinstance(root["workloads"], list) else [root["workloads"]]
     workloads = [rel(w, ("sweep", "workloads", i)) for i, w in enumerate(wl)]
-    params = []
-    for key, values in (root.get("parameters") or {}).items():
-        paths = str(key).split("+")
-        for p in paths:
-            _target(arch_doc, p, doc, ("sweep", "parameters", key))       # checked now, not per point
-        if not isinstance(values, list) or not values:
-            raise error_at(doc, ("sweep", "parameters", key), "a parameter takes a non-empty list of values")
-        params.append((paths, list(values)))
+    params, scenarios = [], []
+    for section in ("parameters", "scenarios"):
+        grid = root.get(section) or {}
+        if not isinstance(grid, dict):
+            raise error_at(doc, ("sweep", section), f"'{section}' maps arch fields to lists of values",
+                           allowed="levels.<name>.<attr>: [values] (paths joined by '+' are set together)")
+        for key, values in grid.items():
+            paths = str(key).split("+")
+            for p in paths:
+                _target(arch_doc, p, doc, ("sweep", section, key))       # checked now, not per point
+            if not isinstance(values, list) or not values:
+                raise error_at(doc, ("sweep", section, key), f"a {section[:-1]} takes a non-empty list of values")
+            if any("+".join(done) == str(key) for done, _ in params):
+                raise error_at(doc, ("sweep", section, key), f"'{key}' is both a parameter and a scenario")
+            params.append((paths, list(values)))
+            if section == "scenarios":
+                scenarios.append(str(key))
     constraints = [str(c) for c in root.get("constraints") or []]
     level_names = {lvl.get("name") for lvl in arch_doc["arch"].get("levels") or []} | {arch_doc["arch"].get("compute", {}).get("name")}
     for i, c in enumerate(constraints):
@@ -144,7 +162,7 @@ def load_sweep(path: str | Path) -> Sweep:
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
         raise error_at(doc, ("sweep", "name"), f"sweep name {name!r} is not a plain file name (it names the store "
                        f"results/<name>.sqlite)", allowed="letters, digits, '.', '_' and '-', no '/' or '..'")
-    return Sweep(name, path, arch_file, arch_doc, workloads, params, constraints, mapper, energy)
+    return Sweep(name, path, arch_file, arch_doc, workloads, params, constraints, mapper, energy, scenarios)
 
 
 def _is_number(s: str) -> bool:
@@ -237,12 +255,13 @@ create table if not exists points (
     lower_bound_cycles integer, gap real, optimal integer, cycles_optimal integer, seconds real,
     clock_hz real, mapping text, error text, finished real,
     stopped text, lower_bound_energy_pJ real, energy_gap real, stale integer default 0, notes text,
+    scenario text, levels text,
     primary key (sweep, key));
 create table if not exists claims (sweep text, key text, pid integer, host text, t real, primary key (sweep, key));
 """
 # columns added after the first stores were written (added to old stores when they are opened)
 ADDED = {"stopped": "text", "lower_bound_energy_pJ": "real", "energy_gap": "real", "stale": "integer default 0",
-         "notes": "text"}
+         "notes": "text", "scenario": "text", "levels": "text"}
 # ok: mapped; invalid: the point's arch or workload has no answer; error: something unexpected (its
 # traceback in ``error``); timeout: the time limit ended the search before any mapping;
 # interrupted: Ctrl-C. Only the first two are final; the others run again on resume.
@@ -315,17 +334,19 @@ def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ..
     ``seeds``: mapping YAML texts (of neighbouring points) to start the search from; one that
     does not fit this point is skipped. The row's status is one of :data:`STATUSES`; warnings
     (a plug-in that fell back to another, a component priced 0) are kept in its ``notes``."""
-    row = {"params": json.dumps(params, sort_keys=True), "workload": Path(workload).name, "finished": time.time()}
+    sweep = load_sweep(sweep_file)
+    row = {"params": json.dumps(params, sort_keys=True), "workload": Path(workload).name, "finished": time.time(),
+           "scenario": json.dumps({k: params[k] for k in sweep.scenarios if k in params}, sort_keys=True)}
     with warnings.catch_warnings(record=True) as caught:     # plug-in fallbacks, zero prices: kept in the row
         warnings.simplefilter("always")
-        _run_point(sweep_file, params, workload, seeds, row)
+        _run_point(sweep, params, workload, seeds, row)
     notes = list(dict.fromkeys(str(w.message) for w in caught))
     if notes:
         row["notes"] = "\n".join(notes)
     return row
 
 
-def _run_point(sweep_file: str, params: dict, workload: str, seeds, row: dict) -> None:
+def _run_point(sweep: Sweep, params: dict, workload: str, seeds, row: dict) -> None:
     import yaml
 
     from storeloop.energy import price
@@ -334,7 +355,6 @@ def _run_point(sweep_file: str, params: dict, workload: str, seeds, row: dict) -
     from storeloop.spec.native import mapping_from_native, mapping_to_native
     from storeloop.spec.yamlio import loads
 
-    sweep = load_sweep(sweep_file)
     try:
         arch = point_arch(sweep, params)
         w = load_workload(workload)
@@ -359,7 +379,8 @@ def _run_point(sweep_file: str, params: dict, workload: str, seeds, row: dict) -
                    optimal=int(s["optimal"]), cycles_optimal=int(s["cycles_optimal"]),
                    seconds=s["seconds"], clock_hz=arch.clock_hz, stopped=s["stopped"],
                    lower_bound_energy_pJ=s["lower_bound_energy_pJ"], energy_gap=s["energy_gap"],
-                   mapping=yaml.safe_dump(mapping_to_native(out.mapping, arch, w), sort_keys=False))
+                   mapping=yaml.safe_dump(mapping_to_native(out.mapping, arch, w), sort_keys=False),
+                   levels=json.dumps(level_breakdown(r)))
     except MapTimeout as exc:
         row.update(status="timeout", error=str(exc))
     except StoreloopError as exc:
@@ -369,6 +390,19 @@ def _run_point(sweep_file: str, params: dict, workload: str, seeds, row: dict) -
     except Exception:                       # a bug, not the point's fault: keep the traceback
         row.update(status="error", error=traceback.format_exc())
     return row
+
+
+def level_breakdown(r) -> dict:
+    """Per level (and the compute units): cycles, energy (pJ), area (µm², all instances) and whether
+    it is off chip -- what the figures and reproduction.md break a design's totals into."""
+    from storeloop.spec.types import OFF_CHIP
+
+    out = {lvl.name: {"cycles": lvl.cycles, "energy_pJ": lvl.energy_pJ, "area_um2": lvl.area_total_um2,
+                      "instances": lvl.instances, "off_chip": lvl.cls.lower() in OFF_CHIP} for lvl in r.levels}
+    out[r.compute_name] = {"cycles": r.compute_cycles, "energy_pJ": r.compute_energy_pJ,
+                           "area_um2": r.compute_area_per_instance_um2 * r.compute_instances,
+                           "instances": r.compute_instances, "off_chip": False, "compute": True}
+    return out
 
 
 def _worker_init() -> None:
@@ -590,10 +624,14 @@ def mapped(df):
 
 
 def best_points(df):
-    """Per workload, the thesis's pick (ch. 5.1): fewest cycles, then the least area x energy."""
+    """Per workload and scenario, the thesis's pick (ch. 5.1): fewest cycles, then the least
+    area x energy."""
     ok = mapped(df).copy()
     ok["area_energy"] = ok["on_chip_area_um2"] * ok["energy_pJ"]
-    return ok.sort_values(["workload", "cycles", "area_energy"]).groupby("workload").head(1)
+    group = ["workload"] + (["scenario"] if "scenario" in ok else [])
+    if "scenario" in ok:
+        ok["scenario"] = ok["scenario"].fillna("{}")
+    return ok.sort_values(group + ["cycles", "area_energy"]).groupby(group).head(1)
 
 
 __all__ = ["Sweep", "best_points", "mapped", "load_sweep", "points", "point_arch", "satisfies", "run_point", "run_sweep", "read_results",
