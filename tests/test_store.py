@@ -286,3 +286,31 @@ def test_a_plugin_that_falls_back_is_named_in_the_row(tmp_path):
     run_sweep(load_sweep(spec), tmp_path / "r.sqlite", progress=False)
     row = read_results(tmp_path / "r.sqlite").iloc[0]
     assert "fa_per_stage" in arch and "storeloop-modmac" in row["notes"] and "clock" in row["notes"]
+
+
+def test_scenarios_get_a_best_design_each(tmp_path, capsys):
+    spec = tiny(tmp_path, **{"  constraints:": "  scenarios:\n    levels.DRAM.shared_bandwidth: [1, 4]\n  constraints:"})
+    s = load_sweep(spec)
+    assert s.scenarios == ["levels.DRAM.shared_bandwidth"] and s.size() == 16
+    db = tmp_path / "r.sqlite"
+    assert main(["sweep", str(spec), "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    # one best line per scenario, naming the scenario and not listing it among the design's parameters
+    best = [ln for ln in out.splitlines() if ln.startswith("best for")]
+    assert len(best) == 2
+    assert "levels.DRAM.shared_bandwidth = 1 (" in best[0] and "levels.DRAM.shared_bandwidth = 4 (" in best[1]
+    assert all("shared_bandwidth" not in ln.split("):")[1] for ln in best)
+    df = read_results(db, "tiny")
+    picks = best_points(df)
+    assert sorted(picks["levels.DRAM.shared_bandwidth"]) == [1, 4]
+    for _, row in picks.iterrows():       # each pick is the best of its own scenario's rows
+        mine = df[(df["status"] == "ok") & (df["levels.DRAM.shared_bandwidth"] == row["levels.DRAM.shared_bandwidth"])]
+        assert row["cycles"] == mine["cycles"].min()
+        assert json.loads(row["scenario"]) == {"levels.DRAM.shared_bandwidth": row["levels.DRAM.shared_bandwidth"]}
+        assert "DRAM" in json.loads(row["levels"])
+
+
+def test_a_key_in_both_parameters_and_scenarios_is_refused(tmp_path):
+    spec = tiny(tmp_path, **{"  constraints:": "  scenarios:\n    compute.instances: [1]\n  constraints:"})
+    with pytest.raises(SpecError, match="both a parameter and a scenario"):
+        load_sweep(spec)

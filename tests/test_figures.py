@@ -1,0 +1,192 @@
+"""Each thesis figure function on a small fixed results set (tests/data/thesis-small.sqlite: rows of
+a real `storeloop reproduce --quick` run): the right series, axes, labels and values."""
+
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from storeloop import reproduce  # noqa: E402
+from storeloop.plots import thesis as T  # noqa: E402
+from storeloop.spec.load import load_arch  # noqa: E402
+from storeloop.sweep import read_results  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DB = ROOT / "tests/data/thesis-small.sqlite"
+
+
+@pytest.fixture(scope="module")
+def frames():
+    return {k: read_results(DB, f"small-{s}") for k, s in
+            (("initial", "thesis-initial"), ("refined", "thesis-refined"), ("sizes", "db-sizes"))}
+
+
+def _points(ax):
+    """(x, y) of every scatter collection and line of ``ax``."""
+    out = []
+    for c in ax.collections:
+        out += [tuple(p) for p in c.get_offsets()]
+    for ln in ax.get_lines():
+        out += list(zip(ln.get_xdata(), ln.get_ydata()))
+    return out
+
+
+def _no_offset(ax):
+    for axis in (ax.xaxis, ax.yaxis):
+        f = axis.get_major_formatter()
+        assert not getattr(f, "get_useOffset", lambda: False)()
+
+
+def test_fig_6_1_cycles_by_compute_units_with_both_bounds(frames):
+    fig = T.fig_6_1(frames["initial"])
+    ax = fig.axes[0]
+    d = T.frame(frames["initial"])
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    # one colour series per compute-unit count, each with that count's designs
+    units = sorted(d[T.UNITS + "#"].unique())
+    series = [c for c in ax.collections if len(c.get_offsets())]
+    assert len(series) == len(units)
+    assert sum(len(c.get_offsets()) for c in series) == len(d)
+    levels = {round(ln.get_ydata()[0]) for ln in ax.get_lines()}
+    assert {d["computes"].max(), d["lower_bound_cycles"].min(), T.THESIS["cycles_ssd_bound"]} <= levels
+    # one compute unit: one MAC per cycle, the Fig. 6-1 upper cluster
+    one = d[d[T.UNITS + "#"] == 1]
+    assert (one["cycles"] >= one["computes"]).all()
+    assert "6-1" in ax.get_title() and "area" in ax.get_xlabel()
+    _no_offset(ax)
+
+
+def test_fig_6_2_and_6_3_refined_sweep_zero_based(frames):
+    d = T.frame(frames["refined"])
+    ax = T.fig_6_2(frames["refined"]).axes[0]
+    assert ax.get_ylim()[0] == 0 and ax.get_xscale() == "log"
+    assert sorted(y for _, y in _points(ax) if y in set(d["cycles"])) != []
+    ax = T.fig_6_3(frames["refined"]).axes[0]
+    assert ax.get_ylim()[0] == 0
+    xs_ys = set(_points(ax))
+    for _, r in d.iterrows():                           # every design is one point, at its own values
+        assert (r["area_mm2"], r["energy_J"]) in xs_ys
+    assert (T.THESIS["area_mm2"], T.THESIS["energy_J"]) in xs_ys
+    front = [ln for ln in ax.get_lines() if ln.get_label() == "Pareto front"][0]
+    ys = list(front.get_ydata())
+    assert ys == sorted(ys, reverse=True)               # a front: energy falls as area grows
+
+
+def test_fig_6_4_keeps_only_fast_designs(frames):
+    d = T.frame(frames["refined"])
+    fast = d[d["cycles"] <= 1.01 * d["cycles"].min()]
+    ax = T.fig_6_4(frames["refined"]).axes[0]
+    n = sum(len(c.get_offsets()) for c in ax.collections) - 1        # minus the thesis's star
+    assert n == len(fast)
+    assert f"{len(fast)} designs" in ax.get_title()
+
+
+def test_fig_6_5_rf_depth_lines_relative_to_the_minimum(frames):
+    d = T.fast_only(T.frame(frames["refined"]))
+    ax = T.fig_6_5(frames["refined"]).axes[0]
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    sizes = sorted(d[T.SRAM + "#"].unique())[:4]
+    assert len(lines) == len(sizes)
+    base = d[d[T.SRAM + "#"].isin(sizes)]["energy_J"].min()
+    g = d[d[T.SRAM + "#"] == sizes[0]].sort_values(T.RF + "#")
+    ln = lines[f"SRAM {T._label(T.SRAM, sizes[0])}"]
+    assert list(ln.get_xdata()) == list(g[T.RF + "#"])
+    assert all(math.isclose(a, (b - base) * 1e3) for a, b in zip(ln.get_ydata(), g["energy_J"]))
+    assert ax.get_xscale() == "log" and ax.get_ylim()[0] == 0
+    assert f"{base:.3f} J" in ax.get_ylabel()
+
+
+def test_fig_6_6_and_roofline_from_the_stored_breakdown(frames):
+    best = T.frame(frames["refined"]).iloc[0]
+    arch = load_arch(ROOT / "arch/onionchopper.yaml")
+    fig = T.fig_6_6(best, arch)
+    texts = [t.get_text() for t in fig.axes[0].texts if t.get_text()]      # (arrows are empty texts)
+    assert [t.split("  ")[0] for t in texts] == [f"{lvl.instances} x {lvl.name}" for lvl in arch.levels] + \
+        [f"{arch.compute.instances} x {arch.compute.name}"]
+    levels = json.loads(best["levels"])
+    share = 100 * levels["Disk"]["energy_pJ"] / sum(v["energy_pJ"] for v in levels.values())
+    assert f"{share:.2f} % of energy" in texts[0]
+    ax = T.roofline(best).axes[0]
+    bars = {p.get_y(): p.get_width() for p in ax.patches}
+    assert sorted(bars.values()) == sorted(v["cycles"] for v in levels.values())
+    assert max(bars.values()) == best["cycles"]            # the bottleneck reaches the achieved line
+
+
+def test_database_size_figures(frames):
+    s = T.sized(frames["sizes"])
+    onion = s[s["scheme"] == "onionpir"]
+    ax = T.fig_6_7(frames["sizes"], 10.0).axes[0]
+    line = [ln for ln in ax.get_lines() if ln.get_label() == "onionpir"][0]
+    assert list(line.get_xdata()) == list(onion["db_GiB"]) and list(line.get_ydata()) == list(onion["GB_per_s"])
+    assert ax.get_xscale() == "log" and ax.get_ylim()[0] == 0
+    assert any(ln.get_ydata()[0] == 10.0 for ln in ax.get_lines())          # the SSD line
+    ax = T.fig_6_8(frames["sizes"], 1e8).axes[0]
+    cpu = [ln for ln in ax.get_lines() if ln.get_label().startswith("CPU")][0]
+    assert list(cpu.get_ydata()) == list(onion["computes"] / 1e8)
+    assert ax.get_yscale() == "log" and "271.9" in ax.get_title()
+    for fn, col in ((T.fig_6_9, "J_per_GB"), (T.fig_6_10, "power_W")):
+        ax = fn(frames["sizes"]).axes[0]
+        assert list([ln for ln in ax.get_lines() if ln.get_label() == "onionpir"][0].get_ydata()) == list(onion[col])
+    for fn, col in ((T.fig_6_11, "GB_per_s"), (T.fig_6_12, "J_per_GB"), (T.fig_6_13, "power_W")):
+        ax = fn(frames["sizes"]).axes[0]
+        got = {ln.get_label(): list(ln.get_ydata()) for ln in ax.get_lines()}
+        assert set(got) == set(s["scheme"])
+        for scheme, g in s.groupby("scheme"):
+            assert got[scheme] == list(g[col])
+        assert ax.get_ylim()[0] == 0 and ax.get_legend().get_title().get_text() == "scheme"
+        _no_offset(ax)
+
+
+def test_save_writes_png_and_pdf(frames, tmp_path):
+    paths = T.save(T.fig_6_11(frames["sizes"]), tmp_path / "f")
+    assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 1000 for p in paths)
+
+
+def test_report_reads_every_number_from_the_store(frames, tmp_path):
+    # the refined spec is needed to rebuild the pick's arch; write the small sweep's spec beside
+    spec = reproduce._specs(True, ROOT)["refined"]
+    f = tmp_path / "small-thesis-refined.sweep.yaml"
+    import yaml
+
+    f.write_text(yaml.safe_dump({"sweep": spec}))
+    cpu = {"macs_per_s": 1e8, "db_bytes": 2**26}
+    text = reproduce.report(frames, cpu, True, {"x": 1.0}, f)
+    design = T.frame(frames["refined"])
+    row = design[(design[T.SRAM] == "4 KiB") & (design[T.RF] == "32 words")].iloc[0]
+    assert f"{int(row['cycles']):,}" in text and f"{row['energy_pJ'] / 1e12:.2f} J" in text
+    onion = T.sized(frames["sizes"])
+    big = onion[onion["scheme"] == "onionpir"].iloc[-1]
+    assert f"{big['computes'] / 1e8 / big['time_s']:.1f}x" in text
+    for published in ("12,833,318,209", "169.09 J", "26.35 W", "6.87 mm²", "64.99 %", "33.43 %", "99.54 %",
+                      "271.9x", "89 %", "29 min"):
+        assert published in text
+
+
+def test_reproduce_end_to_end_on_tiny_grids(tmp_path, monkeypatch):
+    """The whole command (sweeps, CPU baseline, 13 figures + roofline, reproduction.md) on 1-4 points
+    per sweep; the real grids only change the number of points."""
+    real = reproduce._specs
+
+    def tiny(quick, root):
+        specs = real(True, root)
+        specs["initial"]["parameters"] = {"levels.SRAM.instances": [2], "levels.RF.capacity": ["32 words"],
+                                          "levels.RF.instances+compute.instances": [1, 2]}
+        specs["initial"]["constraints"] = []
+        specs["refined"]["parameters"] = {"levels.SRAM.capacity": ["4 KiB"], "levels.RF.capacity": ["32 words"]}
+        specs["sizes"]["workloads"] = [str(ROOT / f"workloads/{s}-{z}.yaml") for s in ("onionpir", "simplepir")
+                                       for z in ("512MiB", "1GiB")]
+        return specs
+
+    monkeypatch.setattr(reproduce, "_specs", tiny)
+    monkeypatch.setattr("storeloop.cpu.macs_per_second", lambda w, repeats=3: 5e7)
+    done = reproduce.run(tmp_path, quick=True, workers=1)
+    names = {p.stem for p in done["figures"]}
+    assert len(names) == 14 and {f"fig-6-{i:02d}" for i in range(1, 14)} <= {n[:8] for n in names}
+    assert all(p.stat().st_size > 1000 for p in done["figures"])
+    text = done["report"].read_text()
+    assert "| cycles | 12,833,318,209 | 13,811,004,212 |" in text
+    assert json.loads((tmp_path / "cpu.json").read_text())["macs_per_s"] == 5e7
