@@ -146,3 +146,33 @@ def test_every_workload_file_maps(path):
     out = map_workload(arch, w, energy, time_limit=1.0)
     assert out.result.cycles >= out.search["lower_bound_cycles"] > 0
     assert evaluate(arch, w, out.mapping, energy).cycles == out.result.cycles
+
+
+@pytest.mark.parametrize("scheme", ["onionpir", "sealpir", "simplepir", "fastpir"])
+def test_batch_shares_the_database_pass(scheme):
+    from storeloop.workloads import pir
+
+    one, four = pir.SCHEMES[scheme](2**30)[0], pir.SCHEMES[scheme](2**30, batch=4)[0]
+    db = "A" if scheme == "simplepir" else "B"             # SimplePIR's database is A (M rows x J)
+    el = {t.name: one.tensor_elements(t) for t in one.tensors}
+    el4 = {t.name: four.tensor_elements(t) for t in four.tensors}
+    assert el4[db] == el[db]                                # the database is read once for the batch
+    assert four.macs == 4 * one.macs
+    assert all(el4[t] == 4 * el[t] for t in el if t != db)  # every query has its own input and answer
+    assert four.name.endswith("-batch4")
+
+
+def test_workload_out_writes_every_pass(tmp_path, capsys):
+    from storeloop.workloads import pir
+    from storeloop.cli import main
+    from storeloop.spec.load import load_workload
+
+    out = tmp_path / "q.yaml"
+    assert main(["workload", "onionpir", "--db-size", "1GiB", "--param", "batch=2", "--out", str(out)]) == 0
+    passes = pir.onionpir(2**30, batch=2)
+    files = [out] + [tmp_path / f"q-pass{i}.yaml" for i in range(2, len(passes) + 1)]
+    assert len(passes) > 1 and all(f.is_file() for f in files)
+    for f, w in zip(files, passes):
+        got = load_workload(f)
+        assert got.bounds_dict() == w.bounds_dict() and got.name == w.name
+    assert f"pass {len(passes)} of {len(passes)}" in capsys.readouterr().out

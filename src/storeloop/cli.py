@@ -238,14 +238,19 @@ def cmd_workload(args: argparse.Namespace) -> int:
                 "bits": {t.name: t.bits for t in w.tensors}, "macs": w.macs,
                 "tensor_elements": pir.tensor_elements(w)} for w in workloads]
     if args.out:
-        w = workloads[0]
-        doc = {"workload": {"name": w.name, "einsum": w.einsum, "bounds": w.bounds_dict(), "bits": 64,
-                            "source": " ".join(["storeloop workload", args.scheme]
-                                               + ([f"--db-size {args.db_size}"] if db_bytes else [])
-                                               + [f"--param {p}" for p in args.param or []])}}
+        # every pass: the first at --out, pass i at <stem>-pass<i><suffix> beside it
+        out = Path(args.out)
+        source = " ".join(["storeloop workload", args.scheme] + ([f"--db-size {args.db_size}"] if db_bytes else [])
+                          + [f"--param {p}" for p in args.param or []])
         doc_line = (fn.__doc__ or "").strip().splitlines()[0]
-        Path(args.out).write_text(f"# {doc_line}\n# formulas and references: {fn.__module__}.{fn.__name__}\n"
-                                  + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None))
+        for i, w in enumerate(workloads, 1):
+            path = out if i == 1 else out.with_name(f"{out.stem}-pass{i}{out.suffix}")
+            doc = {"workload": {"name": w.name, "einsum": w.einsum, "bounds": w.bounds_dict(), "bits": 64,
+                                "source": source}}
+            path.write_text(f"# {doc_line}\n# pass {i} of {len(workloads)} ({w.name}); formulas and references: "
+                            f"{fn.__module__}.{fn.__name__}\n" + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None))
+            if len(workloads) > 1:
+                print(f"wrote {path} (pass {i} of {len(workloads)})")
     if args.json:
         print(json.dumps({"scheme": args.scheme, "db_size_bytes": db_bytes, "einsums": einsums}, indent=1))
     elif not args.out:

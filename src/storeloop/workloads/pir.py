@@ -32,14 +32,15 @@ def pir_workload(name: str, bounds: dict[str, int], bits: int = 64) -> Workload:
 
 
 def onionpir_first_dimension(db_bytes: int, *, first_dim: int = 256, ell: int = 2, moduli: int = 2,
-                             degree: int = 4096) -> Workload:
+                             degree: int = 4096, batch: int = 1) -> Workload:
     """The first (database-wide) dimension of an OnionPIR query (thesis ch. 3.3, ch. 6.1).
 
     Each plaintext polynomial of the database is decomposed into ``ell`` (K) parts, with ``moduli``
     (C) coefficient moduli and ``degree`` (D) coefficients; the query's first dimension has
     ``first_dim`` (J) entries, each an RGSW-style 2 x 2*ell matrix of polynomials (P = 2). The
     database B then holds J x N x K x C x D words, so ``N = db_bytes / (8 * J * K * C * D)``; a
-    64 GiB database gives N = 2048 and 17,179,869,184 multiply-accumulates.
+    64 GiB database gives N = 2048 and 17,179,869,184 multiply-accumulates. ``batch`` queries
+    share one pass over the database: M = batch (each query its own A and C, B read once).
     """
     per_column = WORD_BYTES * first_dim * ell * moduli * degree
     if db_bytes < per_column:
@@ -50,12 +51,12 @@ def onionpir_first_dimension(db_bytes: int, *, first_dim: int = 256, ell: int = 
         raise SpecError(f"the database size {db_bytes} B is not a whole number of columns of {per_column} B",
                         field="db_size", allowed=f"a multiple of {per_column} B (e.g. 512 MiB, 1 GiB, … 64 GiB)")
     n = db_bytes // per_column
-    return pir_workload(f"onionpir-{_size_name(db_bytes)}",
-                        {"M": 1, "N": n, "P": 2, "Q": 1, "J": first_dim, "K": ell, "C": moduli, "D": degree})
+    return pir_workload(f"onionpir-{_size_name(db_bytes)}{_batched(batch)}",
+                        {"M": batch, "N": n, "P": 2, "Q": 1, "J": first_dim, "K": ell, "C": moduli, "D": degree})
 
 
 def onionpir(db_bytes: int, *, first_dim: int = 256, later_dim: int = 4, ell: int = 5, moduli: int = 2,
-             degree: int = 4096) -> list[Workload]:
+             degree: int = 4096, batch: int = 1) -> list[Workload]:
     """Every external-product pass of one OnionPIR query (thesis ch. 2.1, 3.3; OnionPIR ref. code).
 
     ``[0]`` is the first dimension (:func:`onionpir_first_dimension`): it leaves N BFV ciphertexts.
@@ -66,8 +67,13 @@ def onionpir(db_bytes: int, *, first_dim: int = 256, later_dim: int = 4, ell: in
     not a power of ``later_dim`` the last dimension is the remaining factor. ``ell`` is the RGSW
     decomposition length; the thesis leaves it open, 5 is an assumption here (change it with
     ``--param ell=``). MACs of a later dimension: n * 2 * 2*ell * C * D.
+
+    ``batch`` queries share the first dimension's pass over the database (M = batch). Later
+    dimensions work on each query's own ciphertexts, so nothing is shared there: they are generated
+    once per query (Q = batch: B and C per query, the RGSW entry A per query too, which this einsum
+    cannot index, so A is over-shared there; its words are a small part of that pass).
     """
-    first = onionpir_first_dimension(db_bytes, first_dim=first_dim, moduli=moduli, degree=degree)
+    first = onionpir_first_dimension(db_bytes, first_dim=first_dim, moduli=moduli, degree=degree, batch=batch)
     out = [first]
     n = first.bounds_dict()["N"]
     step = 1
@@ -83,7 +89,8 @@ def onionpir(db_bytes: int, *, first_dim: int = 256, later_dim: int = 4, ell: in
         n //= size
         step += 1
         out.append(pir_workload(f"{first.name}-dim{step}",
-                                {"M": 1, "N": n, "P": 2, "Q": 1, "J": size, "K": 2 * ell, "C": moduli, "D": degree}))
+                                {"M": 1, "N": n, "P": 2, "Q": batch, "J": size, "K": 2 * ell, "C": moduli,
+                                 "D": degree}))
     return out
 
 
@@ -110,50 +117,57 @@ def _check_db(db_bytes: int, unit: int, what: str) -> int:
     return db_bytes // unit
 
 
-def sealpir(db_bytes: int, *, moduli: int = 2, degree: int = 4096) -> list[Workload]:
+def sealpir(db_bytes: int, *, moduli: int = 2, degree: int = 4096, batch: int = 1) -> list[Workload]:
     """SealPIR's first dimension (thesis Table 3.2, ch. 3.4.1): M=1, P=2, Q=1, K=1, C=2, D=4096.
 
     The database holds ``db_bytes / (8 * C * D)`` plaintexts (in NTT form, one 64-bit word per
     coefficient and modulus) arranged as a J x N matrix as close to sqrt(records) x sqrt(records) as
     a divisor allows (padded with zero plaintexts otherwise, as SealPIR does); the query has J
     ciphertexts. Only this database-wide pass is generated (later dimensions work on N ciphertexts).
+    ``batch`` queries share the pass: M = batch.
     """
     records = _check_db(db_bytes, WORD_BYTES * moduli * degree, "plaintext")
     j, n = _near_square(records)
-    return [pir_workload(f"sealpir-{_size_name(db_bytes)}",
-                         {"M": 1, "N": n, "P": 2, "Q": 1, "J": j, "K": 1, "C": moduli, "D": degree})]
+    return [pir_workload(f"sealpir-{_size_name(db_bytes)}{_batched(batch)}",
+                         {"M": batch, "N": n, "P": 2, "Q": 1, "J": j, "K": 1, "C": moduli, "D": degree})]
 
 
-def simplepir(db_bytes: int) -> list[Workload]:
+def simplepir(db_bytes: int, *, batch: int = 1) -> list[Workload]:
     """SimplePIR's answer (thesis Table 3.2, ch. 3.4.3): a matrix-vector product, D = C = 1.
 
     The database is the matrix A (M rows x J columns, one 64-bit word per entry: SimplePIR's
     small-modulus entries packed into the arch's words), the query the vector B (J x N=1). M x J is
     as close to sqrt(records) x sqrt(records) as a divisor allows (padded otherwise); M >= J.
+    Here M counts the database's rows, so ``batch`` queries are N = batch query vectors (a
+    matrix-matrix product).
     """
     records = _check_db(db_bytes, WORD_BYTES, "64-bit word")
     j, m = _near_square(records)
-    return [pir_workload(f"simplepir-{_size_name(db_bytes)}",
-                         {"M": m, "N": 1, "P": 1, "Q": 1, "J": j, "K": 1, "C": 1, "D": 1})]
+    return [pir_workload(f"simplepir-{_size_name(db_bytes)}{_batched(batch)}",
+                         {"M": m, "N": batch, "P": 1, "Q": 1, "J": j, "K": 1, "C": 1, "D": 1})]
 
 
 def fastpir(db_bytes: int, *, record_bytes: int = 256, slot_bits: int = 16, moduli: int = 2,
-            degree: int = 4096) -> list[Workload]:
+            degree: int = 4096, batch: int = 1) -> list[Workload]:
     """FastPIR's pass over the database (thesis Table 3.2, ch. 3.4.4): M=1, P=2, Q=1, K=1.
 
     Each record is split over ``columns = record_bytes * 8 / slot_bits`` columns (one plaintext slot
     of ``slot_bits`` bits each); a column packs ``degree`` records per plaintext, so the database
     holds N = columns x J = plaintexts per column plaintexts, each stored in NTT form as C x D
     64-bit words. The defaults (256 B records, 16-bit slots: 128 columns) are assumptions, not
-    values from the thesis.
+    values from the thesis. ``batch`` queries share the pass: M = batch.
     """
     if (record_bytes * 8) % slot_bits:
         raise SpecError(f"a {record_bytes} B record does not split into {slot_bits}-bit slots",
                         field="record_bytes", allowed=f"a multiple of {slot_bits // 8 or 1} B")
     columns = record_bytes * 8 // slot_bits
     per_column = _check_db(db_bytes, WORD_BYTES * moduli * degree * columns, f"row of {columns} plaintexts")
-    return [pir_workload(f"fastpir-{_size_name(db_bytes)}",
-                         {"M": 1, "N": columns, "P": 2, "Q": 1, "J": per_column, "K": 1, "C": moduli, "D": degree})]
+    return [pir_workload(f"fastpir-{_size_name(db_bytes)}{_batched(batch)}",
+                         {"M": batch, "N": columns, "P": 2, "Q": 1, "J": per_column, "K": 1, "C": moduli, "D": degree})]
+
+
+def _batched(batch: int) -> str:
+    return f"-batch{batch}" if batch > 1 else ""
 
 
 def _size_name(n: int) -> str:
