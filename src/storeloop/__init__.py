@@ -85,7 +85,7 @@ def _sweep(spec, db=None, *, workers: int = 1, progress: bool = False):
     parameters as columns, numbers with units also split into ``<param>.value``/``<param>.unit``).
 
     ``spec``: a sweep YAML path, or the ``sweep:`` mapping as a dict (paths relative to the
-    current folder; it is written to ``results/<name>.sweep.yaml`` next to the store, so the run
+    current folder; it is written to ``<name>.sweep.yaml`` in the store's folder, so the run
     can be repeated and resumed). ``db``: the store (default ``results/<name>.sqlite``)."""
     from pathlib import Path
 
@@ -102,7 +102,7 @@ def _sweep(spec, db=None, *, workers: int = 1, progress: bool = False):
             doc["workloads"] = [str(Path(w).resolve()) for w in wl]
         if isinstance(doc.get("energy"), dict):
             doc["energy"] = {k: str(Path(v).resolve()) for k, v in doc["energy"].items()}
-        path = Path("results") / f"{doc.get('name', 'sweep')}.sweep.yaml"
+        path = (Path(db).parent if db is not None else Path("results")) / f"{doc.get('name', 'sweep')}.sweep.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.safe_dump({"sweep": doc}, sort_keys=False))
         spec = path

@@ -226,7 +226,12 @@ def fig_6_6(row, arch):
 
 def roofline(row, title: str = ""):
     """Each level's own bound (its cycles under its bandwidth, and the compute units' cycles) against
-    the design's achieved cycles: the level whose bar reaches the line is the bottleneck."""
+    the design's achieved cycles: the level whose bar reaches the line is the bottleneck. ``row``: a
+    stored sweep row, or a :class:`~storeloop.model.evaluate.Result`."""
+    if hasattr(row, "compute_cycles"):                  # a Result
+        from storeloop.sweep import level_breakdown
+
+        row = {"levels": json.dumps(level_breakdown(row)), "cycles": row.cycles}
     levels = json.loads(row["levels"])
     names = list(levels)
     fig, (ax,) = _fig()
