@@ -33,6 +33,11 @@ def test_evaluate_and_map_with_units():
         (r.energy_pJ - r.compute_energy_pJ) / 1e12)
     best = sl.map(arch, work, energy)
     assert best.result.cycles == 13_811_004_212 and best.search["stopped"] in ("energy-gap", "optimal")
+    # the report is typed: its keys are attributes too, and it is still the dict --json prints
+    assert best.search.stopped == best.search["stopped"] and best.search.lower_bound_cycles == 13_811_004_212
+    assert isinstance(best.search, dict) and "energy_gap" in best.search
+    with pytest.raises(AttributeError):
+        best.search.no_such_field
 
 
 def test_sweep_from_a_dict_returns_a_frame_with_numeric_parameters(tmp_path, monkeypatch):

@@ -30,11 +30,31 @@ DEFAULT_GAP = 1e-3           # energy gap at which a cycle-first search may stop
 LOCAL_BUDGET = 3000          # model evaluations of the local search before the branch and bound
 
 
+class SearchReport(dict):
+    """How the search went: a dict (as ``--json`` prints it) whose keys are also attributes.
+
+    ``algorithm``, ``objective``; ``candidates`` (partial and complete mappings bounded or priced),
+    ``valid`` (complete mappings priced), ``pruned`` ({capacity, bound}); ``seconds`` (wall time);
+    ``lower_bound_cycles`` with its ``lower_bound_parts`` and ``gap`` (cycles over the bound, minus
+    1); ``lower_bound_energy_pJ`` with its ``lower_bound_energy_parts`` and ``energy_gap``;
+    ``cycles_optimal`` and ``optimal`` (proven); ``stopped`` (optimal, energy-gap, converged,
+    time-limit, interrupted); ``improvements`` (each new best: seconds, cycles, energy_pJ); and,
+    when they apply, ``local_search`` and ``cycles_rounding``."""
+
+    def __getattr__(self, name: str):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
 @dataclass
 class MapResult:
+    """The best mapping found, its :class:`~storeloop.model.evaluate.Result` and the search report."""
+
     mapping: Mapping
     result: Result
-    search: dict
+    search: SearchReport
 
 
 class MapTimeout(StoreloopError):
@@ -132,13 +152,13 @@ def _nothing_valid(found: Found, tree: Tree) -> str:
 
 
 def _search_json(found: Found, tree: Tree, obj: Objective, result: Result, algorithm: str,
-                 energy_lb: float, energy_parts: dict) -> dict:
+                 energy_lb: float, energy_parts: dict) -> SearchReport:
     lb = tree.global_lb
     gap = (result.cycles - lb) / lb if lb else 0.0
     s = found.stats
     cycles_optimal = result.cycles == lb or (found.complete and algorithm == "exhaustive"
                                               and obj.name in ("delay", "delay,energy"))
-    return {
+    return SearchReport({
         "algorithm": algorithm,
         "objective": obj.name,
         "candidates": int(s.get("candidates", 0)),
@@ -155,4 +175,4 @@ def _search_json(found: Found, tree: Tree, obj: Objective, result: Result, algor
         "optimal": bool(found.complete and algorithm == "exhaustive"),
         "stopped": found.stopped,
         "improvements": [{"seconds": t, "cycles": int(c), "energy_pJ": float(e)} for t, c, e in s.get("improvements", [])],
-    }
+    })
