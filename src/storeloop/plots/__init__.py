@@ -42,9 +42,12 @@ def pareto_front(df, x: str, y: str):
 
 
 def _vs_area(df, col: str, label: str, title: str):
-    """A scatter of ``col`` against on-chip area, each workload a series with its Pareto front."""
+    """A scatter of ``col`` against on-chip area (log scale), each workload a series with its Pareto
+    front; the y axis starts at zero."""
+    from storeloop.plots.thesis import _fig
+
     d = _ok(df)
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, (ax,) = _fig(size=(6.4, 4.2))
     for w, g in d.groupby("workload"):
         proven = g["cycles_optimal"] == 1
         dots = ax.scatter(g.loc[proven, "area_mm2"], g.loc[proven, col], s=18, label=w)
@@ -53,7 +56,9 @@ def _vs_area(df, col: str, label: str, title: str):
                        edgecolors=dots.get_facecolor(), label=f"{w} (cycles not proven)")
         f = pareto_front(g, "area_mm2", col)
         ax.plot(f["area_mm2"], f[col], linewidth=1)
-    ax.set(xlabel="on-chip area (mm²)", ylabel=label, title=title)
+    ax.set_xscale("log")
+    ax.set_ylim(0, max(d[col].max() * 1.1, 1e-30) if len(d) else 1)
+    ax.set(xlabel="on-chip area (mm², log scale)", ylabel=f"{label}, axis from 0", title=title)
     return d, fig, ax
 
 
@@ -80,36 +85,27 @@ def energy_vs_area(df, out: Path, title: str, *, fast_only: bool = False) -> Pat
     return _save(fig, out / ("energy_vs_area_fast.png" if fast_only else "energy_vs_area.png"))
 
 
-def _order(value) -> tuple:
-    """Sort key for parameter values: numbers and sizes ('4 KiB', '32 words') by magnitude."""
-    from storeloop.units import ExpressionError, bytes_of
-
-    text = str(value).strip()
-    try:
-        return (0, float(text))
-    except ValueError:
-        pass
-    if text.endswith("words"):
-        return (1, float(text[:-5]))
-    try:
-        return (2, float(bytes_of(text)))
-    except (ExpressionError, ValueError):
-        return (3, text)
-
-
 def by_parameter(df, param: str, out: Path, title: str) -> Path:
-    """Cycles, energy and area against one swept parameter (best over the other parameters)."""
+    """Time, energy and area against one swept parameter (a number: log2 axis when it spans
+    decades). At each value the best design by the thesis's rule (fewest cycles, then area x
+    energy) over the other parameters is drawn, the same design in all three panels."""
+    from storeloop.plots.thesis import _amount, _fig
+
     d = _ok(df)
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
-    for ax, (col, label) in zip(axes, [("time_s", "time (s)"), ("energy_J", "energy (J)"), ("area_mm2", "on-chip area (mm²)")]):
-        for w, g in d.groupby("workload"):
-            best = g.groupby(param)[col].min()
-            best = best.loc[sorted(best.index, key=_order)]
-            ax.plot([str(v) for v in best.index], best.values, marker="o", label=w)
-        ax.set(xlabel=param, ylabel=label)
-        ax.tick_params(axis="x", labelrotation=30, labelsize=7)
+    d["_x"] = d[param].map(_amount)
+    d["_score"] = d["area_mm2"] * d["energy_J"]
+    fig, axes = _fig(3, size=(11, 3.4))
+    for w, g in d.groupby("workload"):
+        pick = g.sort_values(["cycles", "_score"]).groupby("_x").head(1).sort_values("_x")
+        for ax, col in zip(axes, ("time_s", "energy_J", "area_mm2")):
+            ax.plot(pick["_x"], pick[col], marker="o", label=w)
+    for ax, label in zip(axes, ("time (s)", "energy (J)", "on-chip area (mm²)")):
+        if len(d) and d["_x"].min() > 0 and d["_x"].max() / d["_x"].min() >= 16:
+            ax.set_xscale("log", base=2)
+        ax.set_ylim(bottom=0)
+        ax.set(xlabel=param, ylabel=f"{label}, axis from 0")
     axes[0].legend(fontsize=7)
-    fig.suptitle(title)
+    fig.suptitle(f"{title}: the best design at each {param}")
     return _save(fig, out / f"by_{param.replace('+', '_').replace('.', '_')}.png")
 
 
@@ -169,8 +165,12 @@ def plot_sweep(db_path, out_dir, sweep: str | None = None) -> list[Path]:
     name = sweep or ", ".join(sorted(df["sweep"].unique())) if len(df) else "empty"
     if not len(df[df["status"] == "ok"]):
         return []
-    paths = [time_vs_area(df, out, name), energy_vs_area(df, out, name), energy_vs_area(df, out, name, fast_only=True)]
-    paths += [by_parameter(df, p, out, name) for p in _params(df)]
+    params = _params(df)
+    paths = []
+    if params:                          # designs to compare (a grid over workloads alone has none)
+        paths = [time_vs_area(df, out, name), energy_vs_area(df, out, name),
+                 energy_vs_area(df, out, name, fast_only=True)]
+    paths += [by_parameter(df, p, out, name) for p in params]
     sized = by_database_size(df, out, name)
     return paths + ([sized] if sized else [])
 

@@ -41,8 +41,9 @@ def _fig(ncols: int = 1, size=(6.4, 4.2)):
 
 
 def _amount(value) -> float:
-    """'4 KiB' -> 4096 (bytes), '32 words' -> 32, '2' -> 2."""
-    from storeloop.units import bytes_of
+    """'4 KiB' -> 4096 (bytes), '32 words' -> 32, '2' -> 2, '10 GB/s' -> 10 (the number before
+    any other unit)."""
+    from storeloop.units import ExpressionError, bytes_of, split_unit
 
     text = str(value).strip()
     if text.endswith("words"):
@@ -50,7 +51,11 @@ def _amount(value) -> float:
     try:
         return float(text)
     except ValueError:
+        pass
+    try:
         return float(bytes_of(text))
+    except (ExpressionError, ValueError):
+        return float(split_unit(text)[0])
 
 
 def frame(df):
