@@ -307,6 +307,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     if args.workers < 1:
         raise SpecError(f"{args.workers} workers", field="--workers", allowed="1 or more")
+    args.out = args.out or ("results/reproduction-quick" if args.quick else "results/reproduction")
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise SpecError(f"{args.out} is a file", field="command line: option '--out'", allowed="a folder")
     _headless()
@@ -457,7 +458,8 @@ def build_parser() -> argparse.ArgumentParser:
     pl.set_defaults(func=cmd_plot)
     rp = sub.add_parser("reproduce", help="the thesis's chapter 6: its sweeps, 13 figures and reproduction.md")
     rp.add_argument("--quick", action="store_true", help="subsets of the grids: every figure in a few minutes")
-    rp.add_argument("--out", default="results/reproduction", help="folder for the store, figures and reproduction.md")
+    rp.add_argument("--out", help="folder for the store, figures and reproduction.md (default results/reproduction, "
+                    "with --quick results/reproduction-quick, so a quick run never replaces the full one)")
     rp.add_argument("--workers", type=int, default=2, help="local processes for the sweeps")
     rp.set_defaults(func=cmd_reproduce)
     rs = sub.add_parser("results", help="export a sweep store (one row per point, parameters as columns)")
