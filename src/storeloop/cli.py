@@ -309,7 +309,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         raise SpecError(f"{args.workers} workers", field="--workers", allowed="1 or more")
     args.out = args.out or ("results/reproduction-quick" if args.quick else "results/reproduction")
     if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise SpecError(f"{args.out} is a file", field="command line: option '--out'", allowed="a folder")
+        raise SpecError("is a file", file=args.out, field="--out", allowed="a folder for the store, figures and reproduction.md")
     _headless()
     done = reproduce.run(args.out, quick=args.quick, workers=args.workers, progress=sys.stderr.isatty())
     print(f"wrote {len(done['figures'])} figure files to {Path(args.out) / 'figures'}, {done['report']} "
