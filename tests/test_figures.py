@@ -190,3 +190,12 @@ def test_reproduce_end_to_end_on_tiny_grids(tmp_path, monkeypatch):
     text = done["report"].read_text()
     assert "| cycles | 12,833,318,209 | 13,811,004,212 |" in text
     assert json.loads((tmp_path / "cpu.json").read_text())["macs_per_s"] == 5e7
+
+
+def test_cpu_baseline_computes_the_pir_einsum_exactly():
+    from storeloop import cpu
+    from storeloop.workloads.pir import pir_workload
+
+    w = pir_workload("t", {"M": 2, "N": 3, "P": 2, "Q": 1, "J": 4, "K": 2, "C": 2, "D": 8})
+    cpu.check(w)                                   # against an exact integer einsum, mod each modulus
+    assert cpu.macs_per_second(w, repeats=1) > 0
