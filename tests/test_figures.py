@@ -64,7 +64,8 @@ def test_fig_6_2_and_6_3_refined_sweep_zero_based(frames):
     d = T.frame(frames["refined"])
     ax = T.fig_6_2(frames["refined"]).axes[0]
     assert ax.get_ylim()[0] == 0 and ax.get_xscale() == "log"
-    assert sorted(y for _, y in _points(ax) if y in set(d["cycles"])) != []
+    points = set(_points(ax))
+    assert all((r["area_mm2"], r["cycles"]) in points for _, r in d.iterrows())   # every design, at its values
     ax = T.fig_6_3(frames["refined"]).axes[0]
     assert ax.get_ylim()[0] == 0
     xs_ys = set(_points(ax))

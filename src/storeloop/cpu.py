@@ -23,17 +23,25 @@ from storeloop.spec.types import Workload
 MODULI = (2147483647, 2147483629)          # two primes below 2**31: one per coefficient modulus (C)
 
 
+def _operands(workload: Workload, seed: int):
+    """Random query A and database B of ``workload`` (entries below their modulus) and the moduli
+    q as a (C, 1) column."""
+    b = dict(zip(workload.dims, workload.bounds))
+    if b["C"] > len(MODULI):
+        raise ValueError(f"the CPU baseline has {len(MODULI)} moduli; the workload has C = {b['C']}")
+    rng = np.random.default_rng(seed)
+    q = np.array(MODULI[:b["C"]], dtype=np.uint64)[:, None]
+    A = rng.integers(0, q, size=tuple(b[d] for d in "MJPKCD"), dtype=np.uint64)
+    B = rng.integers(0, q, size=tuple(b[d] for d in "JNKQCD"), dtype=np.uint64)
+    return A, B, q
+
+
 def run_pir(workload: Workload, seed: int = 0) -> tuple[np.ndarray, float]:
     """Compute the PIR einsum of ``workload`` (bounds M, N, P, Q, J, K, C, D) on the CPU: the
     response C and the seconds it took (data generation excluded)."""
-    b = dict(zip(workload.dims, workload.bounds))
-    M, N, P, Q, J, K, C, D = (b[d] for d in "MNPQJKCD")
-    if C > len(MODULI):
-        raise ValueError(f"the CPU baseline has {len(MODULI)} moduli; the workload has C = {C}")
-    rng = np.random.default_rng(seed)
-    q = np.array(MODULI[:C], dtype=np.uint64)[:, None]                        # (C, 1)
-    A = rng.integers(0, q, size=(M, J, P, K, C, D), dtype=np.uint64)
-    B = rng.integers(0, q, size=(J, N, K, Q, C, D), dtype=np.uint64)
+    A, B, q = _operands(workload, seed)
+    M, J, P, K, C, D = A.shape
+    N, Q = B.shape[1], B.shape[3]
     out = np.zeros((M, N, P, Q, C, D), dtype=np.uint64)
     start = time.perf_counter()
     for j in range(J):
@@ -54,12 +62,7 @@ def macs_per_second(workload: Workload, repeats: int = 3) -> float:
 
 def check(workload: Workload) -> None:
     """The kernel against a plain integer einsum on a tiny case (raises AssertionError)."""
-    b = dict(zip(workload.dims, workload.bounds))
-    q = np.array(MODULI[:b["C"]], dtype=object)[:, None]
     got, _ = run_pir(workload, seed=0)
-    rng = np.random.default_rng(0)
-    qa = np.array(MODULI[:b["C"]], dtype=np.uint64)[:, None]
-    A = rng.integers(0, qa, size=tuple(b[d] for d in "MJPKCD"), dtype=np.uint64).astype(object)
-    B = rng.integers(0, qa, size=tuple(b[d] for d in "JNKQCD"), dtype=np.uint64).astype(object)
+    A, B, q = (x.astype(object) for x in _operands(workload, seed=0))
     want = np.einsum("mjpkcd,jnkqcd->mnpqcd", A, B) % q
     assert (got.astype(object) == want).all()

@@ -83,9 +83,9 @@ def run(out: str | Path = "results/reproduction", *, quick: bool = False, worker
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     db = out / "reproduction.sqlite"
-    frames, timing = {}, {}
+    frames, timing, files = {}, {}, {}
     for key, spec in _specs(quick, root).items():
-        f = out / f"{spec['name']}.sweep.yaml"
+        f = files[key] = out / f"{spec['name']}.sweep.yaml"
         f.write_text(yaml.safe_dump({"sweep": spec}, sort_keys=False))
         t = time.monotonic()
         run_sweep(load_sweep(f), db, workers=workers, progress=progress)
@@ -95,10 +95,10 @@ def run(out: str | Path = "results/reproduction", *, quick: bool = False, worker
     cpu = cpu_baseline(out, quick)
     timing["cpu baseline"] = time.monotonic() - t
     t = time.monotonic()
-    written = figures(frames, cpu, out / "figures", root)
+    written = figures(frames, cpu, out / "figures", root, files["refined"])
     timing["figures"] = time.monotonic() - t
     md = out / "reproduction.md"
-    md.write_text(report(frames, cpu, quick, timing, out / f"{_specs(quick, root)['refined']['name']}.sweep.yaml"))
+    md.write_text(report(frames, cpu, quick, timing, files["refined"]))
     return {"figures": written, "report": md, "store": db, "seconds": timing}
 
 
@@ -126,20 +126,19 @@ def _ssd_GBps(root: Path) -> float:
     return bw * disk.word_bits / 8 * arch.clock_hz / 1e9
 
 
-def figures(frames: dict, cpu: dict, out: Path, root: Path) -> list[Path]:
+def figures(frames: dict, cpu: dict, out: Path, root: Path, refined_spec: Path) -> list[Path]:
     """Every figure (PNG + PDF) of the three sweeps' results into ``out``."""
     from storeloop.plots import thesis as T
 
     refined, sizes = frames["refined"], frames["sizes"]
     _, best = _optimal_rows(refined)
-    spec = Path(out).parent / f"{refined['sweep'].iloc[0]}.sweep.yaml"
     figs = {
         "fig-6-01-initial-cycles": T.fig_6_1(frames["initial"]),
         "fig-6-02-refined-cycles": T.fig_6_2(refined),
         "fig-6-03-refined-energy-vs-area": T.fig_6_3(refined),
         "fig-6-04-refined-fast-energy-vs-area": T.fig_6_4(refined),
         "fig-6-05-rf-depth-vs-energy": T.fig_6_5(refined),
-        "fig-6-06-optimal-architecture": T.fig_6_6(best, _arch_of(best, spec)),
+        "fig-6-06-optimal-architecture": T.fig_6_6(best, _arch_of(best, refined_spec)),
         "fig-6-07-onionpir-speed-vs-size": T.fig_6_7(sizes, _ssd_GBps(root)),
         "fig-6-08-cpu-vs-accelerator": T.fig_6_8(sizes, cpu["macs_per_s"]),
         "fig-6-09-onionpir-energy-vs-size": T.fig_6_9(sizes),
@@ -181,7 +180,7 @@ def report(frames: dict, cpu: dict, quick: bool, timing: dict, refined_spec: Pat
     arch = {lvl.name: lvl for lvl in _arch_of(best, refined_spec).levels}
     pick = f"{arch['SRAM'].instances} x SRAM {best['levels.SRAM.capacity']} + " \
            f"{arch['RF'].instances} x RF {best['levels.RF.capacity']}"
-    init = frame(frames["initial"])
+    init, ref = frame(frames["initial"]), frame(refined)
     lines = [
         "# The OnionChopper thesis (ch. 6), reproduced by storeloop",
         "",
@@ -189,7 +188,7 @@ def report(frames: dict, cpu: dict, quick: bool, timing: dict, refined_spec: Pat
         "`reproduction.sqlite` (or `cpu.json`); the thesis's are the published ones (ch. 6). "
         f"{'Quick run: subsets of the grids (same figures, fewer points).' if quick else 'Full grids.'}",
         "",
-        f"Sweeps: initial {len(init):,} designs, refined {len(frame(refined))}, database sizes {len(s)} "
+        f"Sweeps: initial {len(init):,} designs, refined {len(ref)}, database sizes {len(s)} "
         "(OnionPIR, SealPIR, SimplePIR, FastPIR). Seconds per step: "
         + ", ".join(f"{k} {v:.0f}" for k, v in timing.items()) + ".",
         "",
@@ -229,7 +228,7 @@ def report(frames: dict, cpu: dict, quick: bool, timing: dict, refined_spec: Pat
         "",
         f"storeloop's own pick: {pick}: {int(best['cycles']):,} cycles, {best['energy_pJ'] / 1e12:.2f} J, "
         f"{best['on_chip_area_um2'] / 1e6:.2f} mm² on chip. Points whose cycles are proven optimal: "
-        f"{int(frame(refined)['cycles_optimal'].sum())} of {len(frame(refined))} (refined), "
+        f"{int(ref['cycles_optimal'].sum())} of {len(ref)} (refined), "
         f"{int(init['cycles_optimal'].sum()):,} of {len(init):,} (initial).",
         "",
         "Figures (PNG and PDF) are in `figures/`: " + ", ".join(f"Fig. 6-{i}" for i in range(1, 14))

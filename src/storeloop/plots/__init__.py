@@ -125,22 +125,16 @@ def by_database_size(df, out: Path, title: str) -> Path | None:
     """Speed (database bytes per second), energy per GB and power against database size, a line
     per scheme (thesis Figures 6-7, 6-9, 6-10 for OnionPIR and 6-11 .. 6-13 across schemes).
     Workloads are recognised by their file names, ``<scheme>-<size>.yaml``."""
-    d = _ok(df)
-    parsed = d["workload"].map(_scheme_and_bytes)
-    d["scheme"] = parsed.map(lambda x: x[0])
-    d["db_bytes"] = parsed.map(lambda x: x[1])
-    d = d[d["scheme"].notna()]
+    from storeloop.plots.thesis import sized
+
+    d = sized(df)
     if d["db_bytes"].nunique() < 2:
         return None
-    d["GB_per_s"] = d["db_bytes"] / d["time_s"] / 1e9
-    d["J_per_GB"] = d["energy_J"] / (d["db_bytes"] / 1e9)
-    d["W"] = d["energy_J"] / d["time_s"]
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
     for ax, (col, label) in zip(axes, [("GB_per_s", "speed (GB of database / s)"), ("J_per_GB", "energy (J / GB)"),
-                                       ("W", "power (W)")]):
+                                       ("power_W", "power (W)")]):
         for scheme, g in d.groupby("scheme"):
-            g = g.sort_values("db_bytes")
-            ax.plot(g["db_bytes"] / 2**30, g[col], marker="o", label=scheme)
+            ax.plot(g["db_GiB"], g[col], marker="o", label=scheme)
         ax.set_xscale("log", base=2)
         ax.set(xlabel="database size (GiB)", ylabel=label)
     axes[0].legend(fontsize=7)

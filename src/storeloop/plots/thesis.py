@@ -11,11 +11,12 @@ thesis's published values overlaid where it gives them, titles that say what is 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter
+
+from storeloop.plots import _ok, _scheme_and_bytes, pareto_front
 
 # Published numbers (thesis ch. 6). They are drawn beside storeloop's; never used to compute them.
 THESIS = {
@@ -61,12 +62,7 @@ def _amount(value) -> float:
 def frame(df):
     """Current ``ok`` rows with time_s, energy_J, area_mm2 (on chip), power_W and each parameter
     as a number in ``<param>#`` (bytes for sizes, words for word counts)."""
-    from storeloop.sweep import mapped
-
-    d = mapped(df).copy()
-    d["time_s"] = d["cycles"] / d["clock_hz"]
-    d["energy_J"] = d["energy_pJ"] / 1e12
-    d["area_mm2"] = d["on_chip_area_um2"] / 1e6
+    d = _ok(df)
     d["power_W"] = d["energy_J"] / d["time_s"]
     for col in (SRAM, RF, SRAM_N, UNITS):
         if col in d:
@@ -85,26 +81,20 @@ def _label(param: str, v: float) -> str:
     return _bytes(v) if param == SRAM else f"{v:g}"
 
 
-def _by_colour(ax, d, x: str, y: str, param: str, **kw):
+def _by_colour(ax, d, x: str, y: str, param: str):
     """A scatter of y against x, one colour per value of ``param`` (sorted by magnitude); the
     caller draws the legend (titled by the parameter) once its lines are added."""
     values = sorted(d[param + "#"].unique())
     cmap = plt.get_cmap("viridis")
     for i, v in enumerate(values):
         g = d[d[param + "#"] == v]
-        ax.scatter(g[x], g[y], s=kw.get("s", 16), color=cmap(i / max(len(values) - 1, 1)), label=_label(param, v),
+        ax.scatter(g[x], g[y], s=16, color=cmap(i / max(len(values) - 1, 1)), label=_label(param, v),
                    alpha=0.85, edgecolors="none")
 
 
 def _log_area(ax):
     ax.set_xscale("log")
     ax.set_xlabel("on-chip area (mm², log scale)")
-
-
-def pareto(d, x: str, y: str):
-    """Rows no other row beats in both x and y (smaller is better), sorted by x."""
-    s = d.sort_values([x, y])
-    return s[s[y] < s[y].cummin().shift(fill_value=math.inf)]
 
 
 # ---------------------------------------------------------------- 6.1, 6.2: architecture sweeps
@@ -146,7 +136,7 @@ def fig_6_2(refined):
 def _energy_vs_area(d, title: str):
     fig, (ax,) = _fig()
     _by_colour(ax, d, "area_mm2", "energy_J", RF)
-    f = pareto(d, "area_mm2", "energy_J")
+    f = pareto_front(d, "area_mm2", "energy_J")
     ax.plot(f["area_mm2"], f["energy_J"], color="grey", lw=1, label="Pareto front")
     ax.scatter([THESIS["area_mm2"]], [THESIS["energy_J"]], marker="*", s=120, color="tab:red",
                label="thesis's optimum (Timeloop + Accelergy)")
@@ -252,9 +242,8 @@ def roofline(row, title: str = ""):
 
 # ---------------------------------------------------------------- 6.7 .. 6.13: database sizes
 def sized(df):
-    """Rows of ``<scheme>-<size>`` workloads with scheme, db_GiB, GB_per_s, J_per_GB."""
-    from storeloop.plots import _scheme_and_bytes
-
+    """Rows of ``<scheme>-<size>`` workloads (scheme and size from the file name) with scheme,
+    db_bytes, db_GiB, GB_per_s (database bytes per second), J_per_GB and power_W."""
     d = frame(df)
     parsed = d["workload"].map(_scheme_and_bytes)
     d["scheme"] = parsed.map(lambda x: x[0])

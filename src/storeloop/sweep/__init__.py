@@ -628,9 +628,10 @@ def best_points(df):
     area x energy."""
     ok = mapped(df).copy()
     ok["area_energy"] = ok["on_chip_area_um2"] * ok["energy_pJ"]
-    group = ["workload"] + (["scenario"] if "scenario" in ok else [])
-    if "scenario" in ok:
+    group = ["workload"]
+    if "scenario" in ok:                       # rows of stores written before scenarios: "{}"
         ok["scenario"] = ok["scenario"].fillna("{}")
+        group.append("scenario")
     return ok.sort_values(group + ["cycles", "area_energy"]).groupby(group).head(1)
 
 
