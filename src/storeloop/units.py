@@ -205,3 +205,32 @@ def ceil_div(a: int, b: int) -> int:
 
 __all__ = ["evaluate", "number", "integer", "bytes_of", "bits_of", "hertz_of", "words_per_cycle",
            "ExpressionError", "ceil_div"]
+
+
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "ps": 1e-12}
+
+
+def rate_of(value: object) -> float:
+    """A data rate in bytes per second from '100 Gb/s', '170 GB/s', '2 GiB/s' or a bare number (B/s);
+    positive and finite."""
+    amount, unit = split_unit(value)
+    if unit is None:
+        unit = "B/s"
+    if not unit.endswith("/s") or unit[:-2] not in SIZE_UNITS:
+        raise ExpressionError(f"{value!r} is not a data rate (e.g. '100 Gb/s', '170 GB/s', '2 GiB/s')")
+    rate = float(amount * SIZE_UNITS[unit[:-2]])
+    if not (rate > 0 and math.isfinite(rate)):
+        raise ExpressionError(f"a data rate must be positive and finite, got {value!r}")
+    return rate
+
+
+def seconds_of(value: object) -> float:
+    """A duration in seconds from '10 us', '2 ms', '1.5 s' or a bare number (s); >= 0 and finite."""
+    amount, unit = split_unit(value)
+    unit = unit or "s"
+    if unit not in TIME_UNITS:
+        raise ExpressionError(f"unknown time unit {unit!r} (allowed: {', '.join(TIME_UNITS)})")
+    t = float(amount * TIME_UNITS[unit])
+    if not (t >= 0 and math.isfinite(t)):
+        raise ExpressionError(f"a duration must be finite and not negative, got {value!r}")
+    return t

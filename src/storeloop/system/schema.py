@@ -1,0 +1,903 @@
+"""The system format (``system:`` YAML): devices, stages placed on them, flows, scenarios, claims.
+
+One typed schema: every device kind and stage kind is a pydantic model with constrained fields;
+unknown keys are refused with a did-you-mean, duplicate keys by the YAML reader, a mapping where a
+list goes (and the reverse) by the schema. The loader turns the validated specs into the frozen
+objects at the bottom of this file; the analysis (:mod:`storeloop.system.analysis`) reads only
+those. Every device reduces to *resources*: rate resources (bytes/s, cores, IO/s) that every
+unit of work draws on, and static ones (bytes, LUTs, DSPs, pipeline stages) that placement uses up.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from storeloop.errors import SpecError
+from storeloop.spec.yamlio import LDict, error_at, load, loads
+from storeloop.units import (ExpressionError, bytes_of, evaluate, hertz_of, number, rate_of,
+                             seconds_of, split_unit)
+
+Scalar = int | float | str
+NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+# resource dimensions: what one unit of the resource is
+BYTES_PER_S, CORES, IOPS, BYTES, COUNT = "B/s", "cores", "IO/s", "B", "count"
+
+#: per device kind: its rate resources and static resources, with their dimension
+RESOURCES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    "cpu": ({"cores": CORES}, {}),
+    "memory": ({"bandwidth": BYTES_PER_S}, {"capacity": BYTES}),
+    "link": ({"in": BYTES_PER_S, "out": BYTES_PER_S, "bandwidth": BYTES_PER_S}, {}),
+    "ssd": ({"read": BYTES_PER_S, "write": BYTES_PER_S, "read_iops": IOPS, "write_iops": IOPS}, {"capacity": BYTES}),
+    "fpga": ({}, {"luts": COUNT, "ffs": COUNT, "clbs": COUNT, "dsps": COUNT, "brams": COUNT, "urams": COUNT}),
+    "switch": ({"bandwidth": BYTES_PER_S}, {"stages": COUNT, "register_memory": BYTES}),
+}
+
+# PCIe payload bandwidth per lane and direction, bytes/s: transfer rate x line-code efficiency / 8
+# (gen 1-2: 8b/10b; gen 3-5: 128b/130b; gen 6: 242/256 FLIT). The PCI-SIG base specifications.
+PCIE_LANE = {1: 2.5e9 * 8 / 10 / 8, 2: 5e9 * 8 / 10 / 8, 3: 8e9 * 128 / 130 / 8, 4: 16e9 * 128 / 130 / 8,
+             5: 32e9 * 128 / 130 / 8, 6: 64e9 * 242 / 256 / 8}
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class _Traced(_Spec):
+    description: str | None = Field(None, description="free text")
+    source: str | None = Field(None, description="where the published values come from: 'file:line'")
+    assumed: str | None = Field(None, description="what here is not published, and why the value chosen")
+
+
+# ------------------------------------------------------------------------------------ devices
+class _Device(_Traced):
+    name: str = Field(pattern=NAME.pattern, description="unique among devices")
+    kind: str
+    count: int = Field(1, ge=1, le=1_000_000, description="identical units of this device")
+
+
+class CpuSpec(_Device):
+    kind: Literal["cpu"]
+    cores: int = Field(ge=1, le=1_000_000, description="cores per unit")
+    clock: Scalar | None = Field(None, description="'2.2 GHz' (needed for demands in cycles per byte)")
+
+
+class MemorySpec(_Device):
+    kind: Literal["memory"]
+    bandwidth: Scalar = Field(description="reads + writes together, per unit: '170 GB/s'")
+    capacity: Scalar | None = Field(None, description="per unit: '256 GiB'")
+
+
+class PcieSpec(_Spec):
+    gen: int = Field(ge=1, le=6, description="PCIe generation 1..6")
+    lanes: Literal[1, 2, 4, 8, 16, 32]
+
+
+class LinkSpec(_Device):
+    kind: Literal["link"]
+    bandwidth: Scalar | None = Field(None, description="per direction and unit: '100 Gb/s' (or give 'pcie')")
+    pcie: PcieSpec | None = Field(None, description="{gen: 3, lanes: 16}: the bandwidth from the PCIe generation")
+    duplex: bool = Field(True, description="true: resources 'in' and 'out', each at the bandwidth; "
+                         "false: one shared resource 'bandwidth'")
+
+
+class SsdSpec(_Device):
+    kind: Literal["ssd"]
+    read_bandwidth: Scalar | None = None
+    write_bandwidth: Scalar | None = None
+    read_iops: Scalar | None = Field(None, description="IO operations per second, e.g. '500 * K'")
+    write_iops: Scalar | None = None
+    capacity: Scalar | None = None
+
+
+class FpgaSpec(_Device):
+    kind: Literal["fpga"]
+    clock: Scalar | None = Field(None, description="fabric clock: '250 MHz' (for stage rates in B/cycle)")
+    luts: Scalar | None = None
+    ffs: Scalar | None = None
+    clbs: Scalar | None = None
+    dsps: Scalar | None = None
+    brams: Scalar | None = None
+    urams: Scalar | None = None
+    usable: float = Field(1.0, gt=0, le=1, description="fraction of each resource that placement may use")
+    fixed: dict[str, Scalar] = Field(default_factory=dict, description="used by the shell / other logic, "
+                                     "e.g. {luts: 27k, brams: 729}")
+
+
+class SwitchSpec(_Device):
+    kind: Literal["switch"]
+    stages: int | None = Field(None, ge=1, le=1_000_000, description="match-action pipeline stages")
+    register_memory: Scalar | None = Field(None, description="register (stateful) memory: '16 MiB'")
+    bandwidth: Scalar | None = Field(None, description="switching capacity per direction: '6.4 Tb/s'")
+
+
+DEVICE_SPECS = {"cpu": CpuSpec, "memory": MemorySpec, "link": LinkSpec, "ssd": SsdSpec, "fpga": FpgaSpec,
+                "switch": SwitchSpec}
+
+
+# ------------------------------------------------------------------------------------- stages
+class DemandSpec(_Spec):
+    per_byte: Scalar | None = Field(None, description="resource units per byte of the stage's input "
+                                    "(bytes per byte for bandwidths, IOs per byte for IOPS)")
+    cycles_per_byte: Scalar | None = Field(None, description="CPU cycles per byte (cores; uses the CPU's clock)")
+    used: Scalar | None = Field(None, description="an operating point: the resource used ('317 GB/s', 67 cores)...")
+    at: Scalar | None = Field(None, description="...at this stage input rate ('75 GB/s')")
+    source: str | None = None
+
+
+class _Stage(_Traced):
+    name: str = Field(pattern=NAME.pattern, description="unique among stages")
+    kind: str
+    device: str | None = Field(None, description="the device it is placed on (its static resources pay per_instance)")
+    input: Scalar = Field(1, description="bytes into this stage per unit of work; arithmetic over the ratios")
+    instances: int | None = Field(None, ge=1, le=10**9, description="instances placed (omitted: as many as needed)")
+    per_instance: dict[str, Scalar] = Field(default_factory=dict, description="static resources of its device per "
+                                            "instance: {dsps: 81, brams: 9.9}")
+    demands: dict[str, DemandSpec] = Field(default_factory=dict, description="rate demands on devices: "
+                                           "{host-memory.bandwidth: {per_byte: 2}}")
+
+
+class EinsumStageSpec(_Stage):
+    kind: Literal["einsum"]
+    arch: str = Field(description="arch YAML of one instance (relative to this file)")
+    workload: str = Field(description="workload YAML of one invocation (relative to this file)")
+    arch_set: dict[str, Scalar] = Field(default_factory=dict, description="arch fields to override, as in "
+                                        "sweeps: {compute.instances: 1}")
+    bounds: dict[str, Scalar] = Field(default_factory=dict, description="workload bounds to override: {B: 4096}")
+    stream: list[str] | None = Field(None, description="tensors whose bytes are the stage's input per "
+                                     "invocation (default: every input tensor)")
+    setup: Scalar = Field(0, description="fixed latency per invocation: '2 us'")
+    objective: str = Field("delay,energy", description="the mapper's objective")
+    time_limit: float = Field(30.0, gt=0, le=3600, description="the mapper's safety net, seconds")
+
+
+class StreamStageSpec(_Stage):
+    kind: Literal["stream"]
+    rate: Scalar = Field(description="per instance, of the stage's input: '190 MB/s' or '0.5 B/cycle' "
+                         "(with the clock of its device)")
+    energy: Scalar | None = Field(None, description="pJ per byte of input (optional)")
+
+
+class TableStageSpec(_Stage):
+    kind: Literal["table"]
+    entries: Scalar = Field(description="number of entries: arithmetic over the ratios")
+    entry_bytes: Scalar = Field(description="bytes per entry: '38 B'")
+    store: str = Field(description="the static resource it occupies: 'table-ssd.capacity'")
+
+
+class IndexStageSpec(_Stage):
+    kind: Literal["index"]
+    fanout: int = Field(ge=2, le=1_000_000, description="children per inner node")
+    leaf_keys: int = Field(ge=1, le=1_000_000_000, description="keys per leaf node")
+    key_covers: Scalar = Field(description="bytes one key indexes (a cache line: '4 KiB')")
+    levels: int | None = Field(None, ge=1, le=64, description="tree levels (or give 'covers')")
+    covers: Scalar | None = Field(None, description="bytes to index: the tree gets the fewest levels that do")
+    off_chip_levels: int = Field(0, ge=0, le=64, description="levels kept off chip (from the leaves up)")
+
+
+class RegisterStoreStageSpec(_Stage):
+    kind: Literal["register-store"]
+    layout: Literal["equal-length", "per-array"] = Field(description="equal-length: every record holds one slot "
+                                                         "in every array (NetCache); per-array: arrays of "
+                                                         "block x 2^i bytes, a record uses the blocks of its size")
+    max_value: Scalar = Field(description="largest value the store holds: '400 B'")
+    block: Scalar = Field(description="bytes per slot (equal-length) or of the smallest array (per-array)")
+    values: list[Scalar] | None = Field(None, description="value sizes of the records held")
+    value_size: Scalar | None = Field(None, description="one record's value size, for the per-record outputs")
+    metadata_bits: int = Field(0, ge=0, le=1_000_000, description="lookup metadata per record (bitmaps, hash map)")
+    path_levels: int | None = Field(None, ge=1, le=1000, description="round trips of a query without the cache")
+    cached_levels: int | None = Field(None, ge=0, le=1000, description="of those, served by the cache")
+
+
+STAGE_SPECS = {"einsum": EinsumStageSpec, "stream": StreamStageSpec, "table": TableStageSpec,
+               "index": IndexStageSpec, "register-store": RegisterStoreStageSpec}
+
+
+class FlowSpec(_Traced):
+    name: str = Field(pattern=NAME.pattern)
+    volume: Scalar = Field(description="bytes per unit of work: arithmetic over the ratios")
+    via: list[str] = Field(min_length=1, description="the rate resources it passes: [nic.in, host-memory.bandwidth]")
+    io_bytes: Scalar | None = Field(None, description="bytes per IO: SSD IOPS resources it passes are charged too")
+
+
+class RatioSpec(_Spec):
+    value: Scalar
+    source: str | None = None
+    assumed: str | None = None
+
+
+class UnitSpec(_Spec):
+    name: str = Field("byte", description="what one unit of work is: 'multiply', 'byte written'")
+    bytes: Scalar = Field(1, description="bytes of system input per unit of work")
+
+
+class ClaimSpec(_Spec):
+    name: str
+    published: Scalar = Field(description="the paper's value with its unit: '17.5 Gb/s', '9.5 TiB', '1.9x', '88%'")
+    source: str = Field(description="'file:line' of the sentence or table that states it")
+    output: str | None = Field(None, description="the result it is derived as: 'resources.nic.out.used'")
+    at: str | dict[str, Scalar] | None = Field(None, description="a scenario name or {field: value} overrides")
+    relation: Literal["=", "<=", ">="] = Field("=", description="'<=': the published value is a bound")
+    tolerance: float = Field(0.02, gt=0, le=0.5, description="relative, for '='")
+    assumes: str | None = Field(None, description="inputs the derivation takes that the paper does not publish")
+    why: str | None = Field(None, description="why storeloop's value differs, where it does")
+    missing: str | None = Field(None, description="the unpublished inputs that keep storeloop from deriving it")
+
+
+class SystemSpec(_Traced):
+    name: str = Field(pattern=NAME.pattern)
+    unit: UnitSpec = Field(default_factory=UnitSpec)
+    target: Scalar | None = Field(None, description="the system input rate to reach: '75 GB/s', '100 Gb/s'")
+    ratios: dict[str, Scalar | RatioSpec] = Field(default_factory=dict, description="named numbers for volumes")
+    devices: list[dict[str, Any]] = Field(default_factory=list)
+    stages: list[dict[str, Any]] = Field(default_factory=list)
+    flows: list[FlowSpec] = Field(default_factory=list)
+    scenarios: dict[str, dict[str, Scalar]] = Field(default_factory=dict, description="named --set overrides")
+    claims: list[ClaimSpec] = Field(default_factory=list)
+
+
+# ------------------------------------------------------------------------- the typed objects
+@dataclass(frozen=True)
+class Where:
+    """A spot in an input file, for errors found after loading."""
+
+    file: str | None
+    line: int | None
+    field: str
+
+    def error(self, message: str, allowed: str | None = None) -> SpecError:
+        return SpecError(message, file=self.file, line=self.line, field=self.field, allowed=allowed)
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str
+    kind: str
+    count: int
+    rates: dict[str, float]             # rate resource -> capacity of all units (B/s, cores, IO/s)
+    statics: dict[str, float]           # static resource -> usable amount of all units
+    fixed: dict[str, float]             # static resource -> amount already used (shell)
+    clock_hz: float | None
+    source: str | None
+    assumed: str | None
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    kind: str
+    device: str | None
+    input_bytes: float                  # bytes into the stage per unit of work
+    instances: int | None               # placed; None: as many as needed
+    per_instance: dict[str, float]      # static resource of `on` -> amount per instance
+    demands: dict[tuple[str, str], float]   # (device, rate resource) -> amount per byte of stage input
+    where: Where
+    source: str | None
+    assumed: str | None
+    # einsum
+    arch: Any = None
+    workload: Any = None
+    stream: tuple[str, ...] = ()
+    setup_s: float = 0.0
+    objective: str = "delay,energy"
+    time_limit: float = 30.0
+    # stream
+    rate_Bps: float | None = None
+    energy_pJ_per_B: float | None = None
+    # table
+    entries: float | None = None
+    entry_bytes: float | None = None
+    store: tuple[str, str] | None = None
+    # index
+    fanout: int | None = None
+    leaf_keys: int | None = None
+    key_covers: float | None = None
+    levels: int | None = None
+    covers: float | None = None
+    off_chip_levels: int = 0
+    # register-store
+    layout: str | None = None
+    max_value: float | None = None
+    block: float | None = None
+    values: tuple[float, ...] | None = None
+    value_size: float | None = None
+    metadata_bits: int = 0
+    path_levels: int | None = None
+    cached_levels: int | None = None
+
+
+@dataclass(frozen=True)
+class Flow:
+    name: str
+    volume: float                       # bytes per unit of work
+    via: tuple[tuple[str, str], ...]
+    io_bytes: float | None
+    source: str | None
+    assumed: str | None
+
+
+@dataclass(frozen=True)
+class Claim:
+    name: str
+    published: float                    # SI (B, B/s, s, Hz) or a plain number
+    published_text: str
+    unit: str | None                    # the unit it was published in
+    unit_factor: float                  # SI per published unit
+    source: str
+    output: str | None
+    at: tuple[tuple[str, Any], ...]     # the overrides it is derived under
+    at_name: str | None
+    relation: str
+    tolerance: float
+    assumes: str | None
+    why: str | None
+    missing: str | None
+    where: Where
+
+
+@dataclass(frozen=True)
+class System:
+    name: str
+    path: str
+    description: str | None
+    source: str | None
+    unit_name: str
+    unit_bytes: float
+    target_Bps: float | None
+    ratios: dict[str, float]
+    devices: tuple[Device, ...]
+    stages: tuple[Stage, ...]
+    flows: tuple[Flow, ...]
+    scenarios: dict[str, tuple[tuple[str, Any], ...]]
+    claims: tuple[Claim, ...]
+    overrides: tuple[tuple[str, Any], ...] = field(default=())
+
+    def device(self, name: str) -> Device:
+        return next(d for d in self.devices if d.name == name)
+
+
+# --------------------------------------------------------------------------------- the loader
+def _loc_text(loc: tuple) -> str:
+    return ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc).replace(".[", "[")
+
+
+def validate(model: type[BaseModel], value: Any, root: Any, loc: tuple) -> Any:
+    """``value`` (at ``loc`` inside ``root``) as ``model``; the first problem as a SpecError at its line."""
+    if not isinstance(value, dict):
+        raise error_at(root, loc, f"expected a mapping ({{key: value, ...}}), found {_shape(value)}",
+                       allowed=", ".join(_fields(model)))
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = loc + tuple(err["loc"])
+        msg, allowed = err["msg"].removeprefix("Value error, "), None
+        if err["type"] == "extra_forbidden":
+            key = str(err["loc"][-1])
+            known = _fields(_model_at(model, err["loc"][:-1]))
+            near = difflib.get_close_matches(key, known, n=1, cutoff=0.6) or \
+                difflib.get_close_matches(key.lower(), known, n=1, cutoff=0.6)
+            msg = f"unknown field '{key}'" + (f"; did you mean '{near[0]}'?" if near else "")
+            allowed = ", ".join(known)
+        elif err["type"] == "missing":
+            msg = f"missing required field '{err['loc'][-1]}'"
+            allowed = ", ".join(_fields(_model_at(model, err["loc"][:-1])))
+        elif err["type"] in ("dict_type", "model_type"):
+            msg = f"expected a mapping ({{key: value, ...}}), found {_shape(err.get('input'))}"
+        elif err["type"] == "list_type":
+            msg = f"expected a list ([a, b, ...]), found {_shape(err.get('input'))}"
+        elif err["type"] == "literal_error":
+            allowed = msg.removeprefix("Input should be ")
+            msg = f"{err.get('input')!r} is not allowed"
+        more = len(exc.errors()) - 1
+        if more:
+            msg += f" (and {more} more problem{'s' if more > 1 else ''})"
+        raise error_at(root, where, msg, allowed) from None
+
+
+def _shape(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"the {type(value).__name__} {value!r}"[:80]
+
+
+def _fields(model: type[BaseModel]) -> list[str]:
+    return [f.alias or n for n, f in model.model_fields.items()]
+
+
+def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel]:
+    for part in loc:
+        if isinstance(part, int) or part not in model.model_fields:
+            continue
+        ann = model.model_fields[part].annotation
+        args = getattr(ann, "__args__", (ann,))
+        nxt = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+        for a in args:                               # dict[str, Model] / list[Model]
+            nxt += [b for b in getattr(a, "__args__", ()) if isinstance(b, type) and issubclass(b, BaseModel)]
+        if nxt:
+            model = nxt[0]
+    return model
+
+
+class _Ctx:
+    """The document being loaded, for errors at a path inside it."""
+
+    def __init__(self, root: Any):
+        self.root = root
+
+    def err(self, loc: tuple, message: str, allowed: str | None = None) -> SpecError:
+        return error_at(self.root, loc, message, allowed)
+
+    def where(self, loc: tuple) -> Where:
+        from storeloop.spec.yamlio import locate
+
+        file, line = locate(self.root, loc)
+        return Where(file, line, _loc_text(loc))
+
+    def q(self, fn, value: Any, loc: tuple, allowed: str | None = None, *, positive: bool = False,
+          upto: float | None = None) -> float:
+        """A quantity through ``fn`` (bytes_of, rate_of, ...), finite and in range, or an error at ``loc``."""
+        try:
+            v = float(fn(value))
+        except (ExpressionError, OverflowError, ValueError, TypeError) as exc:
+            raise self.err(loc, str(exc), allowed) from None
+        if not math.isfinite(v) or v < 0 or (positive and v <= 0) or (upto is not None and v > upto):
+            bound = f" and at most {upto:g}" if upto is not None else ""
+            raise self.err(loc, f"{value!r} is out of range", allowed or
+                           f"a finite number {'> 0' if positive else '>= 0'}{bound}")
+        return v
+
+    def expr(self, value: Any, names: dict[str, float], loc: tuple, *, upto: float = 1e30) -> float:
+        """Arithmetic over ``names`` (the ratios), finite, >= 0."""
+        try:
+            v = evaluate(value, names) if isinstance(value, str) else number(value)
+        except (ExpressionError, OverflowError, ValueError, TypeError) as exc:
+            known = ", ".join(sorted(names)) or "none defined"
+            raise self.err(loc, str(exc), f"numbers, + - * / ** ( ) and the ratios ({known})") from None
+        if not (math.isfinite(v) and 0 <= v <= upto):
+            raise self.err(loc, f"{value!r} = {v:g} is out of range", f"a finite value in [0, {upto:g}]")
+        return float(v)
+
+
+COUNT_MAX = 1e15
+
+
+def _count(value: Any) -> float:
+    """A count such as 147k / '147 * K' / 2160 (fractions allowed: half BRAMs)."""
+    if isinstance(value, str) and re.fullmatch(r"\s*[\d.]+\s*[kKM]\s*", value):
+        v, suffix = value.strip()[:-1], value.strip()[-1]
+        return float(v) * (1e6 if suffix == "M" else 1e3)
+    return number(value)
+
+
+def _ratio_names(spec: SystemSpec, ctx: _Ctx) -> dict[str, float]:
+    names: dict[str, float] = {}
+    for key, value in spec.ratios.items():
+        loc = ("system", "ratios", key)
+        if not str(key).isidentifier():
+            raise ctx.err(loc, f"ratio name {key!r} is not an identifier", "letters, digits and '_'")
+        raw = value.value if isinstance(value, RatioSpec) else value
+        names[key] = ctx.expr(raw, names, loc + (("value",) if isinstance(value, RatioSpec) else ()))
+    return names
+
+
+def _device(spec: _Device, ctx: _Ctx, loc: tuple) -> Device:
+    n = spec.count
+    rates: dict[str, float] = {}
+    statics: dict[str, float] = {}
+    fixed: dict[str, float] = {}
+    clock = None
+    if isinstance(spec, CpuSpec):
+        rates["cores"] = spec.cores * n
+        if spec.clock is not None:
+            clock = ctx.q(hertz_of, spec.clock, loc + ("clock",), positive=True, upto=1e12)
+    elif isinstance(spec, MemorySpec):
+        rates["bandwidth"] = ctx.q(rate_of, spec.bandwidth, loc + ("bandwidth",)) * n
+        if spec.capacity is not None:
+            statics["capacity"] = ctx.q(bytes_of, spec.capacity, loc + ("capacity",), positive=True) * n
+    elif isinstance(spec, LinkSpec):
+        if (spec.bandwidth is None) == (spec.pcie is None):
+            raise ctx.err(loc, f"link '{spec.name}' needs exactly one of 'bandwidth' and 'pcie'",
+                          "bandwidth: '100 Gb/s', or pcie: {gen: 3, lanes: 16}")
+        bw = PCIE_LANE[spec.pcie.gen] * spec.pcie.lanes if spec.pcie else \
+            ctx.q(rate_of, spec.bandwidth, loc + ("bandwidth",))
+        if spec.duplex:
+            rates.update({"in": bw * n, "out": bw * n})
+        else:
+            rates["bandwidth"] = bw * n
+    elif isinstance(spec, SsdSpec):
+        for fld, res, fn in (("read_bandwidth", "read", rate_of), ("write_bandwidth", "write", rate_of),
+                             ("read_iops", "read_iops", number), ("write_iops", "write_iops", number)):
+            v = getattr(spec, fld)
+            if v is not None:
+                rates[res] = ctx.q(fn, v, loc + (fld,), positive=True, upto=1e18) * n
+        if not rates:
+            raise ctx.err(loc, f"ssd '{spec.name}' has no bandwidth or IOPS",
+                          "read_bandwidth, write_bandwidth, read_iops, write_iops")
+        if spec.capacity is not None:
+            statics["capacity"] = ctx.q(bytes_of, spec.capacity, loc + ("capacity",), positive=True) * n
+    elif isinstance(spec, FpgaSpec):
+        if spec.clock is not None:
+            clock = ctx.q(hertz_of, spec.clock, loc + ("clock",), positive=True, upto=1e12)
+        for res in RESOURCES["fpga"][1]:
+            v = getattr(spec, res)
+            if v is not None:
+                statics[res] = ctx.q(_count, v, loc + (res,), upto=COUNT_MAX) * n * spec.usable
+        for res, v in spec.fixed.items():
+            if res not in statics:
+                raise ctx.err(loc + ("fixed", res), f"'{res}' is not a resource of this FPGA",
+                              ", ".join(statics) or "give the FPGA's totals first (luts, dsps, brams, ...)")
+            fixed[res] = ctx.q(_count, v, loc + ("fixed", res), upto=COUNT_MAX)
+    elif isinstance(spec, SwitchSpec):
+        if spec.stages is not None:
+            statics["stages"] = spec.stages * n
+        if spec.register_memory is not None:
+            statics["register_memory"] = ctx.q(bytes_of, spec.register_memory, loc + ("register_memory",),
+                                               positive=True) * n
+        if spec.bandwidth is not None:
+            rates["bandwidth"] = ctx.q(rate_of, spec.bandwidth, loc + ("bandwidth",)) * n
+    return Device(spec.name, spec.kind, n, rates, statics, fixed, clock, spec.source, spec.assumed)
+
+
+def _resource(text: str, devices: dict[str, Device], ctx: _Ctx, loc: tuple, *, static: bool) -> tuple[str, str]:
+    """'device.resource' checked against the devices: a rate resource, or a static one."""
+    dev, _, res = str(text).partition(".")
+    if dev not in devices:
+        raise ctx.err(loc, f"no device named '{dev}'", ", ".join(devices) or "declare devices first")
+    have = devices[dev].statics if static else devices[dev].rates
+    if res not in have:
+        kind = "static resource" if static else "rate resource"
+        return_allowed = ", ".join(f"{dev}.{r}" for r in have) or f"device '{dev}' has no {kind}s"
+        raise ctx.err(loc, f"'{text}' is not a {kind} of {devices[dev].kind} '{dev}'", return_allowed)
+    return dev, res
+
+
+def _demand(d: DemandSpec, dim: str, device: Device, ctx: _Ctx, loc: tuple) -> float:
+    forms = [f for f in ("per_byte", "cycles_per_byte", "used") if getattr(d, f) is not None]
+    if len(forms) != 1 or (d.used is None) != (d.at is None):
+        raise ctx.err(loc, "give exactly one of: per_byte, cycles_per_byte, or used + at",
+                      "{per_byte: 2} | {cycles_per_byte: 5} | {used: '317 GB/s', at: '75 GB/s'}")
+    if d.per_byte is not None:
+        return ctx.q(number, d.per_byte, loc + ("per_byte",), upto=1e12)
+    if d.cycles_per_byte is not None:
+        if dim != CORES:
+            raise ctx.err(loc + ("cycles_per_byte",), f"cycles per byte is a demand on CPU cores, not on {dim}",
+                          "per_byte, or used + at")
+        if device.clock_hz is None:
+            raise ctx.err(loc + ("cycles_per_byte",), f"cpu '{device.name}' has no clock", "give the cpu a clock")
+        return ctx.q(number, d.cycles_per_byte, loc + ("cycles_per_byte",), upto=1e12) / device.clock_hz
+    used = ctx.q(rate_of if dim == BYTES_PER_S else number, d.used, loc + ("used",),
+                 f"an amount in {dim}" + (" such as '317 GB/s'" if dim == BYTES_PER_S else ""))
+    return used / ctx.q(rate_of, d.at, loc + ("at",), "a data rate such as '75 GB/s'", positive=True)
+
+
+def _stage(spec: _Stage, ctx: _Ctx, loc: tuple, devices: dict[str, Device], ratios: dict[str, float],
+           base: Path) -> Stage:
+    if spec.device is not None and spec.device not in devices:
+        raise ctx.err(loc + ("device",), f"no device named '{spec.device}'", ", ".join(devices))
+    on = devices.get(spec.device) if spec.device else None
+    per_instance = {}
+    for res, v in spec.per_instance.items():
+        if on is None or res not in on.statics:
+            raise ctx.err(loc + ("per_instance", res), f"'{res}' is not a static resource of "
+                          f"{'the device it is on' if on else 'any device: the stage has no device:'}",
+                          ", ".join(on.statics) if on and on.statics else "set 'device' to an FPGA or switch with totals")
+        per_instance[res] = ctx.q(_count if res != "register_memory" else bytes_of, v, loc + ("per_instance", res),
+                                  upto=COUNT_MAX)
+    demands = {}
+    for key, d in spec.demands.items():
+        dev, res = _resource(key, devices, ctx, loc + ("demands", key), static=False)
+        dim = RESOURCES[devices[dev].kind][0][res]
+        demands[(dev, res)] = _demand(d, dim, devices[dev], ctx, loc + ("demands", key))
+    common = dict(name=spec.name, kind=spec.kind, device=spec.device, input_bytes=ctx.expr(spec.input, ratios, loc + ("input",)),
+                  instances=spec.instances, per_instance=per_instance, demands=demands, where=ctx.where(loc),
+                  source=spec.source, assumed=spec.assumed)
+    if isinstance(spec, EinsumStageSpec):
+        return Stage(**common, **_einsum(spec, ctx, loc, base))
+    if isinstance(spec, StreamStageSpec):
+        return Stage(**common, rate_Bps=_stream_rate(spec, on, ctx, loc),
+                     energy_pJ_per_B=None if spec.energy is None else
+                     ctx.q(number, spec.energy, loc + ("energy",), "pJ per byte, a number >= 0", upto=1e9))
+    if isinstance(spec, TableStageSpec):
+        return Stage(**common, entries=ctx.expr(spec.entries, ratios, loc + ("entries",), upto=1e24),
+                     entry_bytes=ctx.q(bytes_of, spec.entry_bytes, loc + ("entry_bytes",), positive=True, upto=1e15),
+                     store=_resource(spec.store, devices, ctx, loc + ("store",), static=True))
+    if isinstance(spec, IndexStageSpec):
+        if (spec.levels is None) == (spec.covers is None):
+            raise ctx.err(loc, "give exactly one of 'levels' and 'covers'", "levels: 9 | covers: '100 GB'")
+        if spec.levels is not None and spec.off_chip_levels > spec.levels:
+            raise ctx.err(loc + ("off_chip_levels",), f"{spec.off_chip_levels} off-chip levels of a "
+                          f"{spec.levels}-level tree", f"0 .. {spec.levels}")
+        return Stage(**common, fanout=spec.fanout, leaf_keys=spec.leaf_keys, levels=spec.levels,
+                     key_covers=ctx.q(bytes_of, spec.key_covers, loc + ("key_covers",), positive=True, upto=1e18),
+                     covers=None if spec.covers is None else
+                     ctx.q(bytes_of, spec.covers, loc + ("covers",), positive=True, upto=1e24),
+                     off_chip_levels=spec.off_chip_levels)
+    assert isinstance(spec, RegisterStoreStageSpec)
+    if on is not None and on.kind != "switch":
+        raise ctx.err(loc + ("device",), f"a register store sits on a switch, not on {on.kind} '{on.name}'",
+                      ", ".join(d.name for d in devices.values() if d.kind == "switch") or "declare a switch")
+    size = lambda v, at: ctx.q(bytes_of, v, at, positive=True, upto=1e12)  # noqa: E731
+    max_value, block = size(spec.max_value, loc + ("max_value",)), size(spec.block, loc + ("block",))
+    values = None
+    if spec.values is not None:
+        values = tuple(size(v, loc + ("values", i)) for i, v in enumerate(spec.values))
+        for i, v in enumerate(values):
+            if v > max_value:
+                raise ctx.err(loc + ("values", i), f"value of {v:g} B is larger than max_value {max_value:g} B",
+                              f"sizes up to {max_value:g} B")
+    value_size = None if spec.value_size is None else size(spec.value_size, loc + ("value_size",))
+    if value_size is not None and value_size > max_value:
+        raise ctx.err(loc + ("value_size",), f"{value_size:g} B is larger than max_value {max_value:g} B",
+                      f"up to {max_value:g} B")
+    if (spec.path_levels is None) != (spec.cached_levels is None) or \
+            (spec.path_levels is not None and spec.cached_levels > spec.path_levels):
+        raise ctx.err(loc, "path_levels and cached_levels go together, cached_levels <= path_levels",
+                      "path_levels: 4, cached_levels: 1")
+    return Stage(**common, layout=spec.layout, max_value=max_value, block=block, values=values, value_size=value_size,
+                 metadata_bits=spec.metadata_bits, path_levels=spec.path_levels, cached_levels=spec.cached_levels)
+
+
+def _stream_rate(spec: StreamStageSpec, on: Device | None, ctx: _Ctx, loc: tuple) -> float:
+    try:
+        amount, unit = split_unit(spec.rate)
+    except ExpressionError as exc:
+        raise ctx.err(loc + ("rate",), str(exc), "'190 MB/s' or '0.5 B/cycle'") from None
+    if unit is not None and unit.endswith("/cycle"):
+        if on is None or on.clock_hz is None:
+            raise ctx.err(loc + ("rate",), "a rate per cycle needs the clock of the device the stage is on",
+                          "device: a cpu or fpga with a clock, or a rate in B/s")
+        per_cycle = ctx.q(lambda v: bytes_of(v.replace("/cycle", "")), spec.rate, loc + ("rate",), positive=True)
+        return per_cycle * on.clock_hz
+    return ctx.q(rate_of, spec.rate, loc + ("rate",), "'190 MB/s' or '0.5 B/cycle'", positive=True)
+
+
+def _einsum(spec: EinsumStageSpec, ctx: _Ctx, loc: tuple, base: Path) -> dict:
+    """The stage's arch (with arch_set) and workload (with bounds) as storeloop's typed objects."""
+    import copy
+
+    from storeloop.spec.load import load_arch, load_workload
+    from storeloop.spec.native import arch_from_native, workload_from_native
+
+    def path_of(field_name: str) -> Path:
+        p = (base / getattr(spec, field_name)).resolve()
+        if not p.is_file():
+            raise ctx.err(loc + (field_name,), f"no such file: {p}", "a path relative to the system file")
+        return p
+
+    arch_path, work_path = path_of("arch"), path_of("workload")
+    if spec.arch_set:
+        from storeloop.sweep import _target
+
+        doc = copy.deepcopy(load(arch_path))
+        if not isinstance(doc, dict) or "arch" not in doc:
+            raise ctx.err(loc + ("arch_set",), f"{arch_path} is not a storeloop arch file, so arch_set cannot "
+                          "address its fields", "arch_set only with storeloop-format arch files")
+        for key, value in spec.arch_set.items():
+            target, fld = _target(doc, str(key), ctx.root, loc + ("arch_set", key))
+            target[fld] = value
+        arch = arch_from_native(doc)
+    else:
+        arch = load_arch(arch_path)
+    if arch.clock_hz is None:
+        raise ctx.err(loc + ("arch",), f"{arch_path.name} has no clock: an einsum stage's rate needs one",
+                      "an arch with 'clock: 275 MHz'")
+    if spec.bounds:
+        doc = copy.deepcopy(load(work_path))
+        if not isinstance(doc, dict) or "workload" not in doc or not isinstance(doc["workload"].get("bounds"), dict):
+            raise ctx.err(loc + ("bounds",), f"{work_path} is not a storeloop workload file with bounds",
+                          "bounds only with storeloop-format workloads")
+        have = doc["workload"]["bounds"]
+        for key, value in spec.bounds.items():
+            match = [k for k in have if str(k).upper() == str(key).upper()]
+            if not match:
+                raise ctx.err(loc + ("bounds", key), f"the workload has no index '{key}'", ", ".join(map(str, have)))
+            have[match[0]] = value
+        workload = workload_from_native(doc)
+    else:
+        workload = load_workload(work_path)
+    names = [t.name for t in workload.tensors]
+    stream = tuple(spec.stream) if spec.stream is not None else \
+        tuple(t.name for t in workload.tensors if not t.read_write)
+    for i, t in enumerate(stream):
+        if t not in names:
+            raise ctx.err(loc + ("stream", i), f"the workload has no tensor '{t}'", ", ".join(names))
+    from storeloop.mapper.objective import NAMES as OBJECTIVES
+
+    if spec.objective.replace(" ", "") not in OBJECTIVES:
+        raise ctx.err(loc + ("objective",), f"unknown objective {spec.objective!r}", ", ".join(OBJECTIVES))
+    return dict(arch=arch, workload=workload, stream=stream, objective=spec.objective, time_limit=spec.time_limit,
+                setup_s=ctx.q(seconds_of, spec.setup, loc + ("setup",), "a duration such as '2 us'", upto=1e6))
+
+
+def _published(text: Any, ctx: _Ctx, loc: tuple) -> tuple[float, str | None, float]:
+    """'17.5 Gb/s' -> (2.1875e9 B/s, 'Gb/s', 1.25e8); '88%' -> (0.88, '%', 0.01); '1.9x' -> (1.9, 'x', 1)."""
+    from storeloop.units import FREQ_UNITS, SIZE_UNITS, TIME_UNITS
+
+    s = str(text).strip()
+    factor, unit = 1.0, None
+    m = re.fullmatch(r"(.*?)\s*(%|x)", s)
+    if m:
+        s, unit, factor = m.group(1), m.group(2), (0.01 if m.group(2) == "%" else 1.0)
+        try:
+            return number(s) * factor, unit, factor
+        except ExpressionError as exc:
+            raise ctx.err(loc, str(exc)) from None
+    try:
+        amount, unit = split_unit(s)
+    except ExpressionError as exc:
+        raise ctx.err(loc, str(exc), "a number with an optional unit: '17.5 Gb/s', '9.5 TiB', '1.9x', '88%'") from None
+    if unit is None:
+        factor = 1.0
+    elif unit.endswith("/s") and unit[:-2] in SIZE_UNITS:
+        factor = SIZE_UNITS[unit[:-2]]
+    elif unit in SIZE_UNITS:
+        factor = SIZE_UNITS[unit]
+    elif unit in TIME_UNITS:
+        factor = TIME_UNITS[unit]
+    elif unit in FREQ_UNITS:
+        factor = FREQ_UNITS[unit]
+    else:
+        factor = 1.0                        # a counted thing: 'cores', 'levels', 'accelerators'
+    return float(amount) * factor, unit, factor
+
+
+def _overrides(raw: dict) -> tuple[tuple[str, Any], ...]:
+    return tuple((str(k), v) for k, v in raw.items())
+
+
+def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...] = ()) -> System:
+    """The typed System of a loaded ``system:`` document."""
+    if not isinstance(doc, dict) or "system" not in doc:
+        top = ", ".join(map(str, doc)) if isinstance(doc, dict) else _shape(doc)
+        raise SpecError(f"expected a top-level 'system:' mapping, found: {top}", file=str(path), line=1,
+                        allowed="'system:' (see systems/README.md)")
+    extra = [k for k in doc if k != "system"]
+    if extra:
+        raise error_at(doc, (extra[0],), f"unknown top-level key '{extra[0]}'", allowed="'system'")
+    ctx = _Ctx(doc)
+    spec: SystemSpec = validate(SystemSpec, doc["system"], doc, ("system",))
+    ratios = _ratio_names(spec, ctx)
+    unit_bytes = ctx.q(bytes_of, spec.unit.bytes, ("system", "unit", "bytes"), positive=True, upto=1e15)
+    devices: dict[str, Device] = {}
+    for i, raw in enumerate(spec.devices):
+        loc = ("system", "devices", i)
+        model = _kind_model(raw, DEVICE_SPECS, ctx, loc, "device")
+        d = validate(model, raw, doc, loc)
+        if d.name in devices:
+            raise ctx.err(loc + ("name",), f"device name '{d.name}' is used twice", "unique device names")
+        devices[d.name] = _device(d, ctx, loc)
+    stages: list[Stage] = []
+    base = path.parent
+    for i, raw in enumerate(spec.stages):
+        loc = ("system", "stages", i)
+        s = validate(_kind_model(raw, STAGE_SPECS, ctx, loc, "stage"), raw, doc, loc)
+        if any(t.name == s.name for t in stages):
+            raise ctx.err(loc + ("name",), f"stage name '{s.name}' is used twice", "unique stage names")
+        stages.append(_stage(s, ctx, loc, devices, ratios, base))
+    flows = []
+    for i, f in enumerate(spec.flows):
+        loc = ("system", "flows", i)
+        if any(g.name == f.name for g in flows):
+            raise ctx.err(loc + ("name",), f"flow name '{f.name}' is used twice", "unique flow names")
+        via = tuple(_resource(v, devices, ctx, loc + ("via", j), static=False) for j, v in enumerate(f.via))
+        for j, (dev, res) in enumerate(via):
+            if RESOURCES[devices[dev].kind][0][res] != BYTES_PER_S:
+                raise ctx.err(loc + ("via", j), f"a flow moves bytes; '{dev}.{res}' is counted in "
+                              f"{RESOURCES[devices[dev].kind][0][res]}", "bandwidth resources (B/s)")
+        flows.append(Flow(f.name, ctx.expr(f.volume, ratios, loc + ("volume",)), via,
+                          None if f.io_bytes is None else
+                          ctx.q(bytes_of, f.io_bytes, loc + ("io_bytes",), positive=True, upto=1e12),
+                          f.source, f.assumed))
+    scenarios = {k: _overrides(v) for k, v in spec.scenarios.items()}
+    claims = []
+    for i, c in enumerate(spec.claims):
+        loc = ("system", "claims", i)
+        if (c.output is None) == (c.missing is None):
+            raise ctx.err(loc, f"claim '{c.name}' needs exactly one of 'output' (what storeloop derives it as) and "
+                          "'missing' (the unpublished inputs that keep it from being derived)", "output | missing")
+        if isinstance(c.at, str) and c.at not in scenarios:
+            raise ctx.err(loc + ("at",), f"no scenario named '{c.at}'", ", ".join(scenarios) or "define scenarios")
+        at = scenarios[c.at] if isinstance(c.at, str) else _overrides(c.at or {})
+        value, unit, factor = _published(c.published, ctx, loc + ("published",))
+        claims.append(Claim(c.name, value, str(c.published), unit, factor, c.source, c.output, at,
+                            c.at if isinstance(c.at, str) else None, c.relation, c.tolerance, c.assumes, c.why,
+                            c.missing, ctx.where(loc)))
+    target = None if spec.target is None else ctx.q(rate_of, spec.target, ("system", "target"), positive=True)
+    return System(spec.name, str(path), spec.description, spec.source, spec.unit.name, unit_bytes, target, ratios,
+                  tuple(devices.values()), tuple(stages), tuple(flows), scenarios, tuple(claims), overrides)
+
+
+def _kind_model(raw: Any, models: dict[str, type[BaseModel]], ctx: _Ctx, loc: tuple, what: str) -> type[BaseModel]:
+    if not isinstance(raw, dict):
+        raise ctx.err(loc, f"a {what} is a mapping, found {_shape(raw)}", f"{{name: ..., kind: {'|'.join(models)}, ...}}")
+    kind = raw.get("kind")
+    if kind not in models:
+        near = difflib.get_close_matches(str(kind), list(models), n=1)
+        hint = f"; did you mean '{near[0]}'?" if near else ""
+        raise ctx.err(loc + (("kind",) if "kind" in raw else ()),
+                      f"{'missing kind' if kind is None else f'unknown {what} kind {kind!r}'}{hint}", ", ".join(models))
+    return models[kind]
+
+
+# --------------------------------------------------------------------------------- overrides
+def parse_set(text: str) -> tuple[str, Any]:
+    """'devices.nic.bandwidth=200 Gb/s' -> ('devices.nic.bandwidth', '200 Gb/s'); the value is read as YAML."""
+    path, sep, value = str(text).partition("=")
+    if not sep or not path.strip():
+        raise SpecError(f"{text!r} is not PATH=VALUE", field="--set",
+                        allowed="e.g. devices.nic.bandwidth=200Gb/s or stages.rotation.instances=12")
+    parsed = loads(value, "--set") if value.strip() else None
+    if parsed is None:
+        raise SpecError(f"{text!r} has no value after '='", field="--set", allowed="PATH=VALUE")
+    return path.strip(), parsed
+
+
+_MAPPING_FIELDS = ("ratios", "scenarios", "bounds", "arch_set", "per_instance", "demands", "fixed", "unit", "pcie")
+
+
+def apply(doc: Any, path: str, value: Any) -> None:
+    """Set ``path`` inside a loaded ``system:`` document: list items are addressed by name
+    (devices.nic.bandwidth, stages.rotation.instances, ratios.dedup, target)."""
+    node = doc.get("system") if isinstance(doc, dict) else None
+    parts = path.split(".")
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(node, list):
+            match = [item for item in node if isinstance(item, dict) and str(item.get("name")) == part]
+            if not match:
+                names = [str(item.get("name")) for item in node if isinstance(item, dict)]
+                raise SpecError(f"no item named '{part}' in {'.'.join(parts[:i])}", field="--set",
+                                allowed=", ".join(names) or "nothing there")
+            if last:
+                raise SpecError(f"'{path}' names a whole item; set one of its fields", field="--set",
+                                allowed=f"{path}.<field>")
+            node = match[0]
+        elif isinstance(node, dict):
+            if last:
+                if isinstance(node, LDict) and part not in node.lines:
+                    node.lines[part] = node.line
+                node[part] = value
+                return
+            if part not in node:
+                if part in _MAPPING_FIELDS:
+                    node[part] = LDict()
+                else:
+                    raise SpecError(f"'{'.'.join(parts[:i + 1])}' is not in the system file", field="--set",
+                                    allowed=", ".join(map(str, node)))
+            node = node[part]
+        else:
+            raise SpecError(f"cannot set '{path}': '{'.'.join(parts[:i])}' is a value, not a mapping or list",
+                            field="--set")
+
+
+def load_system(path: str | Path, overrides: dict[str, Any] | list[tuple[str, Any]] | tuple = ()) -> System:
+    """Load a system file, with ``overrides`` ({path: value}, as ``--set``) applied before validation."""
+    import copy
+
+    path = Path(path)
+    doc = load(path)
+    items = tuple(overrides.items()) if isinstance(overrides, dict) else tuple(overrides)
+    if items:
+        doc = copy.deepcopy(doc)
+        for key, value in items:
+            apply(doc, key, value)
+    try:
+        return system_from_doc(doc, path, items)
+    except SpecError as exc:
+        if items:
+            exc.message += f"\n  (with {', '.join(f'{k}={v}' for k, v in items)})"
+            exc.args = (exc.render(),)
+        raise
+
+
+__all__ = ["System", "Device", "Stage", "Flow", "Claim", "load_system", "parse_set", "apply", "RESOURCES"]
