@@ -381,6 +381,26 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_system(args: argparse.Namespace) -> int:
+    from storeloop.system import evaluate_system, load_system
+    from storeloop.system.report import claims_table, summary
+    from storeloop.system.schema import parse_set
+
+    overrides = [parse_set(text) for text in args.set or []]
+    if args.scenario:
+        base = load_system(args.system)
+        if args.scenario not in base.scenarios:
+            raise SpecError(f"no scenario named {args.scenario!r} in {args.system}", field="--scenario",
+                            allowed=", ".join(base.scenarios) or "the file defines none")
+        overrides = list(base.scenarios[args.scenario]) + overrides
+    result = evaluate_system(load_system(args.system, overrides))
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(claims_table(result) if args.claims else summary(result))
+    return 0
+
+
 def inputs(parser: argparse.ArgumentParser, mapping: str | None) -> argparse.ArgumentParser:
     """The arch and workload arguments, the mapping ("required", "optional" or None) and --ert/--art."""
     parser.add_argument("arch", help="architecture YAML (storeloop or Timeloop v0.3)")
@@ -462,6 +482,16 @@ def build_parser() -> argparse.ArgumentParser:
                     "with --quick results/reproduction-quick, so a quick run never replaces the full one)")
     rp.add_argument("--workers", type=int, default=2, help="local processes for the sweeps")
     rp.set_defaults(func=cmd_reproduce)
+    sy = sub.add_parser("system", help="a whole system: throughput, the binding resource, instances a rate needs, "
+                        "the paper's claims beside storeloop's")
+    sy.add_argument("system", help="system YAML (systems/)")
+    sy.add_argument("--set", action="append", metavar="PATH=VALUE",
+                    help="override a field, e.g. devices.nic.bandwidth=200Gb/s, stages.rotation.instances=12, "
+                         "ratios.dedup=0.5, target=40Gb/s (may be given several times)")
+    sy.add_argument("--scenario", help="apply one of the file's named scenarios first")
+    sy.add_argument("--claims", action="store_true", help="print the claims table (published, storeloop, difference, why)")
+    sy.add_argument("--json", action="store_true", help="everything as one JSON object (SI units)")
+    sy.set_defaults(func=cmd_system)
     rs = sub.add_parser("results", help="export a sweep store (one row per point, parameters as columns)")
     rs.add_argument("db", help="results .sqlite written by storeloop sweep")
     rs.add_argument("--sweep", help="only this sweep's rows")

@@ -262,8 +262,8 @@ def evaluate_system(system: System, *, claims: bool = True) -> SystemResult:
             static.setdefault(d.name, {})[res] = {"available": avail, "used": used, "by": by,
                                                   "utilization": used / avail if avail else None,
                                                   "fits": used <= avail * (1 + 1e-12)}
-    energy = sum(s.input_bytes * units[s.name]["energy_J_per_byte"] for s in system.stages
-                 if units[s.name].get("energy_J_per_byte") is not None)
+    priced = [s for s in system.stages if units[s.name].get("energy_J_per_byte") is not None]
+    energy = sum(s.input_bytes * units[s.name]["energy_J_per_byte"] for s in priced) if priced else None
     out = SystemResult(
         system=system.name, file=system.path, overrides={k: v for k, v in system.overrides},
         unit={"name": system.unit_name, "bytes": ub},
@@ -272,7 +272,7 @@ def evaluate_system(system: System, *, claims: bool = True) -> SystemResult:
         target=None if t is None else {"bytes_per_s": t * ub, "bits_per_s": t * ub * 8, "units_per_s": t,
                                        "met": x >= t * (1 - 1e-12), "ratio": x / t},
         resources=resources, static=static, stages=stages,
-        energy_J_per_unit=energy, power_W=energy * x,
+        energy_J_per_unit=energy, power_W=None if energy is None else energy * x,
         latency_s=sum(u.get("invocation_s", 0.0) for u in units.values()),
         feasible=all(r["fits"] for dev in static.values() for r in dev.values()))
     if claims:
@@ -297,17 +297,35 @@ def check_claims(system: System, base: SystemResult) -> list[dict]:
     """Each claim: the published value, storeloop's derivation (in the variant its ``at`` names),
     their difference and a status: reproduced (inputs published, within tolerance), assumed (within
     tolerance, with inputs the paper does not publish), differs (with why), unpublished."""
-    variants: dict[tuple, SystemResult] = {(): base}
+    variants: dict[tuple, SystemResult] = {(system.path, ()): base}
+
+    def variant(path: str, at) -> SystemResult:
+        if isinstance(at, str):                      # a scenario of another system file
+            scenarios = load_system(path).scenarios
+            if at not in scenarios:
+                raise c.where.error(f"{path} has no scenario named '{at}'", ", ".join(scenarios) or "none")
+            at = scenarios[at]
+        key = (path, tuple(at))
+        if key not in variants:
+            extra = system.overrides if path == system.path else ()
+            variants[key] = evaluate_system(load_system(path, extra + tuple(at)), claims=False)
+        return variants[key]
+
     rows = []
     for c in system.claims:
         row = {"name": c.name, "published": c.published, "published_text": c.published_text, "unit": c.unit,
                "relation": c.relation, "source": c.source, "at": c.at_name or dict(c.at) or None,
-               "assumes": c.assumes, "why": c.why, "missing": c.missing, "storeloop": None,
+               "assumes": c.assumes, "why": c.why, "missing": c.missing, "note": c.note, "storeloop": None,
                "storeloop_in_unit": None, "difference": None, "status": "unpublished"}
         if c.output is not None:
-            if c.at not in variants:
-                variants[c.at] = evaluate_system(load_system(system.path, system.overrides + c.at), claims=False)
-            v = lookup(variants[c.at], c.output, c.where)
+            v = lookup(variant(system.path, c.at), c.output, c.where)
+            if c.relative is not None:
+                other, output, at, form = c.relative
+                ref = lookup(variant(other or system.path, at), output, c.where)
+                if ref == 0:
+                    raise c.where.error(f"'{output}' is 0, so the claim cannot be a ratio to it", "a non-zero output")
+                v = v / ref if form == "ratio" else 1 - v / ref
+                row["relative_to"] = {"system": other, "output": output, "form": form}
             row.update(storeloop=v, storeloop_in_unit=v / c.unit_factor,
                        difference=(v - c.published) / c.published if c.published else None)
             row["status"] = _status(c, v)

@@ -129,6 +129,7 @@ class DemandSpec(_Spec):
     cycles_per_byte: Scalar | None = Field(None, description="CPU cycles per byte (cores; uses the CPU's clock)")
     used: Scalar | None = Field(None, description="an operating point: the resource used ('317 GB/s', 67 cores)...")
     at: Scalar | None = Field(None, description="...at this stage input rate ('75 GB/s')")
+    scale: Scalar = Field(1, description="a factor over the ratios: the share of that demand this stage keeps")
     source: str | None = None
 
 
@@ -160,8 +161,8 @@ class EinsumStageSpec(_Stage):
 
 class StreamStageSpec(_Stage):
     kind: Literal["stream"]
-    rate: Scalar = Field(description="per instance, of the stage's input: '190 MB/s' or '0.5 B/cycle' "
-                         "(with the clock of its device)")
+    rate: Scalar | None = Field(None, description="per instance, of the stage's input: '190 MB/s' or '0.5 B/cycle' "
+                                "(with the clock of its device); none: the stage is limited only by its demands")
     energy: Scalar | None = Field(None, description="pJ per byte of input (optional)")
 
 
@@ -218,6 +219,13 @@ class UnitSpec(_Spec):
     bytes: Scalar = Field(1, description="bytes of system input per unit of work")
 
 
+class RelativeSpec(_Spec):
+    output: str = Field(description="the output to divide by")
+    at: str | dict[str, Scalar] | None = Field(None, description="a scenario name or overrides for it")
+    system: str | None = Field(None, description="another system file (relative to this one); default: this one")
+    form: Literal["ratio", "reduction"] = Field("ratio", description="ratio: value / base; reduction: 1 - value / base")
+
+
 class ClaimSpec(_Spec):
     name: str
     published: Scalar = Field(description="the paper's value with its unit: '17.5 Gb/s', '9.5 TiB', '1.9x', '88%'")
@@ -229,6 +237,8 @@ class ClaimSpec(_Spec):
     assumes: str | None = Field(None, description="inputs the derivation takes that the paper does not publish")
     why: str | None = Field(None, description="why storeloop's value differs, where it does")
     missing: str | None = Field(None, description="the unpublished inputs that keep storeloop from deriving it")
+    note: str | None = Field(None, description="how the published text is read (e.g. its MB are MiB)")
+    relative_to: RelativeSpec | None = Field(None, description="derive the claim as a ratio to another output")
 
 
 class SystemSpec(_Traced):
@@ -239,7 +249,8 @@ class SystemSpec(_Traced):
     devices: list[dict[str, Any]] = Field(default_factory=list)
     stages: list[dict[str, Any]] = Field(default_factory=list)
     flows: list[FlowSpec] = Field(default_factory=list)
-    scenarios: dict[str, dict[str, Scalar]] = Field(default_factory=dict, description="named --set overrides")
+    scenarios: dict[str, dict[str, Scalar | None]] = Field(default_factory=dict, description="named --set overrides "
+                                                           "(null removes a field)")
     claims: list[ClaimSpec] = Field(default_factory=list)
 
 
@@ -339,6 +350,8 @@ class Claim:
     assumes: str | None
     why: str | None
     missing: str | None
+    note: str | None
+    relative: tuple | None               # (system path or None, output, overrides, form)
     where: Where
 
 
@@ -520,9 +533,9 @@ def _device(spec: _Device, ctx: _Ctx, loc: tuple) -> Device:
             v = getattr(spec, fld)
             if v is not None:
                 rates[res] = ctx.q(fn, v, loc + (fld,), positive=True, upto=1e18) * n
-        if not rates:
-            raise ctx.err(loc, f"ssd '{spec.name}' has no bandwidth or IOPS",
-                          "read_bandwidth, write_bandwidth, read_iops, write_iops")
+        if not rates and spec.capacity is None:
+            raise ctx.err(loc, f"ssd '{spec.name}' has no bandwidth, IOPS or capacity",
+                          "read_bandwidth, write_bandwidth, read_iops, write_iops, capacity")
         if spec.capacity is not None:
             statics["capacity"] = ctx.q(bytes_of, spec.capacity, loc + ("capacity",), positive=True) * n
     elif isinstance(spec, FpgaSpec):
@@ -561,23 +574,34 @@ def _resource(text: str, devices: dict[str, Device], ctx: _Ctx, loc: tuple, *, s
     return dev, res
 
 
-def _demand(d: DemandSpec, dim: str, device: Device, ctx: _Ctx, loc: tuple) -> float:
+def _demand(d: DemandSpec, dim: str, device: Device, ctx: _Ctx, loc: tuple, ratios: dict[str, float]) -> float:
+    """Resource units per byte of the stage's input. Rates are written '317 GB/s'; other
+    amounts may be arithmetic over the ratios."""
     forms = [f for f in ("per_byte", "cycles_per_byte", "used") if getattr(d, f) is not None]
     if len(forms) != 1 or (d.used is None) != (d.at is None):
         raise ctx.err(loc, "give exactly one of: per_byte, cycles_per_byte, or used + at",
                       "{per_byte: 2} | {cycles_per_byte: 5} | {used: '317 GB/s', at: '75 GB/s'}")
+    scale = ctx.expr(d.scale, ratios, loc + ("scale",), upto=1e6)
+
+    def amount(value: Any, key: str) -> float:
+        """A rate written with its unit ('317 GB/s'), or arithmetic over the ratios (B/s for a rate)."""
+        if isinstance(value, str) and value.strip().endswith("/s"):
+            return ctx.q(rate_of, value, loc + (key,), "a data rate such as '75 GB/s'", positive=True)
+        return ctx.expr(value, ratios, loc + (key,), upto=1e18)
+
     if d.per_byte is not None:
-        return ctx.q(number, d.per_byte, loc + ("per_byte",), upto=1e12)
+        return amount(d.per_byte, "per_byte") * scale
     if d.cycles_per_byte is not None:
         if dim != CORES:
             raise ctx.err(loc + ("cycles_per_byte",), f"cycles per byte is a demand on CPU cores, not on {dim}",
                           "per_byte, or used + at")
         if device.clock_hz is None:
             raise ctx.err(loc + ("cycles_per_byte",), f"cpu '{device.name}' has no clock", "give the cpu a clock")
-        return ctx.q(number, d.cycles_per_byte, loc + ("cycles_per_byte",), upto=1e12) / device.clock_hz
-    used = ctx.q(rate_of if dim == BYTES_PER_S else number, d.used, loc + ("used",),
-                 f"an amount in {dim}" + (" such as '317 GB/s'" if dim == BYTES_PER_S else ""))
-    return used / ctx.q(rate_of, d.at, loc + ("at",), "a data rate such as '75 GB/s'", positive=True)
+        return amount(d.cycles_per_byte, "cycles_per_byte") / device.clock_hz * scale
+    at = amount(d.at, "at")
+    if at <= 0:
+        raise ctx.err(loc + ("at",), "the operating point's rate must be positive", "a data rate such as '75 GB/s'")
+    return amount(d.used, "used") / at * scale
 
 
 def _stage(spec: _Stage, ctx: _Ctx, loc: tuple, devices: dict[str, Device], ratios: dict[str, float],
@@ -597,14 +621,16 @@ def _stage(spec: _Stage, ctx: _Ctx, loc: tuple, devices: dict[str, Device], rati
     for key, d in spec.demands.items():
         dev, res = _resource(key, devices, ctx, loc + ("demands", key), static=False)
         dim = RESOURCES[devices[dev].kind][0][res]
-        demands[(dev, res)] = _demand(d, dim, devices[dev], ctx, loc + ("demands", key))
+        demands[(dev, res)] = _demand(d, dim, devices[dev], ctx, loc + ("demands", key), ratios)
     common = dict(name=spec.name, kind=spec.kind, device=spec.device, input_bytes=ctx.expr(spec.input, ratios, loc + ("input",)),
                   instances=spec.instances, per_instance=per_instance, demands=demands, where=ctx.where(loc),
                   source=spec.source, assumed=spec.assumed)
     if isinstance(spec, EinsumStageSpec):
         return Stage(**common, **_einsum(spec, ctx, loc, base))
     if isinstance(spec, StreamStageSpec):
-        return Stage(**common, rate_Bps=_stream_rate(spec, on, ctx, loc),
+        if spec.rate is None and spec.instances is not None:
+            raise ctx.err(loc + ("instances",), "placed instances need a rate per instance", "rate: '10 GB/s'")
+        return Stage(**common, rate_Bps=None if spec.rate is None else _stream_rate(spec, on, ctx, loc),
                      energy_pJ_per_B=None if spec.energy is None else
                      ctx.q(number, spec.energy, loc + ("energy",), "pJ per byte, a number >= 0", upto=1e9))
     if isinstance(spec, TableStageSpec):
@@ -809,9 +835,24 @@ def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...]
             raise ctx.err(loc + ("at",), f"no scenario named '{c.at}'", ", ".join(scenarios) or "define scenarios")
         at = scenarios[c.at] if isinstance(c.at, str) else _overrides(c.at or {})
         value, unit, factor = _published(c.published, ctx, loc + ("published",))
+        relative = None
+        if c.relative_to is not None:
+            rel = c.relative_to
+            other = None
+            if rel.system is not None:
+                other = (path.parent / rel.system).resolve()
+                if not other.is_file():
+                    raise ctx.err(loc + ("relative_to", "system"), f"no such file: {other}",
+                                  "a system file relative to this one")
+            if isinstance(rel.at, str) and rel.system is None and rel.at not in scenarios:
+                raise ctx.err(loc + ("relative_to", "at"), f"no scenario named '{rel.at}'",
+                              ", ".join(scenarios) or "define scenarios")
+            rel_at = rel.at if isinstance(rel.at, str) else _overrides(rel.at or {})
+            relative = (None if other is None else str(other), rel.output,
+                        scenarios[rel_at] if isinstance(rel_at, str) and other is None else rel_at, rel.form)
         claims.append(Claim(c.name, value, str(c.published), unit, factor, c.source, c.output, at,
                             c.at if isinstance(c.at, str) else None, c.relation, c.tolerance, c.assumes, c.why,
-                            c.missing, ctx.where(loc)))
+                            c.missing, c.note, relative, ctx.where(loc)))
     target = None if spec.target is None else ctx.q(rate_of, spec.target, ("system", "target"), positive=True)
     return System(spec.name, str(path), spec.description, spec.source, spec.unit.name, unit_bytes, target, ratios,
                   tuple(devices.values()), tuple(stages), tuple(flows), scenarios, tuple(claims), overrides)
