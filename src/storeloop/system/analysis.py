@@ -191,11 +191,8 @@ def evaluate_system(system: System, *, claims: bool = True) -> SystemResult:
     units = {s.name: _stage_unit(s) for s in system.stages}
     need = demands(system, units)
     lim = limits(system, units, need)
-    if not lim:
-        raise SpecError("nothing limits the throughput: no flow passes a device with a bandwidth and no stage has "
-                        "placed instances", file=system.path,
-                        allowed="a flow 'via' a link/memory/SSD, or a stage with 'instances'")
-    x = min(lim.values())
+    # no rate resource limits a system that is only about static resources (a switch's memory)
+    x = min(lim.values()) if lim else None
     tied = [k for k, v in lim.items() if v <= x * (1 + 1e-9)]
     t = system.target_Bps / system.unit_bytes if system.target_Bps else None
     ub = system.unit_bytes
@@ -207,7 +204,7 @@ def evaluate_system(system: System, *, claims: bool = True) -> SystemResult:
             row = {"capacity": cap, "unit": RESOURCES[d.kind][0][res], "demand_per_unit": dem,
                    "limit_units_per_s": cap / dem if dem else None,
                    "limit_bytes_per_s": cap / dem * ub if dem else None,
-                   "used": dem * x, "utilization": dem * x / cap}
+                   "used": None if x is None else dem * x, "utilization": None if x is None else dem * x / cap}
             if t is not None:
                 row.update(at_target=dem * t, ratio_at_target=dem * t / cap)
             resources.setdefault(d.name, {})[res] = row
@@ -226,7 +223,7 @@ def evaluate_system(system: System, *, claims: bool = True) -> SystemResult:
             sat = _ceil(s.input_bytes * others / rate) if math.isfinite(others) else None
             row.update(units_per_s_per_instance=rate / s.input_bytes if s.input_bytes else None,
                        instances_needed=need_t, instances_to_saturate=sat,
-                       utilization=s.input_bytes * x / (s.instances * rate) if s.instances else None)
+                       utilization=s.input_bytes * x / (s.instances * rate) if s.instances and x else None)
             if count is None:
                 count = need_t if need_t is not None else sat
             row["instances_counted"] = count
@@ -267,12 +264,13 @@ def evaluate_system(system: System, *, claims: bool = True) -> SystemResult:
     out = SystemResult(
         system=system.name, file=system.path, overrides={k: v for k, v in system.overrides},
         unit={"name": system.unit_name, "bytes": ub},
-        throughput={"units_per_s": x, "bytes_per_s": x * ub, "bits_per_s": x * ub * 8},
-        bottleneck=_name(tied[0], system), bottlenecks=[_name(k, system) for k in tied],
+        throughput=None if x is None else {"units_per_s": x, "bytes_per_s": x * ub, "bits_per_s": x * ub * 8},
+        bottleneck=_name(tied[0], system) if tied else None, bottlenecks=[_name(k, system) for k in tied],
         target=None if t is None else {"bytes_per_s": t * ub, "bits_per_s": t * ub * 8, "units_per_s": t,
-                                       "met": x >= t * (1 - 1e-12), "ratio": x / t},
+                                       "met": x is None or x >= t * (1 - 1e-12),
+                                       "ratio": None if x is None else x / t},
         resources=resources, static=static, stages=stages,
-        energy_J_per_unit=energy, power_W=None if energy is None else energy * x,
+        energy_J_per_unit=energy, power_W=None if energy is None or x is None else energy * x,
         latency_s=sum(u.get("invocation_s", 0.0) for u in units.values()),
         feasible=all(r["fits"] for dev in static.values() for r in dev.values()))
     if claims:

@@ -39,20 +39,36 @@ def summary(r: dict) -> str:
     lines = [f"system {r['system']} ({r['file']}); unit of work: {unit['name']} ({si(unit['bytes'], 'B')})"]
     if r.get("overrides"):
         lines.append("with " + ", ".join(f"{k}={v}" for k, v in r["overrides"].items()))
-    lines.append(f"throughput   {si(t['units_per_s'])} {unit['name']}/s = {_rate(t['bytes_per_s'], 'B/s')} of input")
-    others = [_where(b) for b in r["bottlenecks"][1:]]
-    lines.append(f"bottleneck   {_where(r['bottleneck'])}" + (f" (tied: {', '.join(others)})" if others else ""))
-    if r.get("target"):
+    if t is None:
+        lines.append("throughput   not limited: no flow or placed stage draws on a rate resource")
+    else:
+        lines.append(f"throughput   {si(t['units_per_s'])} {unit['name']}/s = {_rate(t['bytes_per_s'], 'B/s')} of input")
+        others = [_where(b) for b in r["bottlenecks"][1:]]
+        lines.append(f"bottleneck   {_where(r['bottleneck'])}" + (f" (tied: {', '.join(others)})" if others else ""))
+    if r.get("target") and t is not None:
         tg = r["target"]
         lines.append(f"target       {_rate(tg['bytes_per_s'], 'B/s')}: {'met' if tg['met'] else 'NOT met'} "
                      f"({100 * tg['ratio']:.1f} % of it)")
     lines.append("")
-    lines.append(f"{'rate resource':<26} {'capacity':>28} {'per ' + unit['name']:>14} {'limit (input)':>28} {'util':>7}")
+    if any(r["resources"].values()):
+        lines += _rates(r)
+    return _rest(r, lines)
+
+
+def _rates(r: dict) -> list[str]:
+    unit = r["unit"]
+    lines = [f"{'rate resource':<26} {'capacity':>28} {'per ' + unit['name']:>14} {'limit (input)':>28} {'util':>7}"]
     for dev, rows in r["resources"].items():
         for res, row in rows.items():
             per = si(row["demand_per_unit"], {"B/s": "B", "cores": "core-s", "IO/s": "IO"}[row["unit"]])
+            util = "-" if row["utilization"] is None else f"{100 * row['utilization']:.1f}%"
             lines.append(f"{dev + '.' + res:<26} {_rate(row['capacity'], row['unit']):>28} {per:>14} "
-                         f"{_rate(row['limit_bytes_per_s'], 'B/s'):>28} {100 * row['utilization']:>6.1f}%")
+                         f"{_rate(row['limit_bytes_per_s'], 'B/s'):>28} {util:>7}")
+    return lines
+
+
+def _rest(r: dict, lines: list[str]) -> str:
+    unit = r["unit"]
     if any(r["static"].values()):
         lines.append("")
         lines.append(f"{'static resource':<26} {'used':>12} {'available':>12} {'util':>7}  by")

@@ -891,6 +891,11 @@ def apply(doc: Any, path: str, value: Any) -> None:
     (devices.nic.bandwidth, stages.rotation.instances, ratios.dedup, target)."""
     node = doc.get("system") if isinstance(doc, dict) else None
     parts = path.split(".")
+    for i, part in enumerate(parts[:-1]):       # keys that hold dots: arch_set's paths, demands' resources
+        width = {"arch_set": len(parts) - i - 1, "demands": 2}.get(part)
+        if width and i + 1 + width <= len(parts):
+            parts = parts[:i + 1] + [".".join(parts[i + 1:i + 1 + width])] + parts[i + 1 + width:]
+            break
     for i, part in enumerate(parts):
         last = i == len(parts) - 1
         if isinstance(node, list):
