@@ -278,7 +278,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     names = ["+".join(p) for p, _ in sweep.parameters if "+".join(p) not in sweep.scenarios]
     df = read_results(db, sweep.name)
-    for _, row in best_points(df).iterrows():
+    if sweep.system_file is not None:
+        _system_sweep_summary(mapped(df), ["+".join(p) for p, _ in sweep.parameters])
+    for _, row in ([] if sweep.system_file is not None else best_points(df).iterrows()):
         params = "".join(f"{n} = {row[n]}, " for n in names)
         where = "".join(f", {n} = {row[n]}" for n in sweep.scenarios)
         print(f"best for {row['workload']}{where} (fewest cycles, then area x energy): {params}{int(row['cycles']):,} "
@@ -300,6 +302,27 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         for path in plot_sweep(db, args.plot, sweep.name):
             print(f"wrote {path}")
     return 0
+
+
+def _sort_key(value):
+    """Sweep values in their natural order: quantities by amount (with units), then as written."""
+    from storeloop.plots.thesis import _amount
+
+    try:
+        return float(_amount(value))
+    except (TypeError, ValueError):
+        return float("inf")
+
+
+def _system_sweep_summary(ok, names: list[str]) -> None:
+    """A system sweep: each point's throughput and what binds it."""
+    from storeloop.system.report import si
+
+    for _, row in ok.sort_values(names, key=lambda c: c.map(_sort_key)).iterrows():
+        where = ", ".join(f"{n} = {row[n]}" for n in names)
+        rate = row["throughput_Bps"]
+        print(f"  {where}: " + ("not rate-limited" if rate != rate else
+                                f"{si(rate, 'B/s')} ({si(rate * 8, 'b/s')}), bound by {row['bottleneck']}"))
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:

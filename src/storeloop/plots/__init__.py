@@ -142,6 +142,38 @@ def by_database_size(df, out: Path, title: str) -> Path | None:
     return _save(fig, out / "by_database_size.png")
 
 
+def throughput_by_parameter(df, param: str, out: Path, title: str) -> Path:
+    """A system sweep: throughput against one swept field, each point coloured by the resource that
+    binds it (with the other fields at each of their values, one line per combination)."""
+    import json
+
+    from storeloop.plots.thesis import _amount, _fig
+    from storeloop.sweep import mapped
+
+    d = mapped(df).copy()
+    d = d[d["throughput_Bps"].notna()]
+    d["_x"] = d[param].map(_amount)
+    d["_y"] = d["throughput_Bps"] * 8 / 1e9
+    others = [c for c in _params(df) if c != param]
+    fig, (ax,) = _fig(size=(7.2, 4.4))
+    markers = dict(zip(sorted(d["bottleneck"].fillna("none").unique()), "os^DvP*Xh"))
+    for i, (key, g) in enumerate(d.groupby(others) if others else [((), d)]):
+        g = g.sort_values("_x")
+        label = ", ".join(f"{o} = {v}" for o, v in zip(others, key if isinstance(key, tuple) else (key,)))
+        ax.plot(g["_x"], g["_y"], color=f"C{i % 10}", linewidth=1, label=label or None)
+        for b, h in g.groupby(g["bottleneck"].fillna("none")):
+            ax.scatter(h["_x"], h["_y"], color=f"C{i % 10}", marker=markers[b], s=28, zorder=3)
+    for b, m in markers.items():
+        ax.scatter([], [], color="black", marker=m, label=f"bound by {b}")
+    if len(d) and d["_x"].min() > 0 and d["_x"].max() / d["_x"].min() >= 16:
+        ax.set_xscale("log", base=2)
+    ax.set_ylim(bottom=0)
+    unit = json.loads(d["result"].iloc[0])["unit"]["name"] if len(d) else "input"
+    ax.set(xlabel=param, ylabel=f"throughput, Gb/s of input ({unit}), axis from 0", title=title)
+    ax.legend(fontsize=7)
+    return _save(fig, out / f"throughput_by_{param.replace('+', '_').replace('.', '_')}.png")
+
+
 def _save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
@@ -160,6 +192,8 @@ def plot_sweep(db_path, out_dir, sweep: str | None = None) -> list[Path]:
     if not len(df[df["status"] == "ok"]):
         return []
     params = _params(df)
+    if "throughput_Bps" in df and df.loc[df["status"] == "ok", "throughput_Bps"].notna().any():
+        return [throughput_by_parameter(df, p, out, name) for p in params]     # a system sweep
     paths = []
     if params:                          # designs to compare (a grid over workloads alone has none)
         paths = [time_vs_area(df, out, name), energy_vs_area(df, out, name),
@@ -169,4 +203,5 @@ def plot_sweep(db_path, out_dir, sweep: str | None = None) -> list[Path]:
     return paths + ([sized] if sized else [])
 
 
-__all__ = ["pareto_front", "time_vs_area", "energy_vs_area", "by_parameter", "by_database_size", "plot_sweep"]
+__all__ = ["pareto_front", "time_vs_area", "energy_vs_area", "by_parameter", "by_database_size",
+           "throughput_by_parameter", "plot_sweep"]

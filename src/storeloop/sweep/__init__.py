@@ -76,6 +76,7 @@ class Sweep:
     mapper: dict = field(default_factory=dict)
     energy: dict = field(default_factory=dict)
     scenarios: list[str] = field(default_factory=list)    # parameter keys that are the situation
+    system_file: Path | None = None                       # a sweep over a system's fields (no arch)
 
     def size(self) -> int:
         return math.prod(len(v) for _, v in self.parameters) * len(self.workloads)
@@ -87,10 +88,12 @@ def load_sweep(path: str | Path) -> Sweep:
     root = doc.get("sweep") if isinstance(doc, dict) else None
     if not isinstance(root, dict):
         raise error_at(doc, (), "a sweep file has a top-level 'sweep:' mapping", allowed="sweep: {name, arch, workloads, parameters, ...}")
-    known = {"name", "arch", "workloads", "parameters", "scenarios", "constraints", "mapper", "energy"}
+    known = {"name", "arch", "workloads", "parameters", "scenarios", "constraints", "mapper", "energy", "system"}
     for key in root:
         if key not in known:
             raise error_at(doc, ("sweep", key), f"unknown field '{key}'", allowed=", ".join(sorted(known)))
+    if "system" in root:
+        return _load_system_sweep(path, doc, root)
     for key in ("name", "arch", "workloads"):
         if key not in root:
             raise error_at(doc, ("sweep",), f"missing required field '{key}'")
@@ -158,11 +161,58 @@ def load_sweep(path: str | Path) -> Sweep:
         raise error_at(doc, ("sweep", "mapper", "energy_gap"), f"{gap!r} is not a relative gap",
                        allowed="a number >= 0, e.g. 0.001 (0.1 %); 0 proves optimality")
     energy = {k: str(rel(v, ("sweep", "energy", k))) for k, v in (root.get("energy") or {}).items()}
+    return Sweep(_sweep_name(doc, root), path, arch_file, arch_doc, workloads, params, constraints, mapper, energy,
+                 scenarios)
+
+
+def _sweep_name(doc: LDict, root: dict) -> str:
     name = str(root["name"])
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
         raise error_at(doc, ("sweep", "name"), f"sweep name {name!r} is not a plain file name (it names the store "
                        f"results/<name>.sqlite)", allowed="letters, digits, '.', '_' and '-', no '/' or '..'")
-    return Sweep(name, path, arch_file, arch_doc, workloads, params, constraints, mapper, energy, scenarios)
+    return name
+
+
+def _load_system_sweep(path: Path, doc: LDict, root: dict) -> Sweep:
+    """A sweep whose base is a system file: every point is the system with its parameters set
+    (any field --set reaches), analysed by :func:`storeloop.system.evaluate_system`."""
+    from storeloop.system import load_system
+
+    for key in ("arch", "workloads", "constraints", "energy", "mapper"):
+        if key in root:
+            raise error_at(doc, ("sweep", key), f"'{key}' belongs to arch sweeps; a system sweep varies the "
+                           "system's own fields", allowed="name, system, parameters, scenarios")
+    if "name" not in root:
+        raise error_at(doc, ("sweep",), "missing required field 'name'")
+    system_file = (path.parent / str(root["system"])).resolve()
+    if not system_file.is_file():
+        raise error_at(doc, ("sweep", "system"), f"no such file: {system_file}", allowed="a system YAML (systems/)")
+    load_system(system_file)
+    params, scenarios = [], []
+    for section in ("parameters", "scenarios"):
+        grid = root.get(section) or {}
+        if not isinstance(grid, dict):
+            raise error_at(doc, ("sweep", section), f"'{section}' maps system fields to lists of values",
+                           allowed="devices.<name>.<field>: [values] (paths joined by '+' are set together)")
+        for key, values in grid.items():
+            if not isinstance(values, list) or not values:
+                raise error_at(doc, ("sweep", section, key), f"a {section[:-1]} takes a non-empty list of values")
+            paths = str(key).split("+")
+            if len(set(paths)) < len(paths) or any(p in done for done, _ in params for p in paths):
+                raise error_at(doc, ("sweep", section, key), f"'{key}' sets a field another parameter sets",
+                               allowed="each field in one parameter")
+            for value in values:                      # every value of every path, checked now
+                try:
+                    load_system(system_file, [(p, value) for p in paths])
+                except SpecError as exc:
+                    raise error_at(doc, ("sweep", section, key), exc.message.split("\n")[0]
+                                   + f" (from {exc.file or 'the system'}{':' + str(exc.line) if exc.line else ''})",
+                                   allowed=exc.allowed) from None
+            params.append((paths, list(values)))
+            if section == "scenarios":
+                scenarios.append(str(key))
+    return Sweep(_sweep_name(doc, root), path, None, None, [system_file], params, [], {}, {}, scenarios,
+                 system_file)
 
 
 def _is_number(s: str) -> bool:
@@ -195,7 +245,9 @@ def points(sweep: Sweep) -> Iterator[tuple[dict, Path]]:
             yield dict(zip(names, combo)), w
 
 
-def _point_doc(sweep: Sweep, params: dict) -> LDict:
+def _point_doc(sweep: Sweep, params: dict) -> LDict | None:
+    if sweep.system_file is not None:
+        return None
     doc = copy.deepcopy(sweep.arch_doc)
     for key, value in params.items():
         for p in key.split("+"):
@@ -218,6 +270,8 @@ def satisfies(sweep: Sweep, params: dict, doc: LDict | None = None) -> bool:
     from storeloop.spec.native import capacity_words
     from storeloop.units import bits_of
 
+    if not sweep.constraints:
+        return True
     a = (doc if doc is not None else _point_doc(sweep, params))["arch"]
     nodes = {str(lvl.get("name")): lvl for lvl in a.get("levels") or []}
     nodes[str(a["compute"].get("name"))] = a["compute"]
@@ -247,7 +301,7 @@ def satisfies(sweep: Sweep, params: dict, doc: LDict | None = None) -> bool:
 
 
 # ---------------------------------------------------------------------------- the store
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA = """
 create table if not exists points (
     sweep text, key text, params text, workload text, status text,
@@ -255,13 +309,14 @@ create table if not exists points (
     lower_bound_cycles integer, gap real, optimal integer, cycles_optimal integer, seconds real,
     clock_hz real, mapping text, error text, finished real,
     stopped text, lower_bound_energy_pJ real, energy_gap real, stale integer default 0, notes text,
-    scenario text, levels text,
+    scenario text, levels text, throughput_Bps real, bottleneck text, result text,
     primary key (sweep, key));
 create table if not exists claims (sweep text, key text, pid integer, host text, t real, primary key (sweep, key));
 """
 # columns added after the first stores were written (added to old stores when they are opened)
 ADDED = {"stopped": "text", "lower_bound_energy_pJ": "real", "energy_gap": "real", "stale": "integer default 0",
-         "notes": "text", "scenario": "text", "levels": "text"}
+         "notes": "text", "scenario": "text", "levels": "text", "throughput_Bps": "real", "bottleneck": "text",
+         "result": "text"}
 # ok: mapped; invalid: the point's arch or workload has no answer; error: something unexpected (its
 # traceback in ``error``); timeout: the time limit ended the search before any mapping;
 # interrupted: Ctrl-C. Only the first two are final; the others run again on resume.
@@ -321,12 +376,52 @@ def point_key(sweep: Sweep, params: dict, workload: Path, context: dict, files: 
     substitution (``doc`` when the caller has it), the workload file's content and ``context``
     (:func:`run_context`). A changed input gives a new key, so the point runs again and the old
     row is kept, marked stale."""
+    if sweep.system_file is not None:
+        return _digest(json.dumps({"params": params, "system": _system_inputs(sweep, params), **context},
+                                  sort_keys=True, default=str).encode())
     files = {} if files is None else files
     if workload not in files:
         files[workload] = _digest(Path(workload).read_bytes())
     arch = doc if doc is not None else _point_doc(sweep, params)
     payload = {"params": params, "arch": arch, "workload": files[workload], **context}
     return _digest(json.dumps(payload, sort_keys=True, default=str).encode())
+
+
+def _system_inputs(sweep: Sweep, params: dict) -> str:
+    """Everything a system point's result depends on: the loaded system (its devices, stages with
+    their arch and workload objects, flows) with the point's parameters, or the file and the
+    parameters when they do not load (the point then stores its error)."""
+    from storeloop.system import load_system
+
+    try:
+        return repr(load_system(sweep.system_file, list(_expand(params))))
+    except StoreloopError:
+        return _digest(sweep.system_file.read_bytes()) + json.dumps(params, sort_keys=True, default=str)
+
+
+def _expand(params: dict):
+    for key, value in params.items():
+        for p in key.split("+"):
+            yield p, value
+
+
+def _run_system_point(sweep: Sweep, params: dict, row: dict) -> None:
+    from storeloop.system import evaluate_system, load_system
+
+    try:
+        r = evaluate_system(load_system(sweep.system_file, list(_expand(params))), claims=False)
+        b = r["bottleneck"]
+        row.update(status="ok", throughput_Bps=None if r["throughput"] is None else r["throughput"]["bytes_per_s"],
+                   bottleneck=None if b is None else (f"stage {b['stage']}" if "stage" in b
+                                                       else f"{b['device']}.{b['resource']}"),
+                   energy_pJ=None if r["energy_J_per_unit"] is None else r["energy_J_per_unit"] * 1e12,
+                   result=json.dumps(r, default=str))
+    except StoreloopError as exc:
+        row.update(status="invalid", error=str(exc))
+    except KeyboardInterrupt:
+        row.update(status="interrupted", error="interrupted (Ctrl-C)")
+    except Exception:                       # a bug, not the point's fault: keep the traceback
+        row.update(status="error", error=traceback.format_exc())
 
 
 def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ...] = ()) -> dict:
@@ -339,7 +434,10 @@ def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ..
            "scenario": json.dumps({k: params[k] for k in sweep.scenarios if k in params}, sort_keys=True)}
     with warnings.catch_warnings(record=True) as caught:     # plug-in fallbacks, zero prices: kept in the row
         warnings.simplefilter("always")
-        _run_point(sweep, params, workload, seeds, row)
+        if sweep.system_file is not None:
+            _run_system_point(sweep, params, row)
+        else:
+            _run_point(sweep, params, workload, seeds, row)
     notes = list(dict.fromkeys(str(w.message) for w in caught))
     if notes:
         row["notes"] = "\n".join(notes)
