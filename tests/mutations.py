@@ -20,11 +20,14 @@ NATIVE = {"arch": ROOT / "arch" / "onionchopper.yaml", "workload": ROOT / "workl
 TIMELOOP = {"arch": CASE / "arch.yaml", "workload": CASE / "problem.yaml", "mapping": CASE / "mapping.yaml",
             "ert": CASE / "ERT.yaml", "art": CASE / "ART.yaml",
             "constraints": ROOT / "mappings" / "onionchopper.timeloop-constraints.yaml"}
+SYSTEMS = {f"system:{p.stem}": p for p in sorted((ROOT / "systems").glob("*.yaml"))}
 # the subcommands each input is run through
 COMMANDS = {"arch": ("model", "export"), "workload": ("model", "export"), "mapping": ("model", "export"),
-            "ert": ("model",), "art": ("model",), "constraints": ("map",), "sweep": ("sweep",)}
+            "ert": ("model",), "art": ("model",), "constraints": ("map",), "sweep": ("sweep",),
+            **{role: ("system",) for role in SYSTEMS}}
 # keys whose values are free-form (names, notes, model attributes that storeloop passes through)
-FREE = {"name", "source", "einsum", "class", "type", "technology", "version", "target", "level", "clock"}
+FREE = {"name", "source", "einsum", "class", "type", "technology", "version", "target", "level", "clock",
+        "assumed", "assumes", "why", "missing", "note", "description"}           # free text of system files
 BAD_NUMBERS = ["abc", "-1", "nan", "1e400", "[1, 2]"]
 BAD_FACTORS = ["{d}=-2", "{d}=0", "{d}=abc", "Z=2", "{d}=1e400"]
 
@@ -66,10 +69,10 @@ def _flow_entries(text: str):
 
 def cases() -> list[Case]:
     out: list[Case] = []
-    for fmt, files in (("native", NATIVE), ("timeloop", TIMELOOP)):
+    for fmt, files in (("native", NATIVE), ("timeloop", TIMELOOP), ("native", SYSTEMS)):
         for role, path in files.items():
             text = path.read_text()
-            if role == "sweep":                 # the copy lives elsewhere: absolute input paths
+            if role == "sweep" or role in SYSTEMS:     # the copy lives elsewhere: absolute input paths
                 text = text.replace("../", str(ROOT) + "/")
             lines = text.splitlines()
             first = len(out)
@@ -114,7 +117,7 @@ def run(case: Case, folder: Path) -> tuple[int | None, str, float, BaseException
     from storeloop.cli import main
 
     files = dict(NATIVE if case.fmt == "native" else TIMELOOP)
-    bad = folder / f"mutated-{case.role}.yaml"
+    bad = folder / f"mutated-{case.role.replace(':', '-')}.yaml"
     bad.write_text(case.text, encoding="utf-8")
     files[case.role] = bad
     err = io.StringIO()
@@ -127,7 +130,8 @@ def run(case: Case, folder: Path) -> tuple[int | None, str, float, BaseException
             # the constraints are Timeloop's or storeloop's; the design is OnionChopper either way
             "map": ["map", str(NATIVE["arch"]), str(NATIVE["workload"]), "--ert", str(NATIVE["ert"]),
                     "--art", str(NATIVE["art"]), "--constraints", str(files["constraints"]), "--time-limit", "5"],
-            "sweep": ["sweep", str(files.get("sweep", "")), "--db", str(folder / "sweep.sqlite")]}[case.command]
+            "sweep": ["sweep", str(files.get("sweep", "")), "--db", str(folder / "sweep.sqlite")],
+            "system": ["system", str(files.get(case.role, ""))]}[case.command]
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         try:
             code = main(args)

@@ -145,8 +145,11 @@ MUTATIONS = _mutations()
 def test_at_least_300_mutated_inputs_in_both_formats():
     assert len(MUTATIONS) >= 300
     assert {c.fmt for c in MUTATIONS} == {"native", "timeloop"}
-    assert {c.role for c in MUTATIONS} == {"arch", "workload", "mapping", "ert", "art", "constraints", "sweep"}
-    assert {c.command for c in MUTATIONS} == {"model", "export", "map", "sweep"}
+    assert {c.role for c in MUTATIONS if ":" not in c.role} == \
+        {"arch", "workload", "mapping", "ert", "art", "constraints", "sweep"}
+    assert {c.role for c in MUTATIONS if c.role.startswith("system:")} >= \
+        {"system:copa", "system:fidr", "system:fidr-baseline", "system:p4-enckv", "system:rotation"}
+    assert {c.command for c in MUTATIONS} == {"model", "export", "map", "sweep", "system"}
 
 
 @pytest.mark.parametrize("case", MUTATIONS, ids=[c.id for c in MUTATIONS])
@@ -155,7 +158,7 @@ def test_mutated_input_is_refused_at_its_file(case, tmp_path):
     assert exc is None, f"{type(exc).__name__}: {exc}"
     assert code == 2, f"exit {code} on a malformed {case.role} file"
     assert "Traceback" not in err and len(err.splitlines()) <= 25, err
-    assert f"mutated-{case.role}.yaml" in err, f"the error does not name the mutated file:\n{err}"
+    assert f"mutated-{case.role.replace(':', '-')}.yaml" in err, f"the error does not name the mutated file:\n{err}"
     assert seconds < 5, f"{seconds:.1f} s"
 
 

@@ -12,6 +12,8 @@ The Python API, for notebooks and scripts (imported lazily: ``import storeloop``
     df = sl.sweep({"name": "mine", "arch": "arch/onionchopper.yaml",
                    "workloads": ["workloads/onionpir-1GiB.yaml"],
                    "parameters": {"levels.RF.capacity": ["16 words", "32 words"]}})
+    copa = sl.evaluate_system(sl.load_system("systems/copa.yaml", {"devices.nic.bandwidth": "200 Gb/s"}))
+    copa.throughput, copa.bottleneck, copa.stages["multiply"]["instances_to_saturate"], copa.claims
 
 Energies come from the plug-ins (CACTI, hwcomponents-library, storeloop's own) unless an energy
 table is given (``sl.load_energy_table(arch, "ERT.yaml", "ART.yaml")``).
@@ -22,15 +24,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __all__ = ["load_arch", "load_workload", "load_mapping", "load_energy_table", "price", "evaluate", "map",
-           "sweep", "read_results", "best_points", "__version__"]
+           "sweep", "read_results", "best_points", "load_system", "evaluate_system", "__version__"]
 
 if TYPE_CHECKING:                                   # for editors; at run time everything is lazy
     from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload  # noqa: F401
     from storeloop.sweep import best_points, read_results  # noqa: F401
+    from storeloop.system import evaluate_system, load_system  # noqa: F401
 
 _LAZY = {"sweep": None, "load_arch": "storeloop.spec.load", "load_workload": "storeloop.spec.load",
          "load_mapping": "storeloop.spec.load", "load_energy_table": "storeloop.spec.load",
-         "read_results": "storeloop.sweep", "best_points": "storeloop.sweep"}
+         "read_results": "storeloop.sweep", "best_points": "storeloop.sweep",
+         "load_system": "storeloop.system", "evaluate_system": "storeloop.system"}
 
 
 def __getattr__(name: str) -> Any:

@@ -772,8 +772,11 @@ def _published(text: Any, ctx: _Ctx, loc: tuple) -> tuple[float, str | None, flo
         factor = TIME_UNITS[unit]
     elif unit in FREQ_UNITS:
         factor = FREQ_UNITS[unit]
-    else:
+    elif "/" not in unit:
         factor = 1.0                        # a counted thing: 'cores', 'levels', 'accelerators'
+    else:
+        raise ctx.err(loc, f"unknown unit {unit!r}", "B, KB .. TB, KiB .. TiB, bits; '<size>/s' (GB/s, Gb/s); "
+                      "s, ms, us; Hz .. GHz; %; x; or a word for a count ('cores')")
     return float(amount) * factor, unit, factor
 
 
@@ -835,6 +838,9 @@ def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...]
             raise ctx.err(loc + ("at",), f"no scenario named '{c.at}'", ", ".join(scenarios) or "define scenarios")
         at = scenarios[c.at] if isinstance(c.at, str) else _overrides(c.at or {})
         value, unit, factor = _published(c.published, ctx, loc + ("published",))
+        if not (value > 0 and math.isfinite(value)):
+            raise ctx.err(loc + ("published",), f"{c.published!r} is not a positive finite value",
+                          "the published magnitude (a reduction is written as a positive share: '18%')")
         relative = None
         if c.relative_to is not None:
             rel = c.relative_to
