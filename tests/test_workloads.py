@@ -115,20 +115,6 @@ def test_cli_param_and_unknown_param():
     assert p.returncode == 2 and "record_bytes" in p.stderr and "Traceback" not in p.stderr
 
 
-def test_rotation_cores_for_line_rate():
-    from storeloop.energy import Registry, price
-    from storeloop.spec.load import load_arch
-    from storeloop.workloads.rotation import cores_for_line_rate, line_rate_words_per_cycle, rotation
-
-    assert line_rate_words_per_cycle(10) == 1.0                      # 8 B/cycle at 156.25 MHz (paper 4.2)
-    arch, w = load_arch(ROOT / "arch" / "rotation-nic.yaml"), rotation()[0]
-    reg = Registry.discover()
-    cores, info = cores_for_line_rate(arch, w, lambda a: price(a, reg)[0], 10, time_limit=5)
-    assert cores == 6                                                 # the paper's six cores
-    assert info["mapped_cycles"][6] == info["nic_bound_cycles"]
-    assert info["mapped_cycles"].get(5, info["nic_bound_cycles"] + 1) > info["nic_bound_cycles"]
-
-
 def _workload_files():
     return sorted((ROOT / "workloads").glob("*.yaml"))
 

@@ -97,9 +97,52 @@ def run(out: str | Path = "results/reproduction", *, quick: bool = False, worker
     t = time.monotonic()
     written = figures(frames, cpu, out / "figures", root, files["refined"])
     timing["figures"] = time.monotonic() - t
+    t = time.monotonic()
+    sections, system_figures = systems(out / "figures", root)
+    timing["seed systems"] = time.monotonic() - t
     md = out / "reproduction.md"
-    md.write_text(report(frames, cpu, quick, timing, files["refined"]))
-    return {"figures": written, "report": md, "store": db, "seconds": timing}
+    md.write_text(report(frames, cpu, quick, timing, files["refined"]) + "\n" + "\n".join(sections))
+    return {"figures": written + system_figures, "report": md, "store": db, "seconds": timing}
+
+
+# the seed systems: their file, the figure function and its extra arguments (system files)
+SYSTEMS = [("COPA: MPC accelerators on a SmartNIC (seed 003)", "copa", ()),
+           ("FIDR: inline data reduction, baseline (seed 004)", "fidr-baseline", ()),
+           ("FIDR: inline data reduction with NIC/FPGA offload (seed 004)", "fidr", ("fidr-baseline",)),
+           ("Rotation perturbation pipeline on an FPGA (seed 000)", "rotation", ()),
+           ("P4-EncKV: a switch as an encrypted key-value cache (seed 002)", "p4-enckv", ()),
+           ("OnionChopper as a system (seed 001)", "onionchopper", ())]
+
+
+def systems(out: Path, root: Path) -> tuple[list[str], list[Path]]:
+    """One section per seed system (its binding resource and its claims beside storeloop's) and
+    its figure, drawn by :mod:`storeloop.plots.systems` from the system layer's numbers."""
+    from storeloop.plots import systems as S
+    from storeloop.system import evaluate_system, load_system
+    from storeloop.system.report import claims_markdown, si
+
+    draw = {"copa": S.copa, "fidr": lambda p, o, base: S.fidr(base, p, o), "rotation": S.rotation,
+            "p4-enckv": S.p4_enckv}
+    lines = ["# Seed systems", "",
+             "Each system file in `systems/` carries its paper's claims; storeloop derives each from the "
+             "system (`storeloop system FILE --claims`). Status: *reproduced* (inputs published, within "
+             "tolerance), *assumed* (within tolerance with inputs the paper does not publish, named), "
+             "*differs* (with the reason), *unpublished* (the missing input named).", ""]
+    paths: list[Path] = []
+    for title, name, extra in SYSTEMS:
+        path = root / "systems" / f"{name}.yaml"
+        r = evaluate_system(load_system(path))
+        lines += [f"## {title}", "", f"`systems/{name}.yaml`; docs: `docs/systems/{name.split('-baseline')[0]}.md`.", ""]
+        if r["throughput"] is not None:
+            b = r["bottleneck"]
+            where = f"stage {b['stage']}" if "stage" in b else f"{b['device']}.{b['resource']}"
+            lines += [f"Throughput {si(r['throughput']['bytes_per_s'], 'B/s')} of input, bound by {where}.", ""]
+        lines += claims_markdown(r) + [""]
+        if name in draw:
+            fig = draw[name](path, out, *[root / "systems" / f"{e}.yaml" for e in extra])
+            paths.append(fig)
+            lines += [f"![{name}](figures/{fig.name})", ""]
+    return lines, paths
 
 
 def _optimal_rows(refined):

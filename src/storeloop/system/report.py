@@ -139,3 +139,18 @@ def claims_table(r: dict) -> str:
             if c[key]:
                 lines.append(f"{'':>4}{key}: {c[key]}")
     return "\n".join(lines)
+
+
+def claims_markdown(r: dict) -> list[str]:
+    """The claims as a Markdown table (published, storeloop, difference, status, source, why)."""
+    lines = ["| claim | published | storeloop | difference | status | source | notes |", "|---|---|---|---|---|---|---|"]
+    for c in r["claims"]:
+        mine = "—" if c["storeloop_in_unit"] is None else f"{c['storeloop_in_unit']:.5g}"
+        diff = "—" if c["difference"] is None else f"{100 * c['difference']:+.1f} %"
+        pub = ("≤ " if c["relation"] == "<=" else "≥ " if c["relation"] == ">=" else "") + c["published_text"]
+        notes = " ".join(f"*{k}:* {c[k]}" for k in ("note", "assumes", "why", "missing") if c[k])
+        if c["at"]:
+            notes = f"*at:* {c['at']} " + notes
+        lines.append(f"| {c['name']} | {pub} | {mine} | {diff} | {c['status']} | {c['source']} | "
+                     f"{notes.replace('|', '/')} |")
+    return lines
