@@ -67,10 +67,15 @@ def _rates(r: dict) -> list[str]:
     return lines
 
 
+def _gap(lines: list[str]) -> None:
+    if lines and lines[-1]:
+        lines.append("")
+
+
 def _rest(r: dict, lines: list[str]) -> str:
     unit = r["unit"]
     if any(r["static"].values()):
-        lines.append("")
+        _gap(lines)
         lines.append(f"{'static resource':<26} {'used':>12} {'available':>12} {'util':>7}  by")
         for dev, rows in r["static"].items():
             for res, row in rows.items():
@@ -79,7 +84,7 @@ def _rest(r: dict, lines: list[str]) -> str:
                 util = "-" if row["utilization"] is None else f"{100 * row['utilization']:.1f}%"
                 lines.append(f"{dev + '.' + res:<26} {si(row['used'], unit_s):>12} {si(row['available'], unit_s):>12} "
                              f"{util:>7}  {by}{'' if row['fits'] else '  DOES NOT FIT'}")
-    lines.append("")
+    _gap(lines)
     for name, s in r["stages"].items():
         head = f"stage {name} ({s['kind']}{', on ' + s['device'] if s['device'] else ''})"
         if s.get("rate_bytes_per_s"):
