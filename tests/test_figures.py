@@ -186,10 +186,13 @@ def test_reproduce_end_to_end_on_tiny_grids(tmp_path, monkeypatch):
     monkeypatch.setattr("storeloop.cpu.macs_per_second", lambda w, repeats=3: 5e7)
     done = reproduce.run(tmp_path, quick=True, workers=1)
     names = {p.stem for p in done["figures"]}
-    assert len(names) == 14 and {f"fig-6-{i:02d}" for i in range(1, 14)} <= {n[:8] for n in names}
+    thesis = {n for n in names if n.startswith(("fig-6-", "roofline"))}
+    assert len(thesis) == 14 and {f"fig-6-{i:02d}" for i in range(1, 14)} <= {n[:8] for n in thesis}
+    assert names - thesis == {"copa", "fidr", "rotation", "p4-enckv"}          # a figure per seed system
     assert all(p.stat().st_size > 1000 for p in done["figures"])
     text = done["report"].read_text()
     assert "| cycles | 12,833,318,209 | 13,811,004,212 |" in text
+    assert text.count("\n## ") >= 6 and "| rotation cores for 10 Gb/s | 6 | 6 |" in text
     assert json.loads((tmp_path / "cpu.json").read_text())["macs_per_s"] == 5e7
 
 

@@ -110,23 +110,11 @@ def load_sweep(path: str | Path) -> Sweep:
         raise error_at(doc, ("sweep", "arch"), "sweeps vary storeloop arch files", allowed="a file with 'arch:'")
     wl = root["workloads"] if isinstance(root["workloads"], list) else [root["workloads"]]
     workloads = [rel(w, ("sweep", "workloads", i)) for i, w in enumerate(wl)]
-    params, scenarios = [], []
-    for section in ("parameters", "scenarios"):
-        grid = root.get(section) or {}
-        if not isinstance(grid, dict):
-            raise error_at(doc, ("sweep", section), f"'{section}' maps arch fields to lists of values",
-                           allowed="levels.<name>.<attr>: [values] (paths joined by '+' are set together)")
-        for key, values in grid.items():
-            paths = str(key).split("+")
-            for p in paths:
-                _target(arch_doc, p, doc, ("sweep", section, key))       # checked now, not per point
-            if not isinstance(values, list) or not values:
-                raise error_at(doc, ("sweep", section, key), f"a {section[:-1]} takes a non-empty list of values")
-            if any("+".join(done) == str(key) for done, _ in params):
-                raise error_at(doc, ("sweep", section, key), f"'{key}' is both a parameter and a scenario")
-            params.append((paths, list(values)))
-            if section == "scenarios":
-                scenarios.append(str(key))
+    def check(paths: list[str], values: list, loc: tuple) -> None:
+        for p in paths:
+            _target(arch_doc, p, doc, loc)       # checked now, not per point
+
+    params, scenarios = _grid(doc, root, check, "arch fields", "levels.<name>.<attr>")
     constraints = [str(c) for c in root.get("constraints") or []]
     level_names = {lvl.get("name") for lvl in arch_doc["arch"].get("levels") or []} | {arch_doc["arch"].get("compute", {}).get("name")}
     for i, c in enumerate(constraints):
@@ -188,31 +176,44 @@ def _load_system_sweep(path: Path, doc: LDict, root: dict) -> Sweep:
     if not system_file.is_file():
         raise error_at(doc, ("sweep", "system"), f"no such file: {system_file}", allowed="a system YAML (systems/)")
     load_system(system_file)
+
+    def check(paths: list[str], values: list, loc: tuple) -> None:
+        for value in values:                      # every value of every path, checked now
+            try:
+                load_system(system_file, [(p, value) for p in paths])
+            except SpecError as exc:
+                raise error_at(doc, loc, exc.message.split("\n")[0]
+                               + f" (from {exc.file or 'the system'}{':' + str(exc.line) if exc.line else ''})",
+                               allowed=exc.allowed) from None
+
+    params, scenarios = _grid(doc, root, check, "system fields", "devices.<name>.<field>")
+    return Sweep(_sweep_name(doc, root), path, None, None, [system_file], params, [], {}, {}, scenarios,
+                 system_file)
+
+
+def _grid(doc: LDict, root: dict, check, what: str, example: str) -> tuple[list, list[str]]:
+    """The parameters and scenarios of a sweep: (paths set together, values) each, every path
+    checked by ``check(paths, values, loc)``; a field set by two of them is refused (the rows would
+    be mislabelled)."""
     params, scenarios = [], []
     for section in ("parameters", "scenarios"):
         grid = root.get(section) or {}
         if not isinstance(grid, dict):
-            raise error_at(doc, ("sweep", section), f"'{section}' maps system fields to lists of values",
-                           allowed="devices.<name>.<field>: [values] (paths joined by '+' are set together)")
+            raise error_at(doc, ("sweep", section), f"'{section}' maps {what} to lists of values",
+                           allowed=f"{example}: [values] (paths joined by '+' are set together)")
         for key, values in grid.items():
-            if not isinstance(values, list) or not values:
-                raise error_at(doc, ("sweep", section, key), f"a {section[:-1]} takes a non-empty list of values")
+            loc = ("sweep", section, key)
             paths = str(key).split("+")
+            if not isinstance(values, list) or not values:
+                raise error_at(doc, loc, f"a {section[:-1]} takes a non-empty list of values")
             if len(set(paths)) < len(paths) or any(p in done for done, _ in params for p in paths):
-                raise error_at(doc, ("sweep", section, key), f"'{key}' sets a field another parameter sets",
-                               allowed="each field in one parameter")
-            for value in values:                      # every value of every path, checked now
-                try:
-                    load_system(system_file, [(p, value) for p in paths])
-                except SpecError as exc:
-                    raise error_at(doc, ("sweep", section, key), exc.message.split("\n")[0]
-                                   + f" (from {exc.file or 'the system'}{':' + str(exc.line) if exc.line else ''})",
-                                   allowed=exc.allowed) from None
+                raise error_at(doc, loc, f"'{key}' sets a field another parameter or scenario sets",
+                               allowed="each field in one parameter or scenario")
+            check(paths, values, loc)
             params.append((paths, list(values)))
             if section == "scenarios":
                 scenarios.append(str(key))
-    return Sweep(_sweep_name(doc, root), path, None, None, [system_file], params, [], {}, {}, scenarios,
-                 system_file)
+    return params, scenarios
 
 
 def _is_number(s: str) -> bool:
