@@ -33,11 +33,15 @@ def capacity_words(value: Scalar | None, word_bits: int) -> int | None:
     if value is None or (isinstance(value, str) and value.strip() == "unbounded"):
         return None
     if isinstance(value, str) and value.strip().endswith("words"):
-        return integer(value.strip()[: -len("words")])
-    bits = bytes_of(value) * 8
-    if bits % word_bits:
-        raise ExpressionError(f"capacity {value!r} is not a whole number of {word_bits}-bit words")
-    return int(bits // word_bits)
+        words = integer(value.strip()[: -len("words")])
+    else:
+        bits = bytes_of(value) * 8
+        if bits % word_bits:
+            raise ExpressionError(f"capacity {value!r} is not a whole number of {word_bits}-bit words")
+        words = int(bits // word_bits)
+    if words < 1:
+        raise ExpressionError(f"capacity {value!r}: a level holds at least one word")
+    return words
 
 
 def _check(fn, v):

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from storeloop.errors import SpecError
 from storeloop.spec.yamlio import LDict, error_at, load, loads
-from storeloop.units import (ExpressionError, bytes_of, evaluate, hertz_of, number, rate_of,
-                             seconds_of, split_unit)
+from storeloop.units import (ExpressionError, bytes_of, evaluate, hertz_of, number, seconds_of, split_unit)
+from storeloop.units import rate_of as _any_rate
 
 Scalar = int | float | str
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -482,6 +482,15 @@ class _Ctx:
 
 
 COUNT_MAX = 1e15
+RATE_RANGE = (1e-3, 1e18)              # bytes/s: a milli-byte per second .. an exabyte per second
+
+
+def rate_of(value: Any) -> float:
+    """A data rate in B/s within :data:`RATE_RANGE` (a physical device's, not 1e-300 or 1e40)."""
+    rate = _any_rate(value)
+    if not RATE_RANGE[0] <= rate <= RATE_RANGE[1]:
+        raise ExpressionError(f"{value!r} = {rate:g} B/s is outside {RATE_RANGE[0]:g} .. {RATE_RANGE[1]:g} B/s")
+    return rate
 
 
 def _count(value: Any) -> float:
