@@ -176,9 +176,40 @@ def hertz_of(value: object) -> float:
     return float(amount * FREQ_UNITS[unit])
 
 
+#: words/cycle a bandwidth may take: a level slower than 1e-12 words/cycle (or faster than 1e12)
+#: is a typo, and its cycle counts would overflow
+WPC_RANGE = (1e-12, 1e12)
+
+
 def words_per_cycle(value: object, *, word_bits: int, clock_hz: float | None) -> float:
     """Bandwidth in words/cycle from 'N words/cycle', 'N B/s' style, or a bare number (words/cycle);
-    it must be positive."""
+    it must be within :data:`WPC_RANGE`."""
+    wpc = _words_per_cycle(value, word_bits=word_bits, clock_hz=clock_hz)
+    if not WPC_RANGE[0] <= wpc <= WPC_RANGE[1]:
+        raise ExpressionError(f"bandwidth {value!r} is {wpc:g} words/cycle, outside {WPC_RANGE[0]:g} .. "
+                              f"{WPC_RANGE[1]:g} words/cycle")
+    return wpc
+
+
+def technology_nm(value: object) -> float:
+    """A technology node in nm from '45nm', '45 nm', '0.045um', 45 (nm) or 4.5e-8 (metres); 1 .. 1000 nm."""
+    text = str(value).strip().lower().replace(" ", "")
+    try:
+        if text.endswith("nm"):
+            nm = float(text[:-2])
+        elif text.endswith("um"):
+            nm = float(text[:-2]) * 1e3
+        else:
+            v = float(text)
+            nm = v if v > 1e-3 else v * 1e9
+    except ValueError:
+        raise ExpressionError(f"technology {value!r} is not a node such as '45nm' or '0.045um'") from None
+    if not 1 <= nm <= 1000:
+        raise ExpressionError(f"technology {value!r} is {nm:g} nm, outside 1 .. 1000 nm")
+    return nm
+
+
+def _words_per_cycle(value: object, *, word_bits: int, clock_hz: float | None) -> float:
     amount, unit = split_unit(value)
     if not amount > 0:
         raise ExpressionError(f"a bandwidth must be positive, got {value!r}")

@@ -134,11 +134,9 @@ def components(arch: Arch) -> list[Component]:
 
 
 def _metres(tech) -> float:
-    s = str(tech).strip().lower().replace(" ", "")
-    if s.endswith("nm"):
-        return float(s[:-2]) * 1e-9
-    v = float(s)
-    return v * 1e-9 if v > 1e-3 else v
+    from storeloop.units import technology_nm
+
+    return technology_nm(tech) * 1e-9
 
 
 def price(arch: Arch, registry: Registry | None = None) -> tuple[EnergyTable, list[Component]]:

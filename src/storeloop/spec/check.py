@@ -44,6 +44,17 @@ _RATES = ("read_bandwidth", "write_bandwidth", "shared_bandwidth")
 _ENERGIES = ("vector-access-energy", "vector_access_energy")
 
 
+#: the most operations (the product of a workload's bounds) the model counts: it counts in 64-bit integers
+MAX_OPS = 2**62
+
+
+def ops_problem(bounds) -> str | None:
+    """Why a workload's bounds are too large for the model's 64-bit counts, or None."""
+    if math.prod(bounds) >= MAX_OPS:
+        return f"the bounds multiply to {math.prod(bounds):.3g} operations, more than the model counts (2**62)"
+    return None
+
+
 def check_attributes(doc, loc: tuple, attrs: dict) -> None:
     """Numeric component attributes: counts and widths are positive whole numbers, ports whole
     numbers >= 0, bandwidths positive, energy overrides finite and >= 0 (errors at the attribute)."""
@@ -63,7 +74,10 @@ def check_attributes(doc, loc: tuple, attrs: dict) -> None:
         elif key in _PORTS:
             want, ok = "a whole number >= 0", lambda v: float(v).is_integer() and v >= 0
         elif key in _RATES:
-            want, ok = "a positive number (words/cycle)", lambda v: v > 0
+            from storeloop.units import WPC_RANGE
+
+            want, ok = f"a number of words/cycle in {WPC_RANGE[0]:g} .. {WPC_RANGE[1]:g}", \
+                lambda v: WPC_RANGE[0] <= v <= WPC_RANGE[1]
         elif key in _ENERGIES:
             want, ok = "a number of pJ >= 0", lambda v: v >= 0
         else:

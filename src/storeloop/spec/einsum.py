@@ -81,4 +81,6 @@ def _split_product(rhs: str) -> list[str]:
         else:
             cur += ch
     parts.append(cur)
+    if len(parts) > 1 and not all(p.strip() for p in parts):
+        raise EinsumError(f"an empty factor in {rhs.strip()!r}: every '*' stands between two tensors")
     return [p for p in parts if p.strip()]

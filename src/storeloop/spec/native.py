@@ -9,17 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from storeloop.errors import MappingError, SpecError
 from storeloop.spec.check import check_mapping
 from storeloop.spec.einsum import EinsumError, parse_einsum
 from storeloop.spec.types import (Arch, ComputeLevel, LevelMapping, Loop, Mapping, StorageLevel, Tensor,
                                   Workload)
+from storeloop.spec.validate import validate
 from storeloop.spec.yamlio import LDict, error_at
-from storeloop.spec.check import check_attributes
-from storeloop.units import (ExpressionError, bits_of, bytes_of, hertz_of, integer,
-                             words_per_cycle)
+from storeloop.spec.check import check_attributes, ops_problem
+from storeloop.units import (ExpressionError, _words_per_cycle, bits_of, bytes_of, hertz_of, integer,
+                             technology_nm, words_per_cycle)
 
 Scalar = int | float | str
 
@@ -45,11 +46,15 @@ def capacity_words(value: Scalar | None, word_bits: int) -> int | None:
 
 
 def _check(fn, v):
+    _check_value(fn, v)
+    return v
+
+
+def _check_value(fn, v):
     try:
-        fn(v)
+        return fn(v)
     except ExpressionError as exc:
         raise ValueError(str(exc)) from None
-    return v
 
 
 class StorageSpec(_Spec):
@@ -82,7 +87,7 @@ class StorageSpec(_Spec):
     def _bw(cls, v):
         if v is None:
             return v
-        return _check(lambda x: words_per_cycle(x, word_bits=64, clock_hz=1.0), v)
+        return _check(lambda x: _words_per_cycle(x, word_bits=64, clock_hz=1.0), v)   # syntax; range with the clock
 
 
 class ComputeSpec(_Spec):
@@ -91,7 +96,7 @@ class ComputeSpec(_Spec):
     instances: int = Field(1, ge=1)
     mesh_x: int | None = Field(None, ge=1)
     word_bits: Scalar = 64
-    cycles_per_op: int = Field(1, ge=1, description="initiation interval: cycles between two operations "
+    cycles_per_op: int = Field(1, ge=1, le=2**20, description="initiation interval: cycles between two operations "
                                "of one unit (1 = fully pipelined, Timeloop's assumption)")
     attributes: dict[str, Any] = Field(default_factory=dict)
 
@@ -112,7 +117,14 @@ class ArchSpec(_Spec):
     @field_validator("clock")
     @classmethod
     def _clock(cls, v):
-        return v if v is None else _check(hertz_of, v)
+        if v is not None and not 1 <= _check_value(hertz_of, v) <= 1e12:
+            raise ValueError(f"clock {v!r} is outside 1 Hz .. 1 THz")
+        return v
+
+    @field_validator("technology")
+    @classmethod
+    def _tech(cls, v):
+        return v if v is None else _check(technology_nm, v)
 
 
 class WorkloadSpec(_Spec):
@@ -147,29 +159,7 @@ def _validate(model: type[BaseModel], doc: LDict, key: str) -> Any:
     extra = [k for k in doc if k != key]
     if extra:
         raise error_at(doc, (extra[0],), f"unknown top-level key '{extra[0]}'", allowed=f"'{key}'")
-    try:
-        return model.model_validate(doc[key])
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = (key,) + tuple(err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        allowed = None
-        if err["type"] == "extra_forbidden":
-            msg = f"unknown field '{err['loc'][-1]}'"
-            target = model
-            for part in err["loc"][:-1]:
-                if isinstance(part, int):
-                    continue
-                ann = target.model_fields[part].annotation
-                target = next((a for a in getattr(ann, "__args__", (ann,)) if isinstance(a, type)
-                               and issubclass(a, BaseModel)), target)
-            allowed = ", ".join(f.alias or n for n, f in target.model_fields.items())
-        elif err["type"] == "missing":
-            msg = f"missing required field '{err['loc'][-1]}'"
-        more = len(exc.errors()) - 1
-        if more:
-            msg += f" (and {more} more problem{'s' if more > 1 else ''})"
-        raise error_at(doc, loc, msg, allowed) from None
+    return validate(model, doc[key], doc, (key,))
 
 
 # ----------------------------------------------------------------------------------- arch
@@ -205,9 +195,9 @@ def arch_from_native(doc: LDict) -> Arch:
                 page = bytes_of(s.page_size)
             except ExpressionError as exc:
                 raise error_at(doc, loc + ("page_size",), str(exc), allowed="a size such as '4 KiB'") from None
-            if page < wb / 8 or page != int(page):
-                raise error_at(doc, loc + ("page_size",), f"page size {page} B is smaller than a word or not whole",
-                               allowed=f"a whole number of bytes >= {wb // 8}")
+            if page < wb / 8 or page != int(page) or page > 2**30:
+                raise error_at(doc, loc + ("page_size",), f"page size {page:g} B is smaller than a word, not whole, "
+                               f"or larger than 1 GiB", allowed=f"a whole number of bytes in {wb // 8} .. 2**30")
             page = int(page)
         if s.mesh_x is not None and s.instances % s.mesh_x:
             raise error_at(doc, loc + ("mesh_x",), f"mesh_x {s.mesh_x} does not divide the {s.instances} instances",
@@ -262,6 +252,9 @@ def workload_from_native(doc: LDict) -> Workload:
         if b < 1:
             raise error_at(doc, ("workload", "bounds", key), f"bound {b} must be >= 1")
         bounds.append(b)
+        if ops_problem(bounds):
+            raise error_at(doc, ("workload", "bounds", key), ops_problem(bounds),
+                           allowed="bounds whose product stays below 2**62")
     unknown = set(bounds_in) - set(dims)
     if unknown:
         key = bounds_in[sorted(unknown)[0]][0]

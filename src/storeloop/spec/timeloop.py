@@ -13,9 +13,9 @@ from typing import Any
 from storeloop.errors import SpecError
 from storeloop.spec.types import (OFF_CHIP, ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop,
                                   Mapping, StorageLevel, Tensor, Workload)
-from storeloop.spec.check import check_attributes
+from storeloop.spec.check import check_attributes, ops_problem
 from storeloop.spec.yamlio import LDict, error_at
-from storeloop.units import ExpressionError, integer, number
+from storeloop.units import ExpressionError, integer, number, technology_nm
 
 COMPUTE_CLASSES = ("intmac", "fpmac", "mac", "compute", "modmac", "multiplier", "adder")
 _RANGE = re.compile(r"^(?P<base>[^\[]+)\[(?P<lo>\d+)\.\.(?P<hi>\d+)\]$")
@@ -113,7 +113,12 @@ def arch_from_timeloop(doc: LDict) -> Arch:
         _, n = _split_name(str(node.get("name", "")))
         mult *= n
         attrs = node.get("attributes") or {}
-        technology = technology or attrs.get("technology")
+        if isinstance(attrs, dict) and attrs.get("technology") is not None:
+            try:
+                technology_nm(attrs["technology"])
+            except ExpressionError as exc:
+                raise error_at(doc, loc + ("attributes", "technology"), str(exc), allowed="e.g. 45nm") from None
+        technology = technology or (attrs.get("technology") if isinstance(attrs, dict) else None)
         for i, comp in enumerate(node.get("local") or []):
             cloc = loc + ("local", i)
             if not isinstance(comp, dict) or "name" not in comp or "class" not in comp:
@@ -186,6 +191,9 @@ def workload_from_timeloop(doc: LDict) -> Workload:
             raise error_at(doc, ("problem", "instance", d), f"bound {b} of {d} is not positive",
                            allowed="a positive whole number")
         bounds.append(b)
+        if ops_problem(bounds):
+            raise error_at(doc, ("problem", "instance", d), ops_problem(bounds),
+                           allowed="bounds whose product stays below 2**62")
     tensors = []
     key = "data_spaces" if "data_spaces" in shape else "data-spaces"          # v0.4 / v0.3
     for i, ds in enumerate(shape.get(key) or []):

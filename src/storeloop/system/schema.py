@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from storeloop.errors import SpecError
+from storeloop.spec.validate import shape as _shape
+from storeloop.spec.validate import validate
 from storeloop.spec.yamlio import LDict, error_at, load, loads
 from storeloop.units import (ExpressionError, bytes_of, evaluate, hertz_of, number, seconds_of, split_unit)
 from storeloop.units import rate_of as _any_rate
@@ -379,66 +381,6 @@ class System:
 # --------------------------------------------------------------------------------- the loader
 def _loc_text(loc: tuple) -> str:
     return ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc).replace(".[", "[")
-
-
-def validate(model: type[BaseModel], value: Any, root: Any, loc: tuple) -> Any:
-    """``value`` (at ``loc`` inside ``root``) as ``model``; the first problem as a SpecError at its line."""
-    if not isinstance(value, dict):
-        raise error_at(root, loc, f"expected a mapping ({{key: value, ...}}), found {_shape(value)}",
-                       allowed=", ".join(_fields(model)))
-    try:
-        return model.model_validate(value)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = loc + tuple(err["loc"])
-        msg, allowed = err["msg"].removeprefix("Value error, "), None
-        if err["type"] == "extra_forbidden":
-            key = str(err["loc"][-1])
-            known = _fields(_model_at(model, err["loc"][:-1]))
-            near = difflib.get_close_matches(key, known, n=1, cutoff=0.6) or \
-                difflib.get_close_matches(key.lower(), known, n=1, cutoff=0.6)
-            msg = f"unknown field '{key}'" + (f"; did you mean '{near[0]}'?" if near else "")
-            allowed = ", ".join(known)
-        elif err["type"] == "missing":
-            msg = f"missing required field '{err['loc'][-1]}'"
-            allowed = ", ".join(_fields(_model_at(model, err["loc"][:-1])))
-        elif err["type"] in ("dict_type", "model_type"):
-            msg = f"expected a mapping ({{key: value, ...}}), found {_shape(err.get('input'))}"
-        elif err["type"] == "list_type":
-            msg = f"expected a list ([a, b, ...]), found {_shape(err.get('input'))}"
-        elif err["type"] == "literal_error":
-            allowed = msg.removeprefix("Input should be ")
-            msg = f"{err.get('input')!r} is not allowed"
-        more = len(exc.errors()) - 1
-        if more:
-            msg += f" (and {more} more problem{'s' if more > 1 else ''})"
-        raise error_at(root, where, msg, allowed) from None
-
-
-def _shape(value: Any) -> str:
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return f"the {type(value).__name__} {value!r}"[:80]
-
-
-def _fields(model: type[BaseModel]) -> list[str]:
-    return [f.alias or n for n, f in model.model_fields.items()]
-
-
-def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel]:
-    for part in loc:
-        if isinstance(part, int) or part not in model.model_fields:
-            continue
-        ann = model.model_fields[part].annotation
-        args = getattr(ann, "__args__", (ann,))
-        nxt = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
-        for a in args:                               # dict[str, Model] / list[Model]
-            nxt += [b for b in getattr(a, "__args__", ()) if isinstance(b, type) and issubclass(b, BaseModel)]
-        if nxt:
-            model = nxt[0]
-    return model
 
 
 class _Ctx:

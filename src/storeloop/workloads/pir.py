@@ -21,7 +21,12 @@ WORD_BYTES = 8
 
 
 def einsum_workload(name: str, einsum: str, bounds: dict[str, int], bits: int = 64) -> Workload:
+    from storeloop.spec.check import ops_problem
+
     dims, tensors = parse_einsum(einsum)
+    problem = ops_problem([bounds[d] for d in dims])
+    if problem:
+        raise SpecError(f"{name}: {problem}", field="--param", allowed="smaller parameters")
     ts = tuple(Tensor(n, tuple(tuple((dims.index(v.upper()), c) for v, c in rank) for rank in ranks), rw, bits)
                for n, ranks, rw in tensors)
     return Workload(name=name, dims=tuple(dims), bounds=tuple(bounds[d] for d in dims), tensors=ts, einsum=einsum)

@@ -1,0 +1,73 @@
+"""Validation of a loaded YAML value against a pydantic model, with errors at the file, line and
+field of the problem: unknown keys with a did-you-mean and the allowed keys, missing keys, a
+mapping where a list goes (and the reverse), values out of range. Every storeloop format's schema
+goes through :func:`validate`."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from storeloop.spec.yamlio import error_at
+
+
+def validate(model: type[BaseModel], value: Any, root: Any, loc: tuple) -> Any:
+    """``value`` (at ``loc`` inside ``root``) as ``model``; the first problem as a SpecError at its line."""
+    if not isinstance(value, dict):
+        raise error_at(root, loc, f"expected a mapping ({{key: value, ...}}), found {shape(value)}",
+                       allowed=", ".join(_fields(model)))
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = loc + tuple(err["loc"])
+        msg, allowed = err["msg"].removeprefix("Value error, "), None
+        if err["type"] == "extra_forbidden":
+            key = str(err["loc"][-1])
+            known = _fields(_model_at(model, err["loc"][:-1]))
+            near = difflib.get_close_matches(key, known, n=1, cutoff=0.6) or \
+                difflib.get_close_matches(key.lower(), known, n=1, cutoff=0.6)
+            msg = f"unknown field '{key}'" + (f"; did you mean '{near[0]}'?" if near else "")
+            allowed = ", ".join(known)
+        elif err["type"] == "missing":
+            msg = f"missing required field '{err['loc'][-1]}'"
+            allowed = ", ".join(_fields(_model_at(model, err["loc"][:-1])))
+        elif err["type"] in ("dict_type", "model_type"):
+            msg = f"expected a mapping ({{key: value, ...}}), found {shape(err.get('input'))}"
+        elif err["type"] == "list_type":
+            msg = f"expected a list ([a, b, ...]), found {shape(err.get('input'))}"
+        elif err["type"] == "literal_error":
+            allowed = msg.removeprefix("Input should be ")
+            msg = f"{err.get('input')!r} is not allowed"
+        more = len(exc.errors()) - 1
+        if more:
+            msg += f" (and {more} more problem{'s' if more > 1 else ''})"
+        raise error_at(root, where, msg, allowed) from None
+
+
+def shape(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"the {type(value).__name__} {value!r}"[:80]
+
+
+def _fields(model: type[BaseModel]) -> list[str]:
+    return [f.alias or n for n, f in model.model_fields.items()]
+
+
+def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel]:
+    for part in loc:
+        if isinstance(part, int) or part not in model.model_fields:
+            continue
+        ann = model.model_fields[part].annotation
+        args = getattr(ann, "__args__", (ann,))
+        nxt = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+        for a in args:                               # dict[str, Model] / list[Model]
+            nxt += [b for b in getattr(a, "__args__", ()) if isinstance(b, type) and issubclass(b, BaseModel)]
+        if nxt:
+            model = nxt[0]
+    return model
