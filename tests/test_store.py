@@ -319,3 +319,46 @@ def test_a_key_in_both_parameters_and_scenarios_is_refused(tmp_path):
                                               "  constraints:"})
     with pytest.raises(SpecError, match="sets a field another parameter or scenario sets"):
         load_sweep(spec)
+
+
+def test_a_billion_point_grid_starts_at_once_in_flat_memory(tmp_path):
+    """The grid is generated as points are needed: the first points of 10^9 are stored within
+    seconds, and the sweep's memory does not grow with the grid."""
+    values = [f"{2 ** i} KiB" for i in range(10)]
+    spec = tiny(tmp_path, **{"    levels.SRAM.capacity: [512 B, 2 KiB]":
+                             "    levels.SRAM.capacity: [" + ", ".join(values) + "]\n"
+                             + "".join(f"    {field}: [" + ", ".join(map(str, range(1, 11))) + "]\n"
+                                       for field in ("levels.DRAM.shared_bandwidth", "levels.SRAM.read_bandwidth",
+                                                     "levels.SRAM.write_bandwidth", "levels.SRAM.block_size",
+                                                     "levels.DRAM.block_size", "levels.DRAM.instances")),
+                             "    compute.instances: [1, 2]": "    compute.instances: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]",
+                             "    levels.SRAM.instances: [1, 2]": "    levels.SRAM.instances: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]",
+                             '  constraints: ["SRAM.instances <= MAC.instances"]': "  constraints: []"})
+    assert load_sweep(spec).size() == 10 ** 9
+    db = tmp_path / "big.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "storeloop.cli", "sweep", str(spec), "--db", str(db)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    rows, peak = 0, 0
+    try:
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline and rows < 3:
+            time.sleep(1)
+            with open(f"/proc/{proc.pid}/status") as f:
+                peak = max(peak, *(int(line.split()[1]) for line in f if line.startswith("VmRSS")))
+            if db.exists():
+                with sqlite3.connect(db, timeout=5) as con:
+                    rows = con.execute("select count(*) from points").fetchone()[0]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert rows >= 3, proc.stderr.read().decode()[-2000:]
+    assert peak < 600_000, f"{peak} kB resident"          # a list of 10^9 points would be tens of GB
+
+
+def test_an_unreachable_dask_scheduler_fails_within_seconds(tmp_path, capsys):
+    spec = tiny(tmp_path)
+    t0 = time.monotonic()
+    assert main(["sweep", str(spec), "--db", str(tmp_path / "r.sqlite"), "--dask", "tcp://127.0.0.1:9"]) == 2
+    assert time.monotonic() - t0 < 15
+    err = capsys.readouterr().err
+    assert "cannot reach the Dask scheduler" in err and "Traceback" not in err

@@ -524,48 +524,63 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
     raises KeyboardInterrupt; what finished before is stored."""
     db = open_store(db_path)
     context, files = run_context(sweep), {}
-    todo, current, skipped_constraint = [], [], 0
-    for params, w in points(sweep):
-        doc = _point_doc(sweep, params)          # one substitution per point, for both uses
-        if not satisfies(sweep, params, doc):
-            skipped_constraint += 1
-            continue
-        key = point_key(sweep, params, w, context, files, doc)
-        current.append(key)
-        todo.append((key, params, w))        # an invalid arch is run anyway: its error is stored
-    db.execute("create temp table current (key text primary key)")
-    db.executemany("insert or ignore into current values (?)", [(k,) for k in current])
-    db.execute("update points set stale = (key not in (select key from current)) where sweep = ?", (sweep.name,))
-    db.commit()
-    done = {k for (k,) in db.execute(f"select key from points where sweep = ? and status in {FINAL} and stale = 0",
-                                     (sweep.name,))}
+    # keys of points already final, whatever their stale mark (a key names its inputs exactly)
+    done = {k for (k,) in db.execute(f"select key from points where sweep = ? and status in {FINAL}", (sweep.name,))}
     finished = {}
     for p, w, m in db.execute("select params, workload, mapping from points where sweep = ? and status = 'ok' "
                               "order by stale, finished", (sweep.name,)):
         finished.setdefault((p, w), m)
-    todo = [t for t in todo if t[0] not in done]
+    db.execute("create temp table current (key text primary key)")
     started = time.monotonic()
-    counts = dict({"points": sweep.size(), "done_before": len(done), "excluded": skipped_constraint, "run": 0,
-                   "taken": 0}, **dict.fromkeys(STATUSES, 0))
+    counts = dict({"points": sweep.size(), "done_before": 0, "excluded": 0, "run": 0, "taken": 0},
+                  **dict.fromkeys(STATUSES, 0))
+    complete = False
+
+    def todo() -> Iterator[tuple[str, dict, Path]]:
+        """The grid's points not yet in the store, generated as they are needed (the grid is never
+        held whole: a 10^9-point grid starts at once and memory stays flat). Their keys go to a
+        temporary table, so that once the grid has been walked, rows of other keys are marked stale."""
+        nonlocal complete
+        batch = []
+        for params, w in points(sweep):
+            doc = _point_doc(sweep, params)          # one substitution per point, for both uses
+            if not satisfies(sweep, params, doc):
+                counts["excluded"] += 1
+                continue
+            key = point_key(sweep, params, w, context, files, doc)
+            batch.append((key,))
+            if len(batch) >= 1000:
+                db.executemany("insert or ignore into current values (?)", batch)
+                batch.clear()
+            if key in done:
+                counts["done_before"] += 1
+                continue
+            yield key, params, w                 # an invalid arch is run anyway: its error is stored
+        db.executemany("insert or ignore into current values (?)", batch)
+        complete = True
 
     def store(key: str, row: dict) -> None:
         cols = ["sweep", "key"] + list(row)
         db.execute(f"insert or replace into points ({', '.join(cols)}) values ({', '.join('?' * len(cols))})",
                    [sweep.name, key] + list(row.values()))
+        # the same point of earlier inputs is stale from now on
+        db.execute("update points set stale = 1 where sweep = ? and params = ? and workload = ? and key != ?",
+                   (sweep.name, row["params"], row["workload"], key))
         db.commit()                          # every point is kept the moment it finishes
         counts["run"] += 1
         counts[row["status"]] += 1
         if progress:
-            n, total = counts["run"], len(todo)
+            n = counts["run"]
+            total = counts["points"] - counts["done_before"] - counts["excluded"]
             rate = n / max(time.monotonic() - started, 1e-9)
             eta = (total - n) / rate if rate else 0.0
-            sys.stderr.write(f"\r{sweep.name}: {n}/{total} points ("
+            sys.stderr.write(f"\r{sweep.name}: {n}/~{total} points ("
                              + ", ".join(f"{counts[k]} {k}" for k in STATUSES if counts[k] or k in FINAL)
                              + f") {rate:.1f} points/s, {eta:.0f} s left   ")
             sys.stderr.flush()
 
     def jobs():
-        for key, params, w in todo:
+        for key, params, w in todo():
             if not _claim(db, sweep.name, key):
                 counts["taken"] += 1         # another sweep on this store is running it
                 continue
@@ -573,27 +588,57 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
 
     try:
         if dask:
-            from dask.distributed import Client, LocalCluster, as_completed
-
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True) if dask == "local" else None
-            with Client(cluster if cluster is not None else dask) as client:
-                futures = {client.submit(run_point, *a, pure=False): k for k, a in jobs()}
-                for fut in as_completed(futures):
-                    store(futures[fut], fut.result())
-            if cluster is not None:
-                cluster.close()
+            _run_dask(dask, workers, jobs(), store)
         elif workers > 1:
             _run_pool(workers, jobs(), store)
         else:
             for k, a in jobs():
                 store(k, run_point(*a))
+        if complete:                         # the whole grid was walked: other keys are stale
+            db.execute("update points set stale = (key not in (select key from current)) where sweep = ?",
+                       (sweep.name,))
+            db.commit()
     finally:
-        if progress and todo:
+        if progress and counts["run"]:
             sys.stderr.write("\n")
         db.execute("delete from claims where pid = ? and host = ?", (os.getpid(), socket.gethostname()))
         db.commit()
         db.close()
     return counts
+
+
+def _run_dask(address: str, workers: int, jobs, store) -> None:
+    """Points on a Dask cluster ('local': a LocalCluster of ``workers`` processes), at most two per
+    worker in flight; a scheduler that cannot be reached is an error within 5 s."""
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True) if address == "local" else None
+    try:
+        client = Client(cluster if cluster is not None else address, timeout="5s")
+    except (OSError, ValueError, TypeError) as exc:      # TimeoutError is an OSError
+        raise StoreloopError(f"cannot reach the Dask scheduler at {address!r} within 5 s ({type(exc).__name__}: "
+                             f"{exc})") from None
+    try:
+        size = max(1, len(client.scheduler_info().get("workers", {})) or workers)
+        futures: dict = {}
+
+        def submit(n: int) -> list:
+            out = []
+            for key, args in itertools.islice(jobs, n):
+                fut = client.submit(run_point, *args, pure=False)
+                futures[fut] = key
+                out.append(fut)
+            return out
+
+        pending = as_completed(submit(2 * size))
+        for fut in pending:
+            store(futures.pop(fut), fut.result())
+            for new in submit(1):
+                pending.add(new)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 def _claim(db: sqlite3.Connection, sweep: str, key: str) -> bool:
