@@ -109,6 +109,7 @@ def long_sweep(tmp_path):
   workloads: [{ROOT / 'workloads' / 'onionpir-64GiB.yaml'}]
   parameters:
     levels.RF.capacity: [16 words, 32 words, 64 words, 128 words, 256 words, 512 words]
+    levels.SRAM.capacity: [2 KiB, 4 KiB, 8 KiB, 16 KiB]      # enough points to outlast any machine's 5 s
   mapper: {{time_limit: 20, objective: energy}}
   energy: {{ert: {ROOT / 'arch' / 'onionchopper.ERT.yaml'}, art: {ROOT / 'arch' / 'onionchopper.ART.yaml'}}}
 """)

@@ -26,7 +26,6 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from storeloop.errors import SpecError
 from storeloop.spec.types import OFF_CHIP
 from storeloop.system.schema import RESOURCES, Claim, Stage, System, load_system
 

@@ -653,14 +653,14 @@ def _einsum(spec: EinsumStageSpec, ctx: _Ctx, loc: tuple, base: Path) -> dict:
 
     arch_path, work_path = path_of("arch"), path_of("workload")
     if spec.arch_set:
-        from storeloop.sweep import _target
+        from storeloop.sweep.spec import arch_field
 
         doc = copy.deepcopy(load(arch_path))
         if not isinstance(doc, dict) or "arch" not in doc:
             raise ctx.err(loc + ("arch_set",), f"{arch_path} is not a storeloop arch file, so arch_set cannot "
                           "address its fields", "arch_set only with storeloop-format arch files")
         for key, value in spec.arch_set.items():
-            target, fld = _target(doc, str(key), ctx.root, loc + ("arch_set", key))
+            target, fld = arch_field(doc, str(key), ctx.root, loc + ("arch_set", key))
             target[fld] = value
         arch = arch_from_native(doc)
     else:

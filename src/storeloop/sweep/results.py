@@ -1,0 +1,62 @@
+"""A store's rows as a pandas DataFrame, and the thesis's pick per workload and scenario."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from storeloop.units import ExpressionError
+
+
+def read_results(db_path: str | Path, sweep: str | None = None):
+    """The store as a pandas DataFrame, one column per parameter (values as written in the spec; a
+    parameter with units also gets ``<param>.value``, a number, and ``<param>.unit``). Rows whose
+    inputs have changed since (``stale`` = 1) are included; :func:`mapped`, :func:`best_points`
+    and the figures leave them out."""
+    import pandas as pd
+
+    db = sqlite3.connect(db_path)
+    try:
+        q = "select * from points" + (" where sweep = ?" if sweep else "")
+        df = pd.read_sql_query(q, db, params=(sweep,) if sweep else None)
+    finally:
+        db.close()
+    params = df["params"].map(json.loads).apply(pd.Series) if len(df) else pd.DataFrame()
+    df = pd.concat([df, params], axis=1)
+    for col in params.columns:                # "10 GB/s" -> 10.0 in <col>.value, "GB/s" in <col>.unit
+        split = [_quantity(v) for v in params[col]]
+        if any(u is not None for _, u in split) and all(v is not None for v, _ in split):
+            df[f"{col}.value"] = [v for v, _ in split]
+            df[f"{col}.unit"] = [u for _, u in split]
+    return df
+
+
+def _quantity(value) -> tuple[float | None, str | None]:
+    from storeloop.units import split_unit
+
+    try:
+        amount, unit = split_unit(value)
+        return float(amount), unit
+    except (ExpressionError, TypeError, ValueError):
+        return None, None
+
+
+def mapped(df):
+    """The rows with a result for the current inputs (status ok, not stale)."""
+    keep = df["status"] == "ok"
+    if "stale" in df:
+        keep &= df["stale"] != 1
+    return df[keep]
+
+
+def best_points(df):
+    """Per workload and scenario, the thesis's pick (ch. 5.1): fewest cycles, then the least
+    area x energy."""
+    ok = mapped(df).copy()
+    ok["area_energy"] = ok["on_chip_area_um2"] * ok["energy_pJ"]
+    group = ["workload"]
+    if "scenario" in ok:                       # rows of stores written before scenarios: "{}"
+        ok["scenario"] = ok["scenario"].fillna("{}")
+        group.append("scenario")
+    return ok.sort_values(group + ["cycles", "area_energy"]).groupby(group).head(1)

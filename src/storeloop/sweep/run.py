@@ -1,0 +1,366 @@
+"""Running a sweep: each point's key (everything that decides its result), the point itself (mapped,
+or a system analysed) and the pools that run them: local processes or a Dask cluster."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import signal
+import socket
+import sys
+import time
+import traceback
+import warnings
+from pathlib import Path
+from typing import Iterator
+
+from storeloop.errors import StoreloopError
+from storeloop.spec.yamlio import LDict
+from storeloop.sweep.spec import Sweep, _point_doc, load_sweep, point_arch, points, satisfies
+from storeloop.sweep.store import FINAL, STATUSES, _claim, open_store
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def run_context(sweep: Sweep) -> dict:
+    """What decides every point's result besides its arch and workload: the mapper settings, the
+    energy source (ERT/ART contents, or the plug-ins with their versions) and storeloop's version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def ver(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return ""
+
+    if sweep.energy:
+        energy = {k: _digest(Path(v).read_bytes()) for k, v in sorted(sweep.energy.items())}
+    else:
+        from storeloop.energy import Registry
+
+        energy = {"plugins": [(p.name, str(getattr(p, "version", ""))) for p in Registry.discover(use_cache=False).plugins],
+                  "packages": {n: ver(n) for n in ("hwcomponents", "hwcomponents-cacti", "hwcomponents-library")}}
+    return {"mapper": sweep.mapper, "energy": energy, "storeloop": ver("storeloop")}
+
+
+def point_key(sweep: Sweep, params: dict, workload: Path, context: dict, files: dict | None = None,
+              doc: LDict | None = None) -> str:
+    """A hash of everything that decides the point's result: its parameters, the arch after
+    substitution (``doc`` when the caller has it), the workload file's content and ``context``
+    (:func:`run_context`). A changed input gives a new key, so the point runs again and the old
+    row is kept, marked stale."""
+    if sweep.system_file is not None:
+        return _digest(json.dumps({"params": params, "system": _system_inputs(sweep, params), **context},
+                                  sort_keys=True, default=str).encode())
+    files = {} if files is None else files
+    if workload not in files:
+        files[workload] = _digest(Path(workload).read_bytes())
+    arch = doc if doc is not None else _point_doc(sweep, params)
+    payload = {"params": params, "arch": arch, "workload": files[workload], **context}
+    return _digest(json.dumps(payload, sort_keys=True, default=str).encode())
+
+
+def _system_inputs(sweep: Sweep, params: dict) -> str:
+    """Everything a system point's result depends on: the loaded system (its devices, stages with
+    their arch and workload objects, flows) with the point's parameters, or the file and the
+    parameters when they do not load (the point then stores its error)."""
+    from storeloop.system import load_system
+
+    try:
+        return repr(load_system(sweep.system_file, list(_expand(params))))
+    except StoreloopError:
+        return _digest(sweep.system_file.read_bytes()) + json.dumps(params, sort_keys=True, default=str)
+
+
+def _expand(params: dict):
+    for key, value in params.items():
+        for p in key.split("+"):
+            yield p, value
+
+
+def _run_system_point(sweep: Sweep, params: dict, row: dict) -> None:
+    from storeloop.system import evaluate_system, load_system
+
+    try:
+        r = evaluate_system(load_system(sweep.system_file, list(_expand(params))), claims=False)
+        b = r["bottleneck"]
+        row.update(status="ok", throughput_Bps=None if r["throughput"] is None else r["throughput"]["bytes_per_s"],
+                   bottleneck=None if b is None else (f"stage {b['stage']}" if "stage" in b
+                                                       else f"{b['device']}.{b['resource']}"),
+                   energy_pJ=None if r["energy_J_per_unit"] is None else r["energy_J_per_unit"] * 1e12,
+                   result=json.dumps(r, default=str))
+    except StoreloopError as exc:
+        row.update(status="invalid", error=str(exc))
+    except KeyboardInterrupt:
+        row.update(status="interrupted", error="interrupted (Ctrl-C)")
+    except Exception:                       # a bug, not the point's fault: keep the traceback
+        row.update(status="error", error=traceback.format_exc())
+
+
+def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ...] = ()) -> dict:
+    """Map one point; never raises for a bad point (the error is the result). Runs in workers.
+    ``seeds``: mapping YAML texts (of neighbouring points) to start the search from; one that
+    does not fit this point is skipped. The row's status is one of :data:`STATUSES`; warnings
+    (a plug-in that fell back to another, a component priced 0) are kept in its ``notes``."""
+    sweep = load_sweep(sweep_file)
+    row = {"params": json.dumps(params, sort_keys=True), "workload": Path(workload).name, "finished": time.time(),
+           "scenario": json.dumps({k: params[k] for k in sweep.scenarios if k in params}, sort_keys=True)}
+    with warnings.catch_warnings(record=True) as caught:     # plug-in fallbacks, zero prices: kept in the row
+        warnings.simplefilter("always")
+        if sweep.system_file is not None:
+            _run_system_point(sweep, params, row)
+        else:
+            _run_point(sweep, params, workload, seeds, row)
+    notes = list(dict.fromkeys(str(w.message) for w in caught))
+    if notes:
+        row["notes"] = "\n".join(notes)
+    return row
+
+
+def _run_point(sweep: Sweep, params: dict, workload: str, seeds, row: dict) -> None:
+    import yaml
+
+    from storeloop.energy import price
+    from storeloop.mapper import MapTimeout, map_workload
+    from storeloop.spec.load import load_energy_table, load_workload
+    from storeloop.spec.native import mapping_from_native, mapping_to_native
+    from storeloop.spec.yamlio import loads
+
+    try:
+        arch = point_arch(sweep, params)
+        w = load_workload(workload)
+        if sweep.energy:
+            energy = load_energy_table(arch, sweep.energy.get("ert"), sweep.energy.get("art"))
+        else:
+            energy = price(arch)[0]
+        starts = []
+        for text in seeds:
+            try:
+                starts.append(mapping_from_native(loads(text, "a neighbouring point's mapping"), arch, w))
+            except (StoreloopError, yaml.YAMLError):
+                pass                     # a neighbour's mapping that does not fit this arch
+        out = map_workload(arch, w, energy, time_limit=float(sweep.mapper.get("time_limit", 10)),
+                           objective=str(sweep.mapper.get("objective", "delay,energy")),
+                           algorithm=str(sweep.mapper.get("algorithm", "exhaustive")),
+                           energy_gap=sweep.mapper.get("energy_gap"), seeds=starts)
+        r, s = out.result, out.search
+        row.update(status="interrupted" if s["stopped"] == "interrupted" else "ok", cycles=r.cycles, energy_pJ=r.energy_pJ, area_um2=r.area_um2,
+                   on_chip_area_um2=r.on_chip_area_um2, computes=r.computes,
+                   lower_bound_cycles=s["lower_bound_cycles"], gap=s["gap"],
+                   optimal=int(s["optimal"]), cycles_optimal=int(s["cycles_optimal"]),
+                   seconds=s["seconds"], clock_hz=arch.clock_hz, stopped=s["stopped"],
+                   lower_bound_energy_pJ=s["lower_bound_energy_pJ"], energy_gap=s["energy_gap"],
+                   mapping=yaml.safe_dump(mapping_to_native(out.mapping, arch, w), sort_keys=False),
+                   levels=json.dumps(level_breakdown(r)))
+    except MapTimeout as exc:
+        row.update(status="timeout", error=str(exc))
+    except StoreloopError as exc:
+        row.update(status="invalid", error=str(exc))
+    except KeyboardInterrupt:
+        row.update(status="interrupted", error="interrupted (Ctrl-C)")
+    except Exception:                       # a bug, not the point's fault: keep the traceback
+        row.update(status="error", error=traceback.format_exc())
+    return row
+
+
+def level_breakdown(r) -> dict:
+    """Per level (and the compute units): cycles, energy (pJ), area (µm², all instances) and whether
+    it is off chip -- what the figures and reproduction.md break a design's totals into."""
+    from storeloop.spec.types import OFF_CHIP
+
+    out = {lvl.name: {"cycles": lvl.cycles, "energy_pJ": lvl.energy_pJ, "area_um2": lvl.area_total_um2,
+                      "instances": lvl.instances, "off_chip": lvl.cls.lower() in OFF_CHIP} for lvl in r.levels}
+    out[r.compute_name] = {"cycles": r.compute_cycles, "energy_pJ": r.compute_energy_pJ,
+                           "area_um2": r.compute_area_per_instance_um2 * r.compute_instances,
+                           "instances": r.compute_instances, "off_chip": False, "compute": True}
+    return out
+
+
+def _worker_init() -> None:
+    """Pool workers: Ctrl-C is the driver's to handle (it stops them), and a worker dies with the
+    driver even when the driver is killed (Linux: parent-death signal)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str | None = None,
+              progress: bool = True) -> dict:
+    """Run every point whose result is not in the store yet; returns counts. ``dask``: a scheduler
+    address or 'local' (a LocalCluster with ``workers`` processes). Rows of earlier inputs (a key
+    no point of the current grid has) are kept and marked stale. Ctrl-C stops the workers and
+    raises KeyboardInterrupt; what finished before is stored."""
+    db = open_store(db_path)
+    context, files = run_context(sweep), {}
+    # keys of points already final, whatever their stale mark (a key names its inputs exactly)
+    done = {k for (k,) in db.execute(f"select key from points where sweep = ? and status in {FINAL}", (sweep.name,))}
+    finished = {}
+    for p, w, m in db.execute("select params, workload, mapping from points where sweep = ? and status = 'ok' "
+                              "order by stale, finished", (sweep.name,)):
+        finished.setdefault((p, w), m)
+    db.execute("create temp table current (key text primary key)")
+    started = time.monotonic()
+    counts = dict({"points": sweep.size(), "done_before": 0, "excluded": 0, "run": 0, "taken": 0},
+                  **dict.fromkeys(STATUSES, 0))
+    complete = False
+
+    def todo() -> Iterator[tuple[str, dict, Path]]:
+        """The grid's points not yet in the store, generated as they are needed (the grid is never
+        held whole: a 10^9-point grid starts at once and memory stays flat). Their keys go to a
+        temporary table, so that once the grid has been walked, rows of other keys are marked stale."""
+        nonlocal complete
+        batch = []
+        for params, w in points(sweep):
+            doc = _point_doc(sweep, params)          # one substitution per point, for both uses
+            if not satisfies(sweep, params, doc):
+                counts["excluded"] += 1
+                continue
+            key = point_key(sweep, params, w, context, files, doc)
+            batch.append((key,))
+            if len(batch) >= 1000:
+                db.executemany("insert or ignore into current values (?)", batch)
+                batch.clear()
+            if key in done:
+                counts["done_before"] += 1
+                continue
+            yield key, params, w                 # an invalid arch is run anyway: its error is stored
+        db.executemany("insert or ignore into current values (?)", batch)
+        complete = True
+
+    def store(key: str, row: dict) -> None:
+        cols = ["sweep", "key"] + list(row)
+        db.execute(f"insert or replace into points ({', '.join(cols)}) values ({', '.join('?' * len(cols))})",
+                   [sweep.name, key] + list(row.values()))
+        # the same point of earlier inputs is stale from now on
+        db.execute("update points set stale = 1 where sweep = ? and params = ? and workload = ? and key != ?",
+                   (sweep.name, row["params"], row["workload"], key))
+        db.commit()                          # every point is kept the moment it finishes
+        counts["run"] += 1
+        counts[row["status"]] += 1
+        if progress:
+            n = counts["run"]
+            total = counts["points"] - counts["done_before"] - counts["excluded"]
+            rate = n / max(time.monotonic() - started, 1e-9)
+            eta = (total - n) / rate if rate else 0.0
+            sys.stderr.write(f"\r{sweep.name}: {n}/~{total} points ("
+                             + ", ".join(f"{counts[k]} {k}" for k in STATUSES if counts[k] or k in FINAL)
+                             + f") {rate:.1f} points/s, {eta:.0f} s left   ")
+            sys.stderr.flush()
+
+    def jobs():
+        for key, params, w in todo():
+            if not _claim(db, sweep.name, key):
+                counts["taken"] += 1         # another sweep on this store is running it
+                continue
+            yield key, (str(sweep.file), params, str(w), neighbour_seeds(sweep, params, w, finished))
+
+    try:
+        if dask:
+            _run_dask(dask, workers, jobs(), store)
+        elif workers > 1:
+            _run_pool(workers, jobs(), store)
+        else:
+            for k, a in jobs():
+                store(k, run_point(*a))
+        if complete:                         # the whole grid was walked: other keys are stale
+            db.execute("update points set stale = (key not in (select key from current)) where sweep = ?",
+                       (sweep.name,))
+            db.commit()
+    finally:
+        if progress and counts["run"]:
+            sys.stderr.write("\n")
+        db.execute("delete from claims where pid = ? and host = ?", (os.getpid(), socket.gethostname()))
+        db.commit()
+        db.close()
+    return counts
+
+
+def _run_dask(address: str, workers: int, jobs, store) -> None:
+    """Points on a Dask cluster ('local': a LocalCluster of ``workers`` processes), at most two per
+    worker in flight; a scheduler that cannot be reached is an error within 5 s."""
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True) if address == "local" else None
+    try:
+        client = Client(cluster if cluster is not None else address, timeout="5s")
+    except (OSError, ValueError, TypeError) as exc:      # TimeoutError is an OSError
+        raise StoreloopError(f"cannot reach the Dask scheduler at {address!r} within 5 s ({type(exc).__name__}: "
+                             f"{exc})") from None
+    try:
+        size = max(1, len(client.scheduler_info().get("workers", {})) or workers)
+        futures: dict = {}
+
+        def submit(n: int) -> list:
+            out = []
+            for key, args in itertools.islice(jobs, n):
+                fut = client.submit(run_point, *args, pure=False)
+                futures[fut] = key
+                out.append(fut)
+            return out
+
+        pending = as_completed(submit(2 * size))
+        for fut in pending:
+            store(futures.pop(fut), fut.result())
+            for new in submit(1):
+                pending.add(new)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _run_pool(workers: int, jobs, store) -> None:
+    """Local worker processes with at most 2 points in flight per worker (memory stays flat for any
+    grid); on Ctrl-C (or any error) the workers are terminated, not left running."""
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    pool = ProcessPoolExecutor(workers, initializer=_worker_init)
+    running: dict = {}
+
+    def drain(limit: int) -> None:          # store finished points until at most ``limit`` run
+        while len(running) > limit:
+            ready, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in ready:
+                store(running.pop(fut), fut.result())
+
+    try:
+        for key, args in jobs:
+            running[pool.submit(run_point, *args)] = key
+            drain(2 * workers - 1)
+        drain(0)
+        pool.shutdown()
+    except BaseException:
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+
+
+def neighbour_seeds(sweep: Sweep, params: dict, workload: Path, finished: dict, count: int = 2) -> tuple[str, ...]:
+    """The stored mappings of the ``count`` nearest points (one, then two steps along one
+    parameter's list; same workload) that were finished before this run started. Points finished
+    during the run are not used, so a point's answer does not depend on which worker finished
+    first. ``finished``: (params JSON, workload name) -> mapping YAML."""
+    out = []
+    for step in (1, 2):
+        for names, values in sweep.parameters:
+            k = "+".join(names)
+            try:
+                i = values.index(params[k])
+            except (KeyError, ValueError):
+                continue
+            for j in (i - step, i + step):
+                if 0 <= j < len(values):
+                    other = dict(params, **{k: values[j]})
+                    m = finished.get((json.dumps(other, sort_keys=True), workload.name))
+                    if m and len(out) < count:
+                        out.append(m)
+    return tuple(out)
