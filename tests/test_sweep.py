@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from conftest import ROOT
+from storeloop.cli import main
 from storeloop.errors import SpecError
 from storeloop.sweep import load_sweep, point_arch, points, read_results, run_sweep, satisfies
 
@@ -116,16 +117,27 @@ def test_database_size_figure_reads_scheme_and_size_from_file_names(tmp_path):
     assert by_database_size(pd.DataFrame(rows[:1]), tmp_path, "t") is None        # one size: nothing to draw
 
 
-def test_unreadable_parameter_value_is_a_stored_error_not_a_crash(tmp_path):
+def test_unreadable_parameter_value_is_refused_before_any_point(tmp_path, capsys):
+    """A value no field accepts (a wrong unit, a misspelled field, a list) is an error at the sweep
+    file's line before anything runs; values that are fine alone but clash across levels (instances
+    that do not divide) stay the point's own stored error."""
     for f in ("tiny.arch.yaml", "matvec.yaml"):
         shutil.copy(DATA / f, tmp_path)
-    spec = tmp_path / "s.yaml"
-    spec.write_text((DATA / "tiny.sweep.yaml").read_text().replace("[512 B, 2 KiB]", "[512 B, 4 parsecs]")
-                    .replace("levels.SRAM.instances: [1, 2]", "levels.SRAM.instances: [1]")
-                    .replace("compute.instances: [1, 2]", "compute.instances: [1]")
-                    .replace('["SRAM.instances <= MAC.instances"]', '["SRAM.capacity_bytes <= 4096"]'))
+    base = (DATA / "tiny.sweep.yaml").read_text()
+    for old, new, needle in (("[512 B, 2 KiB]", "[512 B, 4 parsecs]", "parsecs"),
+                             ("levels.SRAM.capacity:", "levels.SRAM.capacty:", "did you mean 'capacity'"),
+                             ("[512 B, 2 KiB]", "[512 B, [1, 2]]", "levels.SRAM.capacity"),
+                             ("compute.instances: [1, 2]", "compute.instances: [1, 1e400]", "valid integer"),
+                             ("compute.instances: [1, 2]", "compute.name: [a, b]", "a name, not a design field")):
+        spec = tmp_path / "s.yaml"
+        spec.write_text(base.replace(old, new))
+        assert main(["sweep", str(spec), "--db", str(tmp_path / "r.sqlite")]) == 2
+        err = capsys.readouterr().err
+        assert "s.yaml:" in err and needle in err and "Traceback" not in err, err
+    assert not (tmp_path / "r.sqlite").exists()
+    spec.write_text(base.replace("compute.instances: [1, 2]", "compute.instances: [1, 3]").replace(
+        '["SRAM.instances <= MAC.instances"]', "[]"))
     counts = run_sweep(load_sweep(spec), tmp_path / "r.sqlite", progress=False)
     df = read_results(tmp_path / "r.sqlite")
     bad = df[df["status"] == "invalid"]
-    assert counts["ok"] == 1 and len(bad) == 1 and "parsecs" in bad["error"].iloc[0]
-    assert "tiny.arch.yaml" in bad["error"].iloc[0] and "capacity" in bad["error"].iloc[0]
+    assert counts["ok"] >= 1 and len(bad) >= 1 and "cannot be spread" in bad["error"].iloc[0]

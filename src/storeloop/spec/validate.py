@@ -41,6 +41,8 @@ def validate(model: type[BaseModel], value: Any, root: Any, loc: tuple) -> Any:
         elif err["type"] == "literal_error":
             allowed = msg.removeprefix("Input should be ")
             msg = f"{err.get('input')!r} is not allowed"
+        else:                                   # a value out of range or of the wrong type: say what goes
+            allowed = _description(model, err["loc"])
         more = len(exc.errors()) - 1
         if more:
             msg += f" (and {more} more problem{'s' if more > 1 else ''})"
@@ -57,6 +59,17 @@ def shape(value: Any) -> str:
 
 def _fields(model: type[BaseModel]) -> list[str]:
     return [f.alias or n for n, f in model.model_fields.items()]
+
+
+def _description(model: type[BaseModel], loc: tuple) -> str | None:
+    """The documented meaning of the field at ``loc`` (its pydantic description), if any."""
+    names = [p for p in loc if isinstance(p, str)]
+    for i in range(len(names), 0, -1):              # the innermost named field that the model knows
+        owner = _model_at(model, tuple(names[:i - 1]))
+        f = owner.model_fields.get(names[i - 1])
+        if f is not None:
+            return f.description
+    return None
 
 
 def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel]:

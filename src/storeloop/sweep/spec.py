@@ -10,9 +10,12 @@ import operator
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from storeloop.errors import SpecError
+from storeloop.spec.validate import validate
 from storeloop.spec.yamlio import LDict, error_at, load
 from storeloop.units import ExpressionError
 
@@ -40,21 +43,76 @@ class Sweep:
         return math.prod(len(v) for _, v in self.parameters) * len(self.workloads)
 
 
+Value = int | float | str                   # a parameter value (a list is not one)
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MapperOptions(_Spec):
+    time_limit: float = Field(10, gt=0, le=86400, description="seconds per point, a safety net")
+    objective: str = Field("delay,energy", description="delay,energy | delay | energy | edp | area-energy")
+    algorithm: Literal["exhaustive", "random-pruned", "random"] = "exhaustive"
+    energy_gap: float | None = Field(None, ge=0, le=1, description="a relative gap such as 0.001 (0.1 %); "
+                                     "0 proves optimality")
+
+
+class EnergyFiles(_Spec):
+    ert: str | None = Field(None, description="an Accelergy ERT (relative to the sweep file)")
+    art: str | None = Field(None, description="an Accelergy ART")
+
+
+class SweepSpec(_Spec):
+    """A sweep file's ``sweep:`` mapping: an arch and workloads, or a system, and the grid."""
+
+    name: str = Field(description="names the store results/<name>.sqlite: letters, digits, '.', '_', '-'")
+    arch: str | None = Field(None, description="a storeloop arch file (relative to the sweep file)")
+    workloads: list[str] | str | None = Field(None, description="workload files, at least one")
+    system: str | None = Field(None, description="a system file instead of arch + workloads")
+    parameters: dict[str, list[Value]] = Field(default_factory=dict, description="field paths -> values")
+    scenarios: dict[str, list[Value]] = Field(default_factory=dict, description="the situation, not the design")
+    constraints: list[str] = Field(default_factory=list, description="'<level>.<attr> <op> <level>.<attr>'")
+    mapper: MapperOptions = Field(default_factory=MapperOptions)
+    energy: EnergyFiles = Field(default_factory=EnergyFiles)
+
+    @field_validator("name")
+    @classmethod
+    def _plain(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", v):
+            raise ValueError(f"sweep name {v!r} is not a plain file name (it names the store results/<name>.sqlite; "
+                             "letters, digits, '.', '_' and '-', no '/' or '..')")
+        return v
+
+
 def load_sweep(path: str | Path) -> Sweep:
+    """A sweep file as a :class:`Sweep`; every parameter value is checked against the field it sets
+    before any point runs (a misspelled field, a value of the wrong unit or out of range is an
+    error at the sweep file's line), and every workload file is loaded."""
+    from storeloop.mapper.objective import NAMES
+
     path = Path(path)
     doc = load(path)
     root = doc.get("sweep") if isinstance(doc, dict) else None
     if not isinstance(root, dict):
-        raise error_at(doc, (), "a sweep file has a top-level 'sweep:' mapping", allowed="sweep: {name, arch, workloads, parameters, ...}")
-    known = {"name", "arch", "workloads", "parameters", "scenarios", "constraints", "mapper", "energy", "system"}
-    for key in root:
-        if key not in known:
-            raise error_at(doc, ("sweep", key), f"unknown field '{key}'", allowed=", ".join(sorted(known)))
-    if "system" in root:
-        return _load_system_sweep(path, doc, root)
-    for key in ("name", "arch", "workloads"):
-        if key not in root:
-            raise error_at(doc, ("sweep",), f"missing required field '{key}'")
+        raise error_at(doc, (), "a sweep file has a top-level 'sweep:' mapping",
+                       allowed="sweep: {name, arch, workloads, parameters, ...} or sweep: {name, system, parameters}")
+    extra = [k for k in doc if k != "sweep"]
+    if extra:
+        raise error_at(doc, (extra[0],), f"unknown top-level key '{extra[0]}'", allowed="'sweep'")
+    spec: SweepSpec = validate(SweepSpec, root, doc, ("sweep",))
+    if spec.system is not None:
+        bad = [k for k in ("arch", "workloads", "constraints", "mapper", "energy") if k in root]
+        if bad:
+            raise error_at(doc, ("sweep", bad[0]), f"'{bad[0]}' belongs to arch sweeps; a system sweep varies the "
+                           "system's own fields", allowed="name, system, parameters, scenarios")
+        return _load_system_sweep(path, doc, root, spec)
+    for key in ("arch", "workloads"):
+        if getattr(spec, key) is None:
+            raise error_at(doc, ("sweep",), f"missing required field '{key}'", allowed="arch and workloads, or system")
+    if spec.mapper.objective.replace(" ", "") not in NAMES:
+        raise error_at(doc, ("sweep", "mapper", "objective"), f"{spec.mapper.objective!r} is not a valid objective",
+                       allowed=", ".join(NAMES))
 
     def rel(p: Any, loc: tuple) -> Path:
         f = (path.parent / str(p)).resolve()
@@ -62,19 +120,44 @@ def load_sweep(path: str | Path) -> Sweep:
             raise error_at(doc, loc, f"no such file: {f}")
         return f
 
-    arch_file = rel(root["arch"], ("sweep", "arch"))
+    arch_file = rel(spec.arch, ("sweep", "arch"))
     arch_doc = load(arch_file)
     if not isinstance(arch_doc, dict) or "arch" not in arch_doc:
         raise error_at(doc, ("sweep", "arch"), "sweeps vary storeloop arch files", allowed="a file with 'arch:'")
-    wl = root["workloads"] if isinstance(root["workloads"], list) else [root["workloads"]]
-    workloads = [rel(w, ("sweep", "workloads", i)) for i, w in enumerate(wl)]
+    listed = isinstance(spec.workloads, list)
+    wl = spec.workloads if listed else [spec.workloads]
+    if not wl:
+        raise error_at(doc, ("sweep", "workloads"), "no workload to map", allowed="at least one workload file")
+    workloads = [rel(w, ("sweep", "workloads") + ((i,) if listed else ())) for i, w in enumerate(wl)]
+    from storeloop.spec.load import load_workload
+
+    for w in workloads:
+        load_workload(w)                      # an arch file where a workload goes is refused now
+
     def check(paths: list[str], values: list, loc: tuple) -> None:
+        """Each value in the field it sets, through the arch schema (cross-level rules, such as
+        instances that must divide, are the point's: it is stored with its error)."""
+        from storeloop.spec.native import ArchSpec
+
         for p in paths:
-            arch_field(arch_doc, p, doc, loc)       # checked now, not per point
+            arch_field(arch_doc, p, doc, loc)
+            if p.rsplit(".", 1)[-1] == "name":
+                raise error_at(doc, loc, f"'{p}' is a name, not a design field", allowed="a field of the level")
+        for value in values:
+            trial = copy.deepcopy(arch_doc)
+            for p in paths:
+                target, fld = arch_field(trial, p)
+                target[fld] = value
+            try:
+                validate(ArchSpec, trial["arch"], trial, ("arch",))
+            except SpecError as exc:
+                raise error_at(doc, loc, f"{value!r}: {exc.message} (in {exc.field or 'the arch'})",
+                               allowed=exc.allowed) from None
 
     params, scenarios = _grid(doc, root, check, "arch fields", "levels.<name>.<attr>")
-    constraints = [str(c) for c in root.get("constraints") or []]
-    level_names = {lvl.get("name") for lvl in arch_doc["arch"].get("levels") or []} | {arch_doc["arch"].get("compute", {}).get("name")}
+    constraints = list(spec.constraints)
+    level_names = {lvl.get("name") for lvl in arch_doc["arch"].get("levels") or []} | \
+        {arch_doc["arch"].get("compute", {}).get("name")}
     for i, c in enumerate(constraints):
         m = _CONSTRAINT.match(c)
         if not m:
@@ -87,50 +170,17 @@ def load_sweep(path: str | Path) -> Sweep:
                     raise error_at(doc, ("sweep", "constraints", i), f"unknown operand {side!r}",
                                    allowed=f"<level>.<attr> with level in {sorted(n for n in level_names if n)} "
                                            f"and attr in {', '.join(ATTRS)}")
-    mapper = dict(root.get("mapper") or {})
-    bad = set(mapper) - {"time_limit", "objective", "algorithm", "energy_gap"}
-    if bad:
-        raise error_at(doc, ("sweep", "mapper", sorted(bad)[0]), "unknown mapper option",
-                       allowed="time_limit, objective, algorithm, energy_gap")
-    from storeloop.mapper import ALGORITHMS
-    from storeloop.mapper.objective import NAMES
-
-    checks = {"objective": (lambda v: str(v).replace(" ", "") in NAMES, ", ".join(NAMES)),
-              "algorithm": (lambda v: v in ALGORITHMS, ", ".join(ALGORITHMS)),
-              "time_limit": (lambda v: not isinstance(v, bool) and isinstance(v, (int, float)) and v > 0,
-                             "seconds > 0")}
-    for key, (ok, allowed) in checks.items():
-        if key in mapper and not ok(mapper[key]):
-            raise error_at(doc, ("sweep", "mapper", key), f"{mapper[key]!r} is not a valid {key}", allowed=allowed)
-    gap = mapper.get("energy_gap", 0)
-    if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not 0 <= gap < math.inf:
-        raise error_at(doc, ("sweep", "mapper", "energy_gap"), f"{gap!r} is not a relative gap",
-                       allowed="a number >= 0, e.g. 0.001 (0.1 %); 0 proves optimality")
-    energy = {k: str(rel(v, ("sweep", "energy", k))) for k, v in (root.get("energy") or {}).items()}
-    return Sweep(_sweep_name(doc, root), path, arch_file, arch_doc, workloads, params, constraints, mapper, energy,
-                 scenarios)
+    mapper = dict(root.get("mapper") or {})          # as written: it is part of every point's key
+    energy = {k: str(rel(v, ("sweep", "energy", k))) for k, v in spec.energy.model_dump(exclude_none=True).items()}
+    return Sweep(spec.name, path, arch_file, arch_doc, workloads, params, constraints, mapper, energy, scenarios)
 
 
-def _sweep_name(doc: LDict, root: dict) -> str:
-    name = str(root["name"])
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-        raise error_at(doc, ("sweep", "name"), f"sweep name {name!r} is not a plain file name (it names the store "
-                       f"results/<name>.sqlite)", allowed="letters, digits, '.', '_' and '-', no '/' or '..'")
-    return name
-
-
-def _load_system_sweep(path: Path, doc: LDict, root: dict) -> Sweep:
+def _load_system_sweep(path: Path, doc: LDict, root: dict, spec: SweepSpec) -> Sweep:
     """A sweep whose base is a system file: every point is the system with its parameters set
     (any field --set reaches), analysed by :func:`storeloop.system.evaluate_system`."""
     from storeloop.system import load_system
 
-    for key in ("arch", "workloads", "constraints", "energy", "mapper"):
-        if key in root:
-            raise error_at(doc, ("sweep", key), f"'{key}' belongs to arch sweeps; a system sweep varies the "
-                           "system's own fields", allowed="name, system, parameters, scenarios")
-    if "name" not in root:
-        raise error_at(doc, ("sweep",), "missing required field 'name'")
-    system_file = (path.parent / str(root["system"])).resolve()
+    system_file = (path.parent / str(spec.system)).resolve()
     if not system_file.is_file():
         raise error_at(doc, ("sweep", "system"), f"no such file: {system_file}", allowed="a system YAML (systems/)")
     load_system(system_file)
@@ -145,8 +195,7 @@ def _load_system_sweep(path: Path, doc: LDict, root: dict) -> Sweep:
                                allowed=exc.allowed) from None
 
     params, scenarios = _grid(doc, root, check, "system fields", "devices.<name>.<field>")
-    return Sweep(_sweep_name(doc, root), path, None, None, [system_file], params, [], {}, {}, scenarios,
-                 system_file)
+    return Sweep(spec.name, path, None, None, [system_file], params, [], {}, {}, scenarios, system_file)
 
 
 def _grid(doc: LDict, root: dict, check, what: str, example: str) -> tuple[list, list[str]]:
