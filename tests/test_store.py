@@ -363,3 +363,82 @@ def test_an_unreachable_dask_scheduler_fails_within_seconds(tmp_path, capsys):
     assert time.monotonic() - t0 < 15
     err = capsys.readouterr().err
     assert "cannot reach the Dask scheduler" in err and "Traceback" not in err
+
+
+def _store_case(tmp_path, kind: str):
+    path = tmp_path / "db.sqlite"
+    if kind == "text":
+        path.write_text("not a database\n")
+    elif kind in ("foreign", "view", "newer"):
+        con = sqlite3.connect(path)
+        if kind == "foreign":
+            con.execute("create table points (a, b)")
+        elif kind == "view":
+            con.execute("create table t (sweep, key, params, workload, status)")
+            con.execute("create view points as select * from t")
+        else:
+            con.execute("create table points (sweep, key, params, workload, status)")
+            con.execute("pragma user_version = 99")
+        con.commit()
+        con.close()
+    elif kind in ("truncated", "garbage"):
+        run_sweep(load_sweep(tiny(tmp_path)), path, progress=False)
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2] if kind == "truncated" else data[:4096] + os.urandom(8192))
+    elif kind == "empty-db":
+        sqlite3.connect(path).close()
+    return path
+
+
+@pytest.mark.parametrize("kind", ["text", "foreign", "view", "newer", "truncated", "garbage", "empty-db"])
+def test_results_plot_and_sweep_refuse_what_is_not_a_store(kind, tmp_path, capsys):
+    path = _store_case(tmp_path, kind)
+    for args in (["results", str(path)], ["plot", str(path), "--out", str(tmp_path / "f")]):
+        assert main(args) == 2, args
+        err = capsys.readouterr().err
+        assert str(path) in err and "Traceback" not in err and len(err.splitlines()) <= 25, err
+    if kind in ("text", "foreign", "view", "newer"):
+        assert main(["sweep", str(tiny(tmp_path)), "--db", str(path)]) == 2
+        assert str(path) in capsys.readouterr().err
+
+
+def test_results_into_a_closed_pipe_exits_quietly(tmp_path):
+    db = tmp_path / "r.sqlite"
+    run_sweep(load_sweep(tiny(tmp_path)), db, progress=False)
+    p = subprocess.run(f"{sys.executable} -m storeloop.cli results {db} --json --all | head -c 10", shell=True,
+                       capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr, p.stderr
+
+
+class _FailingCommits:
+    """A store connection whose commits fail after ``ok`` of them, as on a full disk."""
+
+    def __init__(self, con, ok: int):
+        self.con, self.ok = con, ok
+
+    def commit(self):
+        if self.ok <= 0:
+            raise sqlite3.OperationalError("database or disk is full")
+        self.ok -= 1
+        return self.con.commit()
+
+    def __getattr__(self, name):
+        return getattr(self.con, name)
+
+
+def test_a_full_disk_stops_the_sweep_cleanly_and_it_resumes(tmp_path, monkeypatch):
+    import storeloop.sweep.run as run
+    from storeloop.errors import StoreloopError
+    from storeloop.sweep.store import open_store
+
+    spec, db = tiny(tmp_path), tmp_path / "r.sqlite"
+    monkeypatch.setattr(run, "open_store", lambda path: _FailingCommits(open_store(path), ok=4))
+    with pytest.raises(StoreloopError, match="disk is full") as e:
+        run_sweep(load_sweep(spec), db, progress=False)
+    assert "committed before are kept" in str(e.value)
+    kept = read_results(db, "tiny")
+    assert 1 <= len(kept) < 6 and set(kept["status"]) <= {"ok", "invalid"}
+    monkeypatch.undo()
+    again = run_sweep(load_sweep(spec), db, progress=False)
+    assert again["done_before"] == len(kept) and again["run"] == 6 - len(kept)
+    assert len(read_results(db, "tiny")) == 6

@@ -142,6 +142,8 @@ def cmd_map(args: argparse.Namespace) -> int:
     from storeloop.mapper.constraints import load_constraints
     from storeloop.spec.native import format_loops, mapping_to_native
 
+    if not 1 <= args.threads <= 1024:
+        raise SpecError(f"{args.threads} threads", field="--threads", allowed="1 .. 1024 processes")
     arch = load_arch(args.arch)
     workload = load_workload(args.workload)
     energy = energy_for(args, arch)
@@ -155,7 +157,7 @@ def cmd_map(args: argparse.Namespace) -> int:
         raise SpecError("is a folder", file=args.out, field="--out", allowed="a file path for the mapping YAML")
     seeds = [load_mapping(f, arch, workload) for f in args.seed_mapping or []]
     out = map_workload(arch, workload, energy, constraints=constraints, objective=args.objective,
-                       algorithm=args.algorithm, time_limit=args.time_limit or None, threads=max(1, args.threads),
+                       algorithm=args.algorithm, time_limit=args.time_limit or None, threads=args.threads,
                        seed=args.seed, victory=args.victory, progress=not args.json,
                        energy_gap=args.energy_gap, seeds=seeds, converge=not args.no_converge)
     if args.out:
@@ -352,14 +354,7 @@ def _version() -> str:
 def cmd_results(args: argparse.Namespace) -> int:
     from storeloop.sweep import read_results
 
-    path = Path(args.db)
-    if not path.is_file():
-        raise SpecError("no such results store", file=args.db, allowed="a .sqlite file written by storeloop sweep")
-    try:
-        df = read_results(path, args.sweep)
-    except Exception as exc:             # not a store (pandas/sqlite say why)
-        raise SpecError(f"cannot read it as a results store ({exc})", file=args.db,
-                        allowed="a .sqlite file written by storeloop sweep") from None
+    df = read_results(args.db, args.sweep)          # any file that is not a store is refused there
     if not args.all:
         df = df[df["stale"] != 1].drop(columns=["mapping"]) if "stale" in df else df.drop(columns=["mapping"])
     for out in (args.csv, args.parquet):
@@ -394,8 +389,6 @@ def cmd_plot(args: argparse.Namespace) -> int:
     _headless()
     from storeloop.plots import plot_sweep
 
-    if not Path(args.db).is_file():
-        raise SpecError("no such results store", file=args.db, allowed="a .sqlite file written by storeloop sweep")
     paths = plot_sweep(args.db, args.out, args.sweep)
     if not paths:
         raise SpecError("no mapped points to draw", file=args.db)
@@ -543,6 +536,11 @@ def main(argv: list[str] | None = None) -> int:
     except StoreloopError as exc:
         print(f"storeloop: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:               # the reader left (| head): stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("storeloop: interrupted", file=sys.stderr)
         return 130

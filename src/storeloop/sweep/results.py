@@ -16,10 +16,15 @@ def read_results(db_path: str | Path, sweep: str | None = None):
     and the figures leave them out."""
     import pandas as pd
 
-    db = sqlite3.connect(db_path)
+    from storeloop.errors import SpecError
+    from storeloop.sweep.store import STORE_HELP, read_store
+
+    db = read_store(db_path)
     try:
         q = "select * from points" + (" where sweep = ?" if sweep else "")
         df = pd.read_sql_query(q, db, params=(sweep,) if sweep else None)
+    except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
+        raise SpecError(f"cannot read it as a results store ({exc})", file=str(db_path), allowed=STORE_HELP) from None
     finally:
         db.close()
     params = df["params"].map(json.loads).apply(pd.Series) if len(df) else pd.DataFrame()

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import sys
 import time
 import traceback
@@ -237,12 +238,16 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
 
     def store(key: str, row: dict) -> None:
         cols = ["sweep", "key"] + list(row)
-        db.execute(f"insert or replace into points ({', '.join(cols)}) values ({', '.join('?' * len(cols))})",
-                   [sweep.name, key] + list(row.values()))
-        # the same point of earlier inputs is stale from now on
-        db.execute("update points set stale = 1 where sweep = ? and params = ? and workload = ? and key != ?",
-                   (sweep.name, row["params"], row["workload"], key))
-        db.commit()                          # every point is kept the moment it finishes
+        try:
+            db.execute(f"insert or replace into points ({', '.join(cols)}) values ({', '.join('?' * len(cols))})",
+                       [sweep.name, key] + list(row.values()))
+            # the same point of earlier inputs is stale from now on
+            db.execute("update points set stale = 1 where sweep = ? and params = ? and workload = ? and key != ?",
+                       (sweep.name, row["params"], row["workload"], key))
+            db.commit()                          # every point is kept the moment it finishes
+        except sqlite3.DatabaseError as exc:     # a full disk, a store made read-only, a corrupted file
+            db.rollback()
+            raise failed(exc) from None
         counts["run"] += 1
         counts[row["status"]] += 1
         if progress:
@@ -255,9 +260,17 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
                              + f") {rate:.1f} points/s, {eta:.0f} s left   ")
             sys.stderr.flush()
 
+    def failed(exc: Exception) -> StoreloopError:
+        return StoreloopError(f"{db_path}: cannot write to the store ({exc}); the {counts['run']} point(s) committed "
+                              "before are kept, and running the sweep again resumes after them")
+
     def jobs():
         for key, params, w in todo():
-            if not _claim(db, sweep.name, key):
+            try:
+                claimed = _claim(db, sweep.name, key)
+            except sqlite3.DatabaseError as exc:
+                raise failed(exc) from None
+            if not claimed:
                 counts["taken"] += 1         # another sweep on this store is running it
                 continue
             yield key, (str(sweep.file), params, str(w), neighbour_seeds(sweep, params, w, finished))
@@ -271,14 +284,20 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
             for k, a in jobs():
                 store(k, run_point(*a))
         if complete:                         # the whole grid was walked: other keys are stale
-            db.execute("update points set stale = (key not in (select key from current)) where sweep = ?",
-                       (sweep.name,))
-            db.commit()
+            try:
+                db.execute("update points set stale = (key not in (select key from current)) where sweep = ?",
+                           (sweep.name,))
+                db.commit()
+            except sqlite3.DatabaseError as exc:
+                raise failed(exc) from None
     finally:
         if progress and counts["run"]:
             sys.stderr.write("\n")
-        db.execute("delete from claims where pid = ? and host = ?", (os.getpid(), socket.gethostname()))
-        db.commit()
+        try:
+            db.execute("delete from claims where pid = ? and host = ?", (os.getpid(), socket.gethostname()))
+            db.commit()
+        except sqlite3.DatabaseError:
+            pass                                 # claims of a gone process are taken over by the next run
         db.close()
     return counts
 

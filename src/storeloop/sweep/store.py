@@ -35,24 +35,65 @@ STATUSES = ("ok", "invalid", "error", "timeout", "interrupted")
 FINAL = ("ok", "invalid")
 
 
+# columns every store has had since the first version: a 'points' table without them is not ours
+REQUIRED = ("sweep", "key", "params", "workload", "status")
+STORE_HELP = "a .sqlite file written by storeloop sweep"
+
+
+def _check_schema(db: sqlite3.Connection, path: Path) -> None:
+    """Refuse a database that is not a storeloop store: no 'points' table (or a view of that
+    name), a table without storeloop's columns, or a newer schema than this storeloop knows."""
+    kind = db.execute("select type from sqlite_master where name = 'points'").fetchone()
+    if kind is not None and kind[0] != "table":
+        raise SpecError(f"'points' is a {kind[0]} here, not storeloop's table", file=str(path), allowed=STORE_HELP)
+    if kind is not None:
+        have = {row[1] for row in db.execute("pragma table_info(points)")}
+        missing = [c for c in REQUIRED if c not in have]
+        if missing:
+            raise SpecError(f"a 'points' table without {', '.join(missing)}: not a storeloop store",
+                            file=str(path), allowed=STORE_HELP)
+    version = db.execute("pragma user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise SpecError(f"a store of schema {version}, newer than this storeloop's {SCHEMA_VERSION}",
+                        file=str(path), allowed="a newer storeloop, or another store")
+
+
 def open_store(path: str | Path) -> sqlite3.Connection:
-    """The store, in WAL mode (readers never block the sweep) with a busy timeout."""
+    """The store a sweep writes, in WAL mode (readers never block the sweep) with a busy timeout;
+    an existing file must be a storeloop store (older schemas gain their new columns)."""
     path = Path(path)
     if path.exists() and not path.is_file():
         raise SpecError("the results store is not a file", file=str(path), allowed="a .sqlite file path")
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(path, timeout=60)
+        _check_schema(db, path)
         db.execute("pragma journal_mode=wal")
         db.executescript(SCHEMA)
-    except sqlite3.DatabaseError as exc:
+        have = {row[1] for row in db.execute("pragma table_info(points)")}
+        for col, kind in ADDED.items():
+            if col not in have:
+                db.execute(f"alter table points add column {col} {kind}")
+        db.execute(f"pragma user_version = {SCHEMA_VERSION}")
+    except (sqlite3.DatabaseError, OSError) as exc:
         raise SpecError(f"cannot use it as a results store ({exc})", file=str(path),
-                        allowed="a .sqlite file written by storeloop sweep, or a new path") from None
-    have = {row[1] for row in db.execute("pragma table_info(points)")}
-    for col, kind in ADDED.items():
-        if col not in have:
-            db.execute(f"alter table points add column {col} {kind}")
-    db.execute(f"pragma user_version = {SCHEMA_VERSION}")
+                        allowed=f"{STORE_HELP}, or a new path in a writable folder") from None
+    return db
+
+
+def read_store(path: str | Path) -> sqlite3.Connection:
+    """A store opened read-only for the readers (results, plot): it must exist and be a storeloop
+    store; what SQLite says of a corrupt or foreign file becomes a one-screen error."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError("no such results store", file=str(path), allowed=STORE_HELP)
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        _check_schema(db, path)
+        if db.execute("select type from sqlite_master where name = 'points'").fetchone() is None:
+            raise SpecError("no 'points' table: not a storeloop store", file=str(path), allowed=STORE_HELP)
+    except sqlite3.DatabaseError as exc:
+        raise SpecError(f"cannot read it as a results store ({exc})", file=str(path), allowed=STORE_HELP) from None
     return db
 
 
