@@ -92,15 +92,81 @@ CORPUS = ROOT / "tests" / "corpus" / "thesis__ssd-einsum__pir-onion"
     ("arch", ("word-bits: 64", "word-bits: 0"), "word-bits"),
 ], ids=["permutation-unknown", "permutation-twice", "version-0.2", "word-bits-0"])
 def test_bad_timeloop_inputs(role, edit, needle, tmp_path, capsys):
-    files = {"arch": CORPUS / "arch.yaml", "workload": CORPUS / "problem.yaml", "mapping": CORPUS / "mapping.yaml"}
+    files = {"arch": CORPUS / "arch.yaml", "workload": CORPUS / "problem.yaml", "mapping": CORPUS / "mapping.yaml",
+             "ERT": CORPUS / "ERT.yaml", "ART": CORPUS / "ART.yaml"}
     bad = tmp_path / f"{role}.yaml"
     text = files[role].read_text()
     assert edit[0] in text
-    bad.write_text(text.replace(edit[0], edit[1], 1))
+    bad.write_text(text.replace(edit[0], edit[1], -1 if "raed" in edit[1] else 1))
     files[role] = bad
     args = ["model", str(files["arch"]), str(files["workload"]), str(files["mapping"]),
-            "--ert", str(CORPUS / "ERT.yaml"), "--art", str(CORPUS / "ART.yaml")]
-    check(capsys, main(args), f"{role}.yaml:", needle)
+            "--ert", str(files["ERT"]), "--art", str(files["ART"])]
+    check(capsys, main(args), f"{role}.yaml", needle)
+
+
+SRAM_TABLE = "  - name: system.PE[0..1].SRAM\n    actions:"
+# Timeloop / Accelergy files with a shape, a typo or a semantic slip at some depth (issue 23's
+# families: shapes, near-miss keys, missing keys, ranges, duplicates, mapping semantics)
+TIMELOOP_FAMILIES = [
+    ("ERT", (SRAM_TABLE, "  - name: system.PE[0..1].SRAM\n    Actions:"), "did you mean 'actions'"),
+    ("ERT", ("      arguments:\n        address_delta: 0\n        data_delta: 0\n      energy: 0.0001",
+             "      arguments: 5\n      energy: 0.0001"), "expected a mapping"),
+    ("ERT", ("    - name: read\n", "    - name: raed\n"), "no 'read' action"),          # every read renamed
+    ("ART", ("    area: 19262.8", "    aea: 19262.8"), "did you mean 'area'"),
+    ("arch", ("        - name: PE[0..1]", "        - name: PE[0..-1]"), "range"),
+    ("arch", ("              attributes:\n                width: 256", "              attributes:\n                "
+              "size: 512\n                width: 256"), "both 'size' and 'depth'"),
+    ("arch", ("      attributes:\n        technology: 45nm", "      attributes: [technology]"), "expected a mapping"),
+    ("arch", ("                width: 256", "                Width: 256"), "did you mean 'width'"),
+    ("arch", ("        - name: DRAM\n", "        - name: Disk\n"), "used twice"),
+    ("workload", ("      - name: A\n        projection:", "      - Name: A\n        projection:"), "did you mean 'name'"),
+    ("workload", ("          - [ [M] ]\n          - [ [J] ]", "          - 5\n          - [ [J] ]"), "expected a list"),
+    ("workload", ("  instance:\n    M: 1", "  instance: 5\n  xinstance:\n    M: 1"), "xinstance"),
+    ("mapping", ("    permutation: DMNPQJKC", "    Permutation: DMNPQJKC"), "did you mean 'permutation'"),
+    ("mapping", ("    permutation: JMNPQKCD\n", "    permutation: JMNPQKCD\n    split: abc\n"), "split"),
+    ("mapping", ("    permutation: JMNPQKCD\n", "    permutation: JMNPQKCD\n    split: [1]\n"), "split"),
+    ("mapping", ("  - target: DRAM\n    type: spatial", "  - target: Disk\n    type: temporal\n    factors: M=1\n"
+                 "  - target: DRAM\n    type: spatial"), "a second temporal entry"),
+]
+
+
+@pytest.mark.parametrize("role,edit,needle", TIMELOOP_FAMILIES, ids=[f"{r}-{n[:24]}" for r, _, n in TIMELOOP_FAMILIES])
+def test_bad_timeloop_families(role, edit, needle, tmp_path, capsys):
+    test_bad_timeloop_inputs(role, edit, needle, tmp_path, capsys)
+
+
+CONSTRAINT_FAMILIES = [
+    (("    keep: [A]", "    keep: [A, B]"), "both kept and bypassed"),
+    (("    permutation: DCKJQPNM", "    permutaton: DCKJQPNM"), "did you mean 'permutation'"),
+    (("    split: 8", "    splits: 8"), "did you mean 'split'"),
+    (("    factors: M=1 N=1 P=1 Q=1 J=1 K=1 C=1 D=32", "    factors: M=1 N=1 P=1 Q=1 J=1 K=1 C=1 D=65"),
+     "does not divide its bound 4096"),
+    (("    type: bypass", "    type: bypas"), "not allowed"),
+    (("mapspace_constraints:", "constraints: {levels: []}\nmapspace_constraints:"), "only one of them"),
+]
+
+
+@pytest.mark.parametrize("edit,needle", CONSTRAINT_FAMILIES, ids=[n[:24] for _, n in CONSTRAINT_FAMILIES])
+def test_bad_timeloop_constraints(edit, needle, tmp_path, capsys):
+    text = (ROOT / "mappings" / "onionchopper.timeloop-constraints.yaml").read_text()
+    assert edit[0] in text
+    bad = tmp_path / "c.yaml"
+    bad.write_text(text.replace(edit[0], edit[1], 1))
+    args = ["map", str(ROOT / "arch" / "onionchopper.yaml"), str(ROOT / "workloads" / "onionpir-64GiB.yaml"),
+            "--ert", str(ROOT / "arch" / "onionchopper.ERT.yaml"), "--art", str(ROOT / "arch" / "onionchopper.ART.yaml"),
+            "--constraints", str(bad), "--time-limit", "5"]
+    check(capsys, main(args), "c.yaml", needle)
+
+
+def test_timeloop_constraint_types_storeloop_does_not_model_are_noted(tmp_path, capsys):
+    text = (ROOT / "mappings" / "onionchopper.timeloop-constraints.yaml").read_text()
+    bad = tmp_path / "c.yaml"
+    bad.write_text(text + "  - target: DRAM\n    type: no_multicast\n")
+    args = ["map", str(ROOT / "arch" / "onionchopper.yaml"), str(ROOT / "workloads" / "onionpir-64GiB.yaml"),
+            "--ert", str(ROOT / "arch" / "onionchopper.ERT.yaml"), "--art", str(ROOT / "arch" / "onionchopper.ART.yaml"),
+            "--constraints", str(bad), "--time-limit", "5"]
+    with pytest.warns(UserWarning, match="no_multicast"):
+        assert main(args) == 0
 
 
 @pytest.mark.parametrize("edit,needle", [

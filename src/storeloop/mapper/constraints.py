@@ -19,10 +19,14 @@ Timeloop v0.3: a list under ``mapspace_constraints`` (or ``mapspace: {constraint
 
 from __future__ import annotations
 
+import warnings
+
 from pathlib import Path
 
 from storeloop.mapper.space import Constraints, LevelConstraint
 from storeloop.spec.types import Arch, Workload
+from storeloop.spec.timeloop_schema import MODELLED_CONSTRAINTS, ConstraintEntry
+from storeloop.spec.validate import validate
 from storeloop.spec.yamlio import error_at, load
 from storeloop.units import ExpressionError, integer
 
@@ -80,6 +84,9 @@ def _level(name, arch: Arch, doc, loc) -> int:
 
 def load_constraints(path: str | Path, arch: Arch, workload: Workload) -> Constraints:
     doc = load(path)
+    if isinstance(doc, dict) and "constraints" in doc and ("mapspace_constraints" in doc or "mapspace" in doc):
+        raise error_at(doc, ("constraints",), "a file with both storeloop's 'constraints' and Timeloop's "
+                       "'mapspace_constraints': only one of them would apply", allowed="one of the two")
     if isinstance(doc, dict) and "constraints" in doc:
         return _native(doc, arch, workload, str(path))
     if isinstance(doc, dict) and ("mapspace_constraints" in doc or "mapspace" in doc):
@@ -141,18 +148,28 @@ def _timeloop(doc, arch: Arch, workload: Workload, source: str) -> Constraints:
     if not isinstance(entries, list):
         raise error_at(doc, key, "must be a list of constraints", allowed="{target, type, factors, permutation, keep, bypass}")
     out = Constraints(source=source)
+    fixed: dict[int, list] = {}                  # dim -> [(factor, loc)] of the fixed factors
     for i, e in enumerate(entries):
         loc = key + (i,)
-        if not isinstance(e, dict) or "target" not in e or "type" not in e:
-            raise error_at(doc, loc, "each constraint needs 'target' and 'type'", allowed="temporal, spatial, bypass, datatype")
-        L = _level(e["target"], arch, doc, loc + ("target",))
+        entry = validate(ConstraintEntry, e, doc, loc)
+        target = entry.target if entry.target is not None else entry.name
+        if target is None:
+            raise error_at(doc, loc, "a constraint needs a 'target' level", allowed="target: <level name>")
+        if entry.type not in MODELLED_CONSTRAINTS:
+            warnings.warn(f"storeloop: {source}: a '{entry.type}' constraint (line {getattr(e, 'line', '?')}) is "
+                          "Timeloop's but not part of storeloop's map space; it is ignored")
+            continue
+        L = _level(target, arch, doc, loc + ("target",))
         c = out.levels.setdefault(L, LevelConstraint())
         kind = e["type"]
-        if kind in ("bypass", "datatype"):
+        if kind in ("bypass", "bypassing", "datatype", "dataspace"):
             if "keep" in e:
                 c.keep = _tensors(e["keep"], workload, doc, loc + ("keep",))
             if "bypass" in e:
                 c.bypass = _tensors(e["bypass"], workload, doc, loc + ("bypass",))
+            if c.keep and c.bypass and c.keep & c.bypass:
+                raise error_at(doc, loc, f"{', '.join(sorted(c.keep & c.bypass))} both kept and bypassed",
+                               allowed="each tensor in keep or in bypass")
             continue
         if kind not in ("temporal", "spatial"):
             raise error_at(doc, loc + ("type",), f"unknown type {kind!r}", allowed="temporal, spatial, bypass, datatype")
@@ -172,6 +189,16 @@ def _timeloop(doc, arch: Arch, workload: Workload, source: str) -> Constraints:
             f = _range(val, doc, loc + ("factors",), free_zero=True)
             if f != (0, 0):
                 (c.temporal if kind == "temporal" else c.spatial_y if d in y_dims else c.spatial_x)[d] = f
+                if f[0] == f[1]:
+                    fixed.setdefault(d, []).append((f[0], loc + ("factors",)))
         if perm and kind == "temporal":
             c.permutation = list(reversed(perm))       # Timeloop lists innermost first
+    for d, items in fixed.items():                     # fixed factors must divide the bound together
+        product = 1
+        for f, floc in items:
+            product *= f
+            if workload.bounds[d] % product:
+                raise error_at(doc, floc, f"the factors of {workload.dims[d]} fixed so far multiply to {product}, "
+                               f"which does not divide its bound {workload.bounds[d]}",
+                               allowed=f"factors whose product divides {workload.bounds[d]}")
     return out

@@ -65,7 +65,8 @@ def check_attributes(doc, loc: tuple, attrs: dict) -> None:
 
     known = _COUNTS + _PORTS + _RATES + _ENERGIES
     for key, value in attrs.items():
-        near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.85)
+        near = [k for k in known if k.lower() == str(key).lower()] or \
+            difflib.get_close_matches(str(key), known, n=1, cutoff=0.85)
         if key not in known and near and near[0].replace("-", "_") != str(key).replace("-", "_"):
             raise error_at(doc, loc + (key,), f"unknown attribute {key!r}; did you mean {near[0]!r}?",
                            allowed=f"{near[0]} (or a model attribute that is not a near-miss of a known one)")

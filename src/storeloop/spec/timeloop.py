@@ -14,6 +14,8 @@ from storeloop.errors import SpecError
 from storeloop.spec.types import (OFF_CHIP, ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop,
                                   Mapping, StorageLevel, Tensor, Workload)
 from storeloop.spec.check import check_attributes, ops_problem
+from storeloop.spec.timeloop_schema import (ARTBody, Architecture, ERTBody, MappingEntry, Problem, V04Node)
+from storeloop.spec.validate import validate
 from storeloop.spec.yamlio import LDict, error_at
 from storeloop.units import ExpressionError, integer, number, technology_nm
 
@@ -22,10 +24,17 @@ _RANGE = re.compile(r"^(?P<base>[^\[]+)\[(?P<lo>\d+)\.\.(?P<hi>\d+)\]$")
 
 
 def _split_name(name: str) -> tuple[str, int]:
+    """'PE[0..3]' -> ('PE', 4); a name without a range is one instance. A bracket that is not a
+    range lo..hi with hi >= lo is an ExpressionError."""
     m = _RANGE.match(name)
     if not m:
+        if "[" in name or "]" in name:
+            raise ExpressionError(f"{name!r} is not a name with a range such as 'PE[0..3]'")
         return name, 1
-    return m.group("base"), int(m.group("hi")) - int(m.group("lo")) + 1
+    n = int(m.group("hi")) - int(m.group("lo")) + 1
+    if n < 1:
+        raise ExpressionError(f"{name!r}: the range ends before it starts")
+    return m.group("base"), n
 
 
 def _attr(attrs: dict, *names: str, default: Any = None) -> Any:
@@ -68,6 +77,7 @@ def _v04_as_tree(doc: LDict) -> LDict:
         if not isinstance(node, dict) or tag not in ("!Container", "!Component"):
             raise error_at(doc, loc, f"unsupported Timeloop v0.4 node {tag or type(node).__name__}",
                            allowed="!Container and !Component nodes")
+        validate(V04Node, node, doc, loc)
         spatial = node.get("spatial") or {}
         try:
             fan = integer(spatial.get("meshX", 1)) * integer(spatial.get("meshY", 1))
@@ -97,6 +107,7 @@ def _v04_as_tree(doc: LDict) -> LDict:
 
 
 def arch_from_timeloop(doc: LDict) -> Arch:
+    validate(Architecture, doc["architecture"], doc, ("architecture",))
     root = doc["architecture"]
     if str(root.get("version")) == "0.4" and "nodes" in root:
         doc = _v04_as_tree(doc)
@@ -108,9 +119,14 @@ def arch_from_timeloop(doc: LDict) -> Arch:
     computes: list[ComputeLevel] = []
     technology = None
 
+    seen: set[str] = set()
+
     def walk(node: LDict, mult: int, loc: tuple) -> None:
         nonlocal technology
-        _, n = _split_name(str(node.get("name", "")))
+        try:
+            _, n = _split_name(str(node.get("name", "")))
+        except ExpressionError as exc:
+            raise error_at(doc, loc + ("name",), str(exc), allowed="NAME or NAME[lo..hi]") from None
         mult *= n
         attrs = node.get("attributes") or {}
         if isinstance(attrs, dict) and attrs.get("technology") is not None:
@@ -123,7 +139,13 @@ def arch_from_timeloop(doc: LDict) -> Arch:
             cloc = loc + ("local", i)
             if not isinstance(comp, dict) or "name" not in comp or "class" not in comp:
                 raise error_at(doc, cloc, "a component needs 'name' and 'class'")
-            base, k = _split_name(str(comp["name"]))
+            try:
+                base, k = _split_name(str(comp["name"]))
+            except ExpressionError as exc:
+                raise error_at(doc, cloc + ("name",), str(exc), allowed="NAME or NAME[lo..hi]") from None
+            if base in seen:
+                raise error_at(doc, cloc + ("name",), f"component name '{base}' is used twice", allowed="unique names")
+            seen.add(base)
             inst = mult * k
             a = comp.get("attributes") or {}
             cls = str(comp["class"])
@@ -140,6 +162,9 @@ def arch_from_timeloop(doc: LDict) -> Arch:
                 block = integer(_attr(a, "block-size", "block_size", default=1))
                 depth = _attr(a, "depth", "entries")
                 size = _attr(a, "size")
+                if depth is not None and size is not None:
+                    raise error_at(doc, cloc + ("attributes", "size"), "both 'size' and 'depth' give the capacity",
+                                   allowed="one of them (size in words, or depth in blocks)")
                 size_words = integer(size) if size is not None else (
                     integer(depth) * block if depth is not None else None)
                 bw = {k2: (float(number(a[k2])) if k2 in a else None)
@@ -168,6 +193,17 @@ def arch_from_timeloop(doc: LDict) -> Arch:
 
 # -------------------------------------------------------------------------------- problem
 def workload_from_timeloop(doc: LDict) -> Workload:
+    spec = validate(Problem, doc["problem"], doc, ("problem",))
+    if (spec.shape.data_spaces is None) == (spec.shape.data_spaces_v03 is None):
+        raise error_at(doc, ("problem", "shape"), "give the data spaces once",
+                       allowed="'data-spaces' (v0.3) or 'data_spaces' (v0.4)")
+    for i, ds in enumerate(spec.shape.data_spaces or spec.shape.data_spaces_v03):
+        for r, rank in enumerate(ds.projection):
+            for t, term in enumerate(rank):
+                if not 1 <= len(term) <= 2:
+                    key = "data_spaces" if spec.shape.data_spaces is not None else "data-spaces"
+                    raise error_at(doc, ("problem", "shape", key, i, "projection", r, t),
+                                   f"a projection term is [dimension] or [dimension, coefficient], not {list(term)}")
     prob = doc["problem"]
     shape = prob.get("shape") or {}
     dims = [str(d) for d in shape.get("dimensions") or []]
@@ -256,14 +292,22 @@ def mapping_from_timeloop(doc: LDict, arch: Arch, workload: Workload) -> Mapping
     spatial: dict[int, list[Loop]] = {}
     keep: dict[int, frozenset[str]] = {}
     tensors = {t.name for t in workload.tensors}
+    seen: dict[tuple[str, str], int] = {}
     for i, e in enumerate(doc["mapping"]):
         loc = ("mapping", i)
+        entry = validate(MappingEntry, e, doc, loc)
+        kind_key = "bypass" if entry.type in ("datatype", "dataspace", "bypass") else entry.type
+        if (str(entry.target), kind_key) in seen:
+            raise error_at(doc, loc, f"a second {kind_key} entry for {entry.target} "
+                           f"(the first is mapping[{seen[(str(entry.target), kind_key)]}])",
+                           allowed="one temporal, one spatial and one bypass entry per level")
+        seen[(str(entry.target), kind_key)] = i
         target = str(e.get("target"))
         if target not in names:
             raise error_at(doc, loc + ("target",), f"unknown level {target!r}", allowed=", ".join(names))
         li = names.index(target)
         kind = str(e.get("type", "temporal"))
-        if kind in ("datatype", "bypass"):
+        if kind in ("datatype", "dataspace", "bypass"):
             bypass = set(e.get("bypass") or [])
             unknown = (bypass | set(e.get("keep") or [])) - tensors
             if unknown:
@@ -272,7 +316,7 @@ def mapping_from_timeloop(doc: LDict, arch: Arch, workload: Workload) -> Mapping
             continue
         if kind not in ("temporal", "spatial"):
             raise error_at(doc, loc + ("type",), f"unknown mapping type {kind!r}",
-                           allowed="temporal, spatial, datatype, bypass")
+                           allowed="temporal, spatial, datatype, dataspace, bypass")
         factors = _parse_factors(e.get("factors", ""), dims, doc, loc + ("factors",))
         order = _ordered(str(e.get("permutation", "")), dims, doc, loc + ("permutation",))
         if kind == "temporal":
@@ -315,9 +359,10 @@ def _check_table(doc, kind: str, name: str) -> None:
     number finite and >= 0, located at its line."""
     if doc is None:
         return
-    tables = (doc.get(kind) or {}).get("tables") if isinstance(doc.get(kind), dict) else None
-    if not isinstance(tables, list) or not tables:
-        raise error_at(doc, (kind,), f"no '{kind}: tables:' list in {name}", allowed="a list of {name, ...} tables")
+    if not isinstance(doc, dict) or kind not in doc:
+        raise error_at(doc, (), f"no top-level '{kind}:' in {name}", allowed=f"{kind}: {{version, tables}}")
+    validate(ERTBody if kind == "ERT" else ARTBody, doc[kind], doc, (kind,))
+    tables = doc[kind]["tables"]
 
     def nonneg(value, loc, what):
         try:
@@ -341,9 +386,12 @@ def _check_table(doc, kind: str, name: str) -> None:
                 raise error_at(doc, aloc, "an action needs a 'name'", allowed="{name, arguments, energy}")
             nonneg(a.get("energy", 0.0), aloc + ("energy",), "energy")
             for arg, v in (a.get("arguments") or {}).items():
-                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                    raise error_at(doc, aloc + ("arguments", arg), f"argument {arg} = {v!r} is not a whole number >= 0",
-                                   allowed="0 or 1 for address_delta and data_delta")
+                if arg in ("address_delta", "data_delta"):
+                    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                        raise error_at(doc, aloc + ("arguments", arg), f"argument {arg} = {v!r} is not a whole "
+                                       "number >= 0", allowed="0 or 1 for address_delta and data_delta")
+                else:                       # Accelergy 0.4: global_cycle_seconds, action_latency_cycles
+                    nonneg(v, aloc + ("arguments", arg), f"argument {arg}")
 
 
 def energy_table_from_timeloop(arch: Arch, ert: LDict | None, art: LDict | None,
@@ -370,8 +418,12 @@ def energy_table_from_timeloop(arch: Arch, ert: LDict | None, art: LDict | None,
             if acts is None:
                 raise SpecError(f"no ERT entry for storage level {lvl.name}", file=ert_name,
                                 allowed=", ".join(sorted(ert_tables)) or "(ERT has no tables)")
-            r = _action_energy(acts, ("read",)) or 0.0
-            w = _action_energy(acts, ("write", "update")) or 0.0
+            r = _action_energy(acts, ("read",))
+            w = _action_energy(acts, ("write", "update"))
+            if r is None or w is None:
+                raise SpecError(f"the ERT table of storage level {lvl.name} has no "
+                                f"'{'read' if r is None else 'write'}' action", file=ert_name,
+                                allowed="read and write (or update) actions, as Accelergy writes them")
             src = f"{ert_name}: {lvl.name} read/write"
         storage[lvl.name] = ActionCosts(read_pJ=r, write_pJ=w, area_um2=art_tables.get(lvl.name, 0.0),
                                         source=src + f"; area {art_name}")
@@ -380,7 +432,10 @@ def energy_table_from_timeloop(arch: Arch, ert: LDict | None, art: LDict | None,
     if acts is None:
         raise SpecError(f"no ERT entry for compute unit {c.name}", file=ert_name,
                         allowed=", ".join(sorted(ert_tables)) or "(ERT has no tables)")
-    e = _action_energy(acts, ("mac_random", "compute", "mac", "multiply")) or 0.0
+    e = _action_energy(acts, ("mac_random", "compute", "mac", "multiply"))
+    if e is None:
+        raise SpecError(f"the ERT table of compute unit {c.name} has no mac_random, compute, mac or multiply action",
+                        file=ert_name, allowed="one of those actions, as Accelergy writes them")
     compute = ActionCosts(read_pJ=e, write_pJ=0.0, area_um2=art_tables.get(c.name, 0.0),
                           source=f"{ert_name}: {c.name} mac_random; area {art_name}")
     return EnergyTable(storage=storage, compute=compute, source=f"{ert_name} + {art_name}")

@@ -21,7 +21,8 @@ def validate(model: type[BaseModel], value: Any, root: Any, loc: tuple) -> Any:
     try:
         return model.model_validate(value)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()               # an unknown key first: a typo explains the missing key after it
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         where = loc + tuple(err["loc"])
         msg, allowed = err["msg"].removeprefix("Value error, "), None
         if err["type"] == "extra_forbidden":

@@ -1,0 +1,156 @@
+"""The shapes of Timeloop v0.3/v0.4 and Accelergy 0.3/0.4 input files, as pydantic models.
+
+Every Timeloop reader validates its document against these before it reads a value: a key that no
+version of Timeloop or Accelergy knows is refused with a did-you-mean (``permutaton``, ``aea``,
+``Width`` are typos, not options), a mapping where a list goes (and the reverse) is named, and
+numbers are numbers. Keys that Timeloop knows but storeloop does not model (``no_multicast``
+constraints, a ``max_overbooked_proportion``, ...) are accepted; the reader names them in a note.
+Component ``attributes`` stay free-form: Accelergy's compound classes carry any attribute, and
+:func:`storeloop.spec.check.check_attributes` checks the ones storeloop reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Num = int | float | str                 # a number, or arithmetic such as "2**10" / "1e-09"
+
+
+class _TL(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+# --------------------------------------------------------------------- architecture (v0.3)
+class Component(_TL):
+    name: str = Field(description="'SRAM' or 'PE[0..3]'-style name")
+    cls: str = Field(alias="class", description="an Accelergy class: DRAM, SRAM, regfile, intmac, ...")
+    subclass: str | None = None
+    attributes: dict[str, Any] = Field(default_factory=dict, description="Accelergy attributes")
+    required_actions: list[str] | None = None
+
+
+class Node(_TL):
+    name: str = Field(description="'system' or 'PE[0..3]'")
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    local: list[Component] = Field(default_factory=list, description="components at this level of the tree")
+    subtree: list["Node"] = Field(default_factory=list, description="nested nodes")
+
+
+class Architecture(_TL):
+    version: Num | None = None
+    subtree: list[Node] | None = Field(None, description="v0.3: the tree of nodes")
+    nodes: list[dict[str, Any]] | None = Field(None, description="v0.4: !Container / !Component / !Parallel nodes")
+
+
+# v0.4 nodes (tagged mappings): what a node may carry
+class V04Constraints(_TL):
+    temporal: dict[str, Any] | None = None
+    spatial: dict[str, Any] | None = None
+    dataspace: dict[str, Any] | None = None
+    datatype: dict[str, Any] | None = None
+
+
+class V04Node(_TL):
+    name: str | None = None
+    cls: str | None = Field(None, alias="class")
+    subclass: str | None = None
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    spatial: dict[str, Num] = Field(default_factory=dict, description="{meshX: 14, meshY: 12}")
+    constraints: V04Constraints | None = None
+    nodes: list[dict[str, Any]] | None = None
+    required_actions: list[str] | None = None
+    area_share: Num | None = None
+    enabled: bool | None = None
+
+
+# ------------------------------------------------------------------------------ problem
+class Coefficient(_TL):
+    name: str
+    default: Num
+
+
+class DataSpace(_TL):
+    name: str
+    projection: list[list[list[str]]] = Field(description="per rank, terms [dim] or [dim, coefficient]")
+    read_write: bool | None = Field(None, alias="read-write")
+    read_write_v04: bool | None = Field(None, alias="read_write")
+
+
+class Shape(_TL):
+    name: str | None = None
+    dimensions: list[str] = Field(min_length=1)
+    coefficients: list[Coefficient] = Field(default_factory=list)
+    data_spaces_v03: list[DataSpace] | None = Field(None, alias="data-spaces")
+    data_spaces: list[DataSpace] | None = None
+
+
+class Problem(_TL):
+    version: Num | None = None
+    shape: Shape
+    instance: dict[str, Num] = Field(description="dimension bounds (and coefficient values)")
+
+
+# ------------------------------------------------------------------------------ mapping
+class MappingEntry(_TL):
+    target: str | int
+    type: Literal["temporal", "spatial", "datatype", "dataspace", "bypass"]
+    factors: str | None = None
+    permutation: str | None = None
+    split: int | None = Field(None, ge=0)
+    keep: list[str] | None = None
+    bypass: list[str] | None = None
+
+
+# --------------------------------------------------------------------------- constraints
+CONSTRAINT_TYPES = ("temporal", "spatial", "datatype", "dataspace", "bypass", "bypassing",
+                    "max_overbooked_proportion", "no_link_transfer", "no_multicast", "no_reduction",
+                    "no_multicast_no_reduction", "utilization", "parallelism")
+#: the types storeloop's map space honours; the others are noted and ignored
+MODELLED_CONSTRAINTS = ("temporal", "spatial", "datatype", "dataspace", "bypass", "bypassing")
+
+
+class ConstraintEntry(_TL):
+    target: str | int | None = None
+    name: str | None = None
+    type: Literal[CONSTRAINT_TYPES]
+    factors: str | None = None
+    permutation: str | None = None
+    split: int | None = Field(None, ge=0)
+    keep: list[str] | None = None
+    bypass: list[str] | None = None
+    proportion: Num | None = None
+    min: Num | None = None
+    attributes: dict[str, Any] | None = None
+
+
+# ------------------------------------------------------------------- Accelergy ERT / ART
+class Action(_TL):
+    name: str
+    arguments: dict[str, Num] | None = Field(None, description="address_delta / data_delta (0.3), "
+                                             "global_cycle_seconds / action_latency_cycles (0.4)")
+    energy: Num = Field(description="pJ")
+
+
+class ERTTable(_TL):
+    name: str = Field(description="the component's full name: system.PE[0..1].SRAM")
+    actions: list[Action] = Field(min_length=1)
+
+
+class ERTBody(_TL):
+    version: Num | None = None
+    tables: list[ERTTable] = Field(min_length=1)
+
+
+class ARTTable(_TL):
+    name: str
+    area: Num = Field(description="um^2 per instance")
+
+
+class ARTBody(_TL):
+    version: Num | None = None
+    tables: list[ARTTable] = Field(min_length=1)
+
+
+Node.model_rebuild()
