@@ -249,3 +249,12 @@ def test_mesh_x_must_divide_the_instances(tmp_path, capsys):
     assert "mesh_x: 3" in text
     arch.write_text(text)
     check(capsys, main(["model", str(arch), str(ROOT / "workloads" / "onionpir-64GiB.yaml"), MAPPING]), "a.yaml:", "mesh_x")
+
+
+def test_output_paths_the_command_cannot_write_are_one_line_errors(tmp_path, capsys):
+    taken = tmp_path / "taken.txt"
+    taken.write_text("x")
+    check(capsys, main(["export", str(ROOT / "arch" / "onionchopper.yaml"), str(ROOT / "workloads" / "onionpir-1GiB.yaml"),
+                        "--out", str(taken)]), "taken.txt")
+    check(capsys, main(["workload", "onionpir", "--db-size", "1GiB", "--out", str(tmp_path / "no" / "such" / "w.yaml")]),
+          "No such file or directory")

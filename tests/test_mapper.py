@@ -264,3 +264,28 @@ def test_ctrl_c_returns_the_best_mapping_so_far_within_2_s(tmp_path):
     assert p.returncode == 0, err
     result = json.loads(out)
     assert result["search"]["stopped"] == "interrupted" and result["summary"]["cycles"] == 13_811_004_212
+
+
+def test_a_certificate_says_what_space_it_covers(tmp_path):
+    """Where several dimensions can be spatial on one axis, storeloop's map space holds one order
+    of them; a proof by exhaustion then covers part of Timeloop's space and is not called optimal.
+    A fanout of 2 (one spatial loop at most) leaves nothing out."""
+    import shutil
+
+    import storeloop as sl
+    from conftest import ROOT
+
+    data = ROOT / "tests" / "data"
+    arch_text = (data / "tiny.arch.yaml").read_text()
+    wide = tmp_path / "wide.yaml"
+    wide.write_text(arch_text.replace("compute: {name: MAC, class: intmac, instances: 1}",
+                                      "compute: {name: MAC, class: intmac, instances: 4}"))
+    shutil.copy(data / "matvec.yaml", tmp_path)
+    work = sl.load_workload(tmp_path / "matvec.yaml")
+    out = sl.map(sl.load_arch(wide), work, objective="energy", time_limit=60)
+    space = out.search["space"]
+    assert not space["complete"] and "SRAM to MAC" in space["restrictions"][0]
+    assert out.search["optimal"] is False and out.search["stopped"] != "optimal"
+    thesis = sl.map(sl.load_arch(ROOT / "arch" / "onionchopper.yaml"), sl.load_workload(ROOT / "workloads" / "onionpir-1GiB.yaml"),
+                    time_limit=60)
+    assert thesis.search["space"] == {"complete": True, "restrictions": [], "user_constraints": False}

@@ -177,6 +177,8 @@ def cmd_map(args: argparse.Namespace) -> int:
         keep = "all" if lm.keep is None else (", ".join(sorted(lm.keep)) or "none")
         print(f"  {lvl.name:<8} {loops}{'  spatial ' + sp if sp else ''}  keep: {keep}")
     status = "proven optimal" if s["optimal"] else "not proven optimal"
+    if s["space"]["restrictions"]:
+        status += "; the map space searched is narrower than Timeloop's: " + "; ".join(s["space"]["restrictions"])
     local = s.get("local_search")
     print(f"search: {s['algorithm']}, objective {s['objective']}, "
           + (f"local search {local['evaluations']:,} evaluations, " if local else "")
@@ -541,6 +543,12 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:                # a path the command cannot read or write (--out, --db, ...)
+        where = exc.filename if exc.filename is not None else "a file"
+        print(f"storeloop: {where}: {exc.strerror or exc}\n  allowed: a path whose folder exists and that "
+              "is writable (an output file that is not a folder, an output folder that is not a file)",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("storeloop: interrupted", file=sys.stderr)
         return 130

@@ -37,9 +37,12 @@ class SearchReport(dict):
     ``valid`` (complete mappings priced), ``pruned`` ({capacity, bound}); ``seconds`` (wall time);
     ``lower_bound_cycles`` with its ``lower_bound_parts`` and ``gap`` (cycles over the bound, minus
     1); ``lower_bound_energy_pJ`` with its ``lower_bound_energy_parts`` and ``energy_gap``;
-    ``cycles_optimal`` and ``optimal`` (proven); ``stopped`` (optimal, energy-gap, converged,
-    time-limit, interrupted); ``improvements`` (each new best: seconds, cycles, energy_pJ); and,
-    when they apply, ``local_search`` and ``cycles_rounding``."""
+    ``cycles_optimal`` and ``optimal`` (proven over the complete map space under the user's
+    constraints); ``space`` (``complete``, the ``restrictions`` in force where storeloop's map space
+    is narrower than Timeloop's, and ``user_constraints``); ``stopped`` (optimal, exhausted: the
+    search closed a restricted space, energy-gap, converged, time-limit, interrupted);
+    ``improvements`` (each new best: seconds, cycles, energy_pJ); and, when they apply,
+    ``local_search`` and ``cycles_rounding``."""
 
     def __getattr__(self, name: str):
         try:
@@ -113,6 +116,14 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     mapping = Mapping(mapping.levels, name=f"storeloop map ({algorithm}, {obj.name})")
     result = evaluate(arch, workload, mapping, energy)
     report = _search_json(found, tree, obj, result, algorithm, energy_lb, energy_parts)
+    restricted = space_restrictions(space, arch)
+    report["space"] = {"complete": not restricted, "restrictions": restricted,
+                       "user_constraints": constraints != Constraints()}
+    if restricted:                  # a proof over part of the space is not a certificate of optimality
+        if report["stopped"] == "optimal":
+            report["stopped"] = "exhausted"
+        report["optimal"] = False
+        report["cycles_optimal"] = result.cycles == report["lower_bound_cycles"]
     if rounded is not None and result.cycles == rounded:
         # the exact time equals the bound; Timeloop's floating-point throttling adds the cycle
         report["cycles_optimal"] = True
@@ -149,6 +160,21 @@ def _nothing_valid(found: Found, tree: Tree) -> str:
             f"{s.get('pruned_bound', 0):,} cut by bounds, "
             f"{sum(len(o) for o in tree.space.spatial_options)} spatial splits allowed by the fanouts and constraints. "
             f"Relax the constraints (factors, keep/bypass, minimum utilization) or enlarge the buffers.")
+
+
+def space_restrictions(space: MapSpace, arch: Arch) -> list[str]:
+    """What storeloop's map space leaves out of the space Timeloop searches, here. It enumerates
+    every factorization of the spatial loops and every X/Y assignment, but one order of the
+    spatial loops per axis: where some mapping has two or more spatial loops on one axis below a
+    level, their other orders (which can decide multicast and spatial reduction) are not searched,
+    and a proof by exhaustion covers only part of the space."""
+    out = []
+    for L, options in enumerate(space.spatial_options):
+        if any(sum(f > 1 for f in axis) > 1 for x, y in options for axis in (x, y)):
+            below = arch.levels[L + 1].name if L + 1 < len(arch.levels) else arch.compute.name
+            out.append(f"one order of the spatial loops per axis from {arch.levels[L].name} to {below} "
+                       "(several dimensions can be spatial there)")
+    return out
 
 
 def _search_json(found: Found, tree: Tree, obj: Objective, result: Result, algorithm: str,
