@@ -442,3 +442,15 @@ def test_a_full_disk_stops_the_sweep_cleanly_and_it_resumes(tmp_path, monkeypatc
     again = run_sweep(load_sweep(spec), db, progress=False)
     assert again["done_before"] == len(kept) and again["run"] == 6 - len(kept)
     assert len(read_results(db, "tiny")) == 6
+
+
+def test_grids_of_more_than_a_thousand_points_run_through(tmp_path):
+    """Keys go to the store's temporary table in batches of 1,000; a batch must not leave a
+    transaction open for the next point's claim (it once stopped every sweep at point 1,000)."""
+    values = ", ".join(f"{i} words" for i in range(8, 8 + 1100))
+    spec = tiny(tmp_path, **{"    levels.SRAM.capacity: [512 B, 2 KiB]": f"    levels.SRAM.capacity: [{values}]",
+                             "    levels.SRAM.instances: [1, 2]": "    levels.SRAM.instances: [3]",
+                             "    compute.instances: [1, 2]": "    compute.instances: [1]",
+                             '  constraints: ["SRAM.instances <= MAC.instances"]': "  constraints: []"})
+    counts = run_sweep(load_sweep(spec), tmp_path / "r.sqlite", workers=2, progress=False)
+    assert counts["run"] == 1100 and counts["invalid"] == 1100          # 3 SRAMs over 1 MAC: each invalid, fast

@@ -175,8 +175,12 @@ def locate(root: Any, loc: tuple[Any, ...]) -> tuple[str | None, int | None]:
     return file, line
 
 
+def field_path(loc: tuple[Any, ...]) -> str:
+    """('arch', 'levels', 2, 'capacity') -> 'arch.levels[2].capacity'."""
+    return ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc).replace(".[", "[")
+
+
 def error_at(root: Any, loc: tuple[Any, ...], message: str, allowed: str | None = None) -> SpecError:
     """A SpecError pointing at ``loc`` (a path of keys/indices) inside ``root``."""
     file, line = locate(root, loc)
-    field = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc).replace(".[", "[")
-    return SpecError(message, file=file, line=line, field=field or None, allowed=allowed)
+    return SpecError(message, file=file, line=line, field=field_path(loc) or None, allowed=allowed)

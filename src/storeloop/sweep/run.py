@@ -102,12 +102,26 @@ def _run_system_point(sweep: Sweep, params: dict, row: dict) -> None:
         row.update(status="error", error=traceback.format_exc())
 
 
+_SWEEPS: dict[tuple, Sweep] = {}
+
+
+def cached_sweep(path: str) -> Sweep:
+    """The sweep file loaded once per process (a worker runs many points of one sweep); reloaded
+    when the file changes."""
+    st = os.stat(path)
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _SWEEPS:
+        _SWEEPS.clear()
+        _SWEEPS[key] = load_sweep(path)
+    return _SWEEPS[key]
+
+
 def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ...] = ()) -> dict:
     """Map one point; never raises for a bad point (the error is the result). Runs in workers.
     ``seeds``: mapping YAML texts (of neighbouring points) to start the search from; one that
     does not fit this point is skipped. The row's status is one of :data:`STATUSES`; warnings
     (a plug-in that fell back to another, a component priced 0) are kept in its ``notes``."""
-    sweep = load_sweep(sweep_file)
+    sweep = cached_sweep(sweep_file)
     row = {"params": json.dumps(params, sort_keys=True), "workload": Path(workload).name, "finished": time.time(),
            "scenario": json.dumps({k: params[k] for k in sweep.scenarios if k in params}, sort_keys=True)}
     with warnings.catch_warnings(record=True) as caught:     # plug-in fallbacks, zero prices: kept in the row
@@ -228,12 +242,14 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
             batch.append((key,))
             if len(batch) >= 1000:
                 db.executemany("insert or ignore into current values (?)", batch)
+                db.commit()                      # no open transaction may meet a point's claim
                 batch.clear()
             if key in done:
                 counts["done_before"] += 1
                 continue
             yield key, params, w                 # an invalid arch is run anyway: its error is stored
         db.executemany("insert or ignore into current values (?)", batch)
+        db.commit()
         complete = True
 
     def store(key: str, row: dict) -> None:
@@ -302,9 +318,19 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
     return counts
 
 
+def run_batch(batch: list[tuple]) -> list[dict]:
+    """Several points in one task (a worker loads the sweep once and Dask's per-task cost is
+    shared by the batch)."""
+    return [run_point(*args) for args in batch]
+
+
+DASK_BATCH = 8                      # points per Dask task
+
+
 def _run_dask(address: str, workers: int, jobs, store) -> None:
-    """Points on a Dask cluster ('local': a LocalCluster of ``workers`` processes), at most two per
-    worker in flight; a scheduler that cannot be reached is an error within 5 s."""
+    """Points on a Dask cluster ('local': a LocalCluster of ``workers`` processes) in batches of
+    :data:`DASK_BATCH`, at most two batches per worker in flight; a scheduler that cannot be
+    reached is an error within 5 s."""
     from dask.distributed import Client, LocalCluster, as_completed
 
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True) if address == "local" else None
@@ -319,15 +345,19 @@ def _run_dask(address: str, workers: int, jobs, store) -> None:
 
         def submit(n: int) -> list:
             out = []
-            for key, args in itertools.islice(jobs, n):
-                fut = client.submit(run_point, *args, pure=False)
-                futures[fut] = key
+            for _ in range(n):
+                batch = list(itertools.islice(jobs, DASK_BATCH))
+                if not batch:
+                    break
+                fut = client.submit(run_batch, [args for _, args in batch], pure=False)
+                futures[fut] = [key for key, _ in batch]
                 out.append(fut)
             return out
 
         pending = as_completed(submit(2 * size))
         for fut in pending:
-            store(futures.pop(fut), fut.result())
+            for key, row in zip(futures.pop(fut), fut.result()):
+                store(key, row)
             for new in submit(1):
                 pending.add(new)
     finally:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from storeloop.errors import SpecError
 from storeloop.spec.validate import shape as _shape
 from storeloop.spec.validate import validate
-from storeloop.spec.yamlio import LDict, error_at, load, loads
+from storeloop.spec.yamlio import LDict, error_at, field_path, load, loads, locate
 from storeloop.units import (ExpressionError, bytes_of, evaluate, hertz_of, number, seconds_of, split_unit)
 from storeloop.units import rate_of as _any_rate
 
@@ -379,10 +379,6 @@ class System:
 
 
 # --------------------------------------------------------------------------------- the loader
-def _loc_text(loc: tuple) -> str:
-    return ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc).replace(".[", "[")
-
-
 class _Ctx:
     """The document being loaded, for errors at a path inside it."""
 
@@ -393,10 +389,8 @@ class _Ctx:
         return error_at(self.root, loc, message, allowed)
 
     def where(self, loc: tuple) -> Where:
-        from storeloop.spec.yamlio import locate
-
         file, line = locate(self.root, loc)
-        return Where(file, line, _loc_text(loc))
+        return Where(file, line, field_path(loc))
 
     def q(self, fn, value: Any, loc: tuple, allowed: str | None = None, *, positive: bool = False,
           upto: float | None = None) -> float:
