@@ -92,7 +92,7 @@ def _ceil(x: float) -> int:
     return math.ceil(x * (1 - 1e-12))
 
 
-def demands(system: System, units: dict[str, dict]) -> dict[tuple[str, str], float]:
+def demands(system: System) -> dict[tuple[str, str], float]:
     """(device, rate resource) -> its amount per unit of work, from the flows and the stages."""
     out: dict[tuple[str, str], float] = defaultdict(float)
     kinds = {d.name: d for d in system.devices}
@@ -188,7 +188,7 @@ def evaluate_system(system: System, *, claims: bool = True) -> SystemResult:
     """Throughput, bottleneck, utilization, instances, static fit, energy and latency of ``system``;
     with ``claims``, each published claim beside storeloop's derivation of it."""
     units = {s.name: _stage_unit(s) for s in system.stages}
-    need = demands(system, units)
+    need = demands(system)
     lim = limits(system, units, need)
     # no rate resource limits a system that is only about static resources (a switch's memory)
     x = min(lim.values()) if lim else None
