@@ -10,6 +10,7 @@ unit of work draws on, and static ones (bytes, LUTs, DSPs, pipeline stages) that
 
 from __future__ import annotations
 
+import copy
 import difflib
 import math
 import re
@@ -773,6 +774,13 @@ def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...]
                           ctx.q(bytes_of, f.io_bytes, loc + ("io_bytes",), positive=True, upto=1e12),
                           f.source, f.assumed))
     scenarios = {k: _overrides(v) for k, v in spec.scenarios.items()}
+    for name, items in scenarios.items():          # every path a scenario sets must exist in this file
+        trial = copy.deepcopy(doc)
+        for key, value in items:
+            try:
+                apply(trial, key, value)
+            except SpecError as exc:
+                raise ctx.err(("system", "scenarios", name, key), exc.message, exc.allowed) from None
     claims = []
     for i, c in enumerate(spec.claims):
         loc = ("system", "claims", i)
@@ -782,6 +790,12 @@ def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...]
         if isinstance(c.at, str) and c.at not in scenarios:
             raise ctx.err(loc + ("at",), f"no scenario named '{c.at}'", ", ".join(scenarios) or "define scenarios")
         at = scenarios[c.at] if isinstance(c.at, str) else _overrides(c.at or {})
+        trial = copy.deepcopy(doc)
+        for key, value in at if not isinstance(c.at, str) else ():
+            try:
+                apply(trial, key, value)
+            except SpecError as exc:
+                raise ctx.err(loc + ("at", key), exc.message, exc.allowed) from None
         value, unit, factor = _published(c.published, ctx, loc + ("published",))
         if not (value > 0 and math.isfinite(value)):
             raise ctx.err(loc + ("published",), f"{c.published!r} is not a positive finite value",
@@ -813,7 +827,7 @@ def _kind_model(raw: Any, models: dict[str, type[BaseModel]], ctx: _Ctx, loc: tu
     if not isinstance(raw, dict):
         raise ctx.err(loc, f"a {what} is a mapping, found {_shape(raw)}", f"{{name: ..., kind: {'|'.join(models)}, ...}}")
     kind = raw.get("kind")
-    if kind not in models:
+    if not isinstance(kind, str) or kind not in models:
         near = difflib.get_close_matches(str(kind), list(models), n=1)
         hint = f"; did you mean '{near[0]}'?" if near else ""
         raise ctx.err(loc + (("kind",) if "kind" in raw else ()),
