@@ -258,3 +258,15 @@ def test_output_paths_the_command_cannot_write_are_one_line_errors(tmp_path, cap
                         "--out", str(taken)]), "taken.txt")
     check(capsys, main(["workload", "onionpir", "--db-size", "1GiB", "--out", str(tmp_path / "no" / "such" / "w.yaml")]),
           "No such file or directory")
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (("attributes: {type: LPDDR4, width: 128}", "attributes: {type: LPDDR99, width: 128}"), "LPDDR99"),
+    (("    class: modmac", "    class: quantum"), "no energy plug-in prices component class 'quantum'"),
+])
+def test_a_component_no_plugin_can_price_is_an_error_at_its_line(edit, needle, tmp_path, capsys):
+    arch = tmp_path / "a.yaml"
+    text = (ROOT / "arch" / "onionchopper.yaml").read_text()
+    assert edit[0] in text
+    arch.write_text(text.replace(edit[0], edit[1], 1))
+    check(capsys, main(["energy", str(arch)]), "a.yaml:", needle)

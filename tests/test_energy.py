@@ -73,7 +73,7 @@ def test_broken_plugin_warns_and_the_next_one_answers():
     with pytest.warns(UserWarning, match="broken.*boom"):
         est, plugin = reg.estimate("SRAM", {})
     assert plugin == "fixed" and est.area_um2 == 3.0
-    with pytest.raises(StoreloopError, match="known classes: sram, widget"):
+    with pytest.raises(StoreloopError, match="a class some plug-in prices: sram, widget"):
         reg.estimate("quantum", {})
 
 

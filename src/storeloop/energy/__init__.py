@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from storeloop.errors import StoreloopError
+from storeloop.errors import SpecError, StoreloopError
 from storeloop.spec.types import OFF_CHIP  # noqa: F401  (re-exported: the CLI reports on-chip area)
 from storeloop.spec.types import ActionCosts, Arch, EnergyTable
 
@@ -48,6 +48,7 @@ class Component:
     attrs: dict
     estimate: Estimate | None = None
     plugin: str = ""
+    where: tuple | None = None          # (file, line, field path) of the component in its arch file
 
 
 def cache_dir() -> Path:
@@ -80,11 +81,19 @@ class Registry:
     def known_classes(self) -> list[str]:
         return sorted({c for p in self.plugins for c in p.classes})
 
-    def estimate(self, cls: str, attrs: dict, where: str = "") -> tuple[Estimate, str]:
+    def estimate(self, cls: str, attrs: dict, where: str = "", located: tuple | None = None) -> tuple[Estimate, str]:
+        """An estimate of one component; ``located`` (file, line, field path) puts a failure at the
+        component's line in its arch file."""
+
+        def failure(message: str, allowed: str) -> StoreloopError:
+            if located is not None and located[0] is not None:
+                return SpecError(message, file=located[0], line=located[1], field=located[2], allowed=allowed)
+            return StoreloopError(f"{where}{message}\n  allowed: {allowed}")
+
         cands = sorted((p for p in self.plugins if cls.lower() in p.classes), key=lambda p: -p.priority)
         if not cands:
-            raise StoreloopError(f"{where}no energy plug-in prices component class {cls!r}; "
-                                 f"known classes: {', '.join(self.known_classes())}")
+            raise failure(f"no energy plug-in prices component class {cls!r}",
+                          f"a class some plug-in prices: {', '.join(self.known_classes())}")
         errors = []
         for p in cands:
             key = hashlib.sha256(json.dumps([p.name, getattr(p, "version", ""), cls.lower(), attrs],
@@ -106,7 +115,8 @@ class Registry:
                 tmp.write_text(json.dumps(asdict(est)))
                 os.replace(tmp, path)
             return est, p.name
-        raise StoreloopError(f"{where}every plug-in for class {cls!r} failed: " + "; ".join(errors))
+        raise failure(f"every plug-in for class {cls!r} failed: " + "; ".join(errors),
+                      "attributes those plug-ins accept (their messages say which)")
 
 
 def components(arch: Arch) -> list[Component]:
@@ -126,10 +136,11 @@ def components(arch: Arch) -> list[Component]:
                 if arch.clock_hz:
                     a[k.replace("bandwidth", "bytes_per_s")] = v * lvl.word_bits / 8 * arch.clock_hz
         a.update({k: v for k, v in lvl.attributes.items() if k not in a or k in ("width", "depth")})
-        out.append(Component(lvl.name, lvl.cls, lvl.instances, a))
+        out.append(Component(lvl.name, lvl.cls, lvl.instances, a, where=lvl.where))
     c = arch.compute
     out.append(Component(c.name, c.cls, c.instances,
-                         {"technology": tech, "width": c.word_bits, "clock_hz": arch.clock_hz, **dict(c.attributes)}))
+                         {"technology": tech, "width": c.word_bits, "clock_hz": arch.clock_hz, **dict(c.attributes)},
+                         where=c.where))
     return out
 
 
@@ -144,9 +155,8 @@ def price(arch: Arch, registry: Registry | None = None) -> tuple[EnergyTable, li
     reg = registry or Registry.discover()
     comps = components(arch)
     for comp in comps:
-        comp.estimate, comp.plugin = reg.estimate(comp.cls, comp.attrs, where=f"arch {arch.name}, component {comp.name}: ")
-    from storeloop.spec.types import OFF_CHIP
-
+        comp.estimate, comp.plugin = reg.estimate(comp.cls, comp.attrs, where=f"arch {arch.name}, component {comp.name}: ",
+                                                  located=comp.where)
     for comp in comps:
         e = comp.estimate
         zero = [k for k, v in e.actions.items() if v == 0] + \

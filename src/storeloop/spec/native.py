@@ -17,7 +17,7 @@ from storeloop.spec.einsum import EinsumError, parse_einsum
 from storeloop.spec.types import (Arch, ComputeLevel, LevelMapping, Loop, Mapping, StorageLevel, Tensor,
                                   Workload)
 from storeloop.spec.validate import validate
-from storeloop.spec.yamlio import LDict, error_at
+from storeloop.spec.yamlio import LDict, error_at, field_path, locate
 from storeloop.spec.check import check_attributes, ops_problem
 from storeloop.units import (ExpressionError, _words_per_cycle, bits_of, bytes_of, hertz_of, integer,
                              technology_nm, words_per_cycle)
@@ -163,6 +163,12 @@ def _validate(model: type[BaseModel], doc: LDict, key: str) -> Any:
 
 
 # ----------------------------------------------------------------------------------- arch
+def _where(doc: LDict, loc: tuple) -> tuple:
+    """(file, line, field path) of a component, for the errors of pricing it later."""
+    file, line = locate(doc, loc)
+    return file, line, field_path(loc)
+
+
 def arch_from_native(doc: LDict) -> Arch:
     spec: ArchSpec = _validate(ArchSpec, doc, "arch")
     clock = hertz_of(spec.clock) if spec.clock is not None else None
@@ -209,7 +215,7 @@ def arch_from_native(doc: LDict) -> Arch:
         levels.append(StorageLevel(name=s.name, cls=s.cls, instances=s.instances, mesh_x=s.mesh_x, size_words=size,
                                    word_bits=wb, block_size=s.block_size, read_bandwidth=bw("read_bandwidth"),
                                    write_bandwidth=bw("write_bandwidth"), shared_bandwidth=bw("shared_bandwidth"),
-                                   page_bytes=page, attributes=dict(s.attributes)))
+                                   page_bytes=page, attributes=dict(s.attributes), where=_where(doc, loc)))
     c = spec.compute
     check_attributes(doc, ("arch", "compute", "attributes"), c.attributes)
     if c.mesh_x is not None and c.instances % c.mesh_x:
@@ -221,7 +227,7 @@ def arch_from_native(doc: LDict) -> Arch:
                        allowed=f"a multiple of {levels[-1].instances}")
     compute = ComputeLevel(name=c.name, cls=c.cls, instances=c.instances, mesh_x=c.mesh_x,
                            word_bits=bits_of(c.word_bits), cycles_per_op=c.cycles_per_op,
-                           attributes=dict(c.attributes))
+                           attributes=dict(c.attributes), where=_where(doc, ("arch", "compute")))
     return Arch(name=spec.name, levels=tuple(levels), compute=compute, clock_hz=clock,
                 technology=spec.technology, attributes=dict(spec.attributes))
 

@@ -16,7 +16,7 @@ from storeloop.spec.types import (OFF_CHIP, ActionCosts, Arch, ComputeLevel, Ene
 from storeloop.spec.check import check_attributes, ops_problem
 from storeloop.spec.timeloop_schema import (ARTBody, Architecture, ERTBody, MappingEntry, Problem, V04Node)
 from storeloop.spec.validate import validate
-from storeloop.spec.yamlio import LDict, error_at
+from storeloop.spec.yamlio import LDict, error_at, field_path, locate
 from storeloop.units import ExpressionError, integer, number, technology_nm
 
 COMPUTE_CLASSES = ("intmac", "fpmac", "mac", "compute", "modmac", "multiplier", "adder")
@@ -156,7 +156,7 @@ def arch_from_timeloop(doc: LDict) -> Arch:
                         name=base, cls=cls, instances=inst,
                         mesh_x=integer(a["meshX"]) if "meshX" in a else None,
                         word_bits=integer(_attr(a, "datawidth", "word-bits", "word_bits", default=64)),
-                        attributes=dict(a)))
+                        attributes=dict(a), where=(*locate(doc, cloc), field_path(cloc))))
                     continue
                 word_bits = integer(_attr(a, "word-bits", "word_bits", "datawidth", default=a.get("width", 64)))
                 block = integer(_attr(a, "block-size", "block_size", default=1))
@@ -174,7 +174,8 @@ def arch_from_timeloop(doc: LDict) -> Arch:
                     mesh_x=integer(a["meshX"]) if "meshX" in a else None,
                     size_words=size_words, word_bits=word_bits, block_size=block,
                     read_bandwidth=bw["read_bandwidth"], write_bandwidth=bw["write_bandwidth"],
-                    shared_bandwidth=bw["shared_bandwidth"], attributes=dict(a)))
+                    shared_bandwidth=bw["shared_bandwidth"], attributes=dict(a),
+                    where=(*locate(doc, cloc), field_path(cloc))))
             except ExpressionError as exc:
                 raise error_at(doc, cloc + ("attributes",), str(exc)) from None
         for i, sub in enumerate(node.get("subtree") or []):

@@ -75,6 +75,8 @@ class StorageLevel:
     shared_bandwidth: float | None = None
     page_bytes: int | None = None      # access granularity: a transfer pays whole pages (None: per word)
     attributes: MappingT[str, object] = field(default_factory=dict)
+    # where the level was written (file, line, field path), for errors found after loading
+    where: tuple | None = field(default=None, compare=False, repr=False)
 
     @property
     def mesh_x_or_default(self) -> int:
@@ -90,6 +92,7 @@ class ComputeLevel:
     word_bits: int = 64
     cycles_per_op: int = 1             # initiation interval; Timeloop assumes 1
     attributes: MappingT[str, object] = field(default_factory=dict)
+    where: tuple | None = field(default=None, compare=False, repr=False)   # (file, line, field path)
 
     @property
     def mesh_x_or_default(self) -> int:
