@@ -270,3 +270,19 @@ def test_a_component_no_plugin_can_price_is_an_error_at_its_line(edit, needle, t
     assert edit[0] in text
     arch.write_text(text.replace(edit[0], edit[1], 1))
     check(capsys, main(["energy", str(arch)]), "a.yaml:", needle)
+
+
+@pytest.mark.parametrize("levels,needle", [
+    ("    - {level: RF, spatial: {N: 2}}", "fanout to MAC is 1"),
+    ("    - {level: Disk, temporal: {D: 8}}\n    - {level: DRAM, temporal: {D: 3}}", "fixed factors of D multiply to 24"),
+    ("    - {level: DRAM, temporal: {N: '>=64'}}\n    - {level: SRAM, temporal: {N: '>=64'}}", "at least 4096"),
+])
+def test_constraints_no_mapping_can_meet_are_refused_before_searching(levels, needle, tmp_path, capsys):
+    import time
+
+    cons = tmp_path / "c.yaml"
+    cons.write_text("constraints:\n  levels:\n" + levels + "\n")
+    t0 = time.monotonic()
+    check(capsys, main(["map", str(ROOT / "arch" / "onionchopper.yaml"), str(ROOT / "workloads" / "onionpir-64GiB.yaml"),
+                        "--constraints", str(cons), "--time-limit", "30"]), "c.yaml", needle)
+    assert time.monotonic() - t0 < 10

@@ -84,6 +84,10 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         raise SpecError(f"energy gap {energy_gap!r} is not a finite number >= 0", field="--energy-gap",
                         allowed="a relative gap such as 0.001 (0.1 %), or 0 to prove optimality")
     constraints = constraints or Constraints()
+    problem = infeasible(arch, workload, constraints)
+    if problem:
+        raise SpecError(f"no mapping can meet the constraints: {problem}", file=None if constraints.source == "none"
+                        else constraints.source, allowed="constraints within the fanouts and bounds")
     area = sum(energy.storage[lvl.name].area_um2 * lvl.instances for lvl in arch.levels) \
         + energy.compute.area_um2 * arch.compute.instances
     obj = Objective(objective, area)
@@ -160,6 +164,32 @@ def _nothing_valid(found: Found, tree: Tree) -> str:
             f"{s.get('pruned_bound', 0):,} cut by bounds, "
             f"{sum(len(o) for o in tree.space.spatial_options)} spatial splits allowed by the fanouts and constraints. "
             f"Relax the constraints (factors, keep/bypass, minimum utilization) or enlarge the buffers.")
+
+
+def infeasible(arch: Arch, workload: Workload, constraints: Constraints) -> str | None:
+    """Why no mapping can meet ``constraints``, found before any search (or None): spatial factors
+    that exceed a level's fanout (or its X or Y extent), and factors of a dimension whose smallest
+    allowed values multiply past its bound or whose fixed values do not divide it."""
+    for L, c in sorted(constraints.levels.items()):
+        total, fx, fy = arch.fanout(L)
+        below = arch.levels[L + 1].name if L + 1 < len(arch.levels) else arch.compute.name
+        lo_x = math.prod(lo for lo, _ in c.spatial_x.values())
+        lo_y = math.prod(lo for lo, _ in c.spatial_y.values())
+        if lo_x > fx or lo_y > fy or lo_x * lo_y > total:
+            return (f"spatial factors of at least {lo_x} (X) x {lo_y} (Y) at {arch.levels[L].name}, whose fanout to "
+                    f"{below} is {total} ({fx} x {fy})")
+    for d, name in enumerate(workload.dims):
+        least, fixed = 1, 1
+        for c in constraints.levels.values():
+            for ranges in (c.temporal, c.spatial_x, c.spatial_y):
+                if d in ranges:
+                    lo, hi = ranges[d]
+                    least *= lo
+                    fixed *= lo if lo == hi else 1
+        if least > workload.bounds[d] or workload.bounds[d] % fixed:
+            return (f"the factors of {name} must multiply to at least {least}" if least > workload.bounds[d] else
+                    f"the fixed factors of {name} multiply to {fixed}") + f", and its bound is {workload.bounds[d]}"
+    return None
 
 
 def space_restrictions(space: MapSpace, arch: Arch) -> list[str]:
