@@ -6,6 +6,7 @@ instances and cycles must be equal; energy and area within 0.1%.
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -120,3 +121,49 @@ def test_timeloop_v04_problem_and_mapping_spellings(case, tmp_path):
     w3, w4 = load_workload(case / "problem.yaml"), load_workload(tmp_path / "problem.yaml")
     assert (w4.dims, w4.bounds, w4.tensors) == (w3.dims, w3.bounds, w3.tensors)
     assert load_mapping(tmp_path / "mapping.yaml", arch, w4).levels == load_mapping(case / "mapping.yaml", arch, w3).levels
+
+
+# Timeloop's own tutorial files (v0.4, Accelergy 0.4), unmodified: tests/timeloop-exercises is a
+# copy of shared/timeloop-exercises (its README says where each file comes from).
+EXERCISES = sorted(p.parent for p in (Path(__file__).parent / "timeloop-exercises").glob("*/expected.json"))
+# the cases whose remaining differences are rules storeloop does not have yet (issue 22): the
+# stride-2 input halo above the first level, and Accelergy's cluster_size (per-cluster access energy)
+NOT_YET = {"design-eyeriss_like": "stride-2 input halo at the GLB",
+           "design-simple_output_stationary": "stride-2 input halo at the GLB",
+           "design-simba_like": "cluster_size: per-cluster access energy"}
+
+
+def compare(case) -> list[str]:
+    """Every difference between storeloop's model and the case's reference numbers."""
+    expected = json.loads((case / "expected.json").read_text())
+    r, arch = run_case(case)
+    got = result_to_json(r, arch)
+    out = []
+    if got["summary"]["cycles"] != expected["summary"]["cycles"]:
+        out.append(f"cycles {got['summary']['cycles']} != {expected['summary']['cycles']}")
+    levels = {lvl["name"]: lvl for lvl in got["storage_levels"]}
+    for e in expected["storage_levels"]:
+        g = levels[e["name"]]
+        for tensor, ed in e["dataspaces"].items():
+            gd = g["dataspaces"][tensor]
+            out += [f"{e['name']}.{tensor}.{f} {gd[f]} != {ed[f]}" for f in COUNT_FIELDS if gd[f] != ed[f]]
+            if not close(gd["energy_total_pJ"], ed["energy_total_pJ"]):
+                out.append(f"{e['name']}.{tensor}.energy {gd['energy_total_pJ']} != {ed['energy_total_pJ']}")
+        if not close(g["area_total_um2"], e["area_total_um2"]):
+            out.append(f"{e['name']}.area {g['area_total_um2']} != {e['area_total_um2']}")
+    if not close(got["summary"]["energy_pJ"], expected["summary"]["energy_pJ"]):
+        out.append(f"energy {got['summary']['energy_pJ']} != {expected['summary']['energy_pJ']}")
+    return out
+
+
+@pytest.mark.parametrize("case", EXERCISES, ids=lambda p: p.name)
+def test_timeloop_tutorial_files_load_as_they_are_and_match(case):
+    """v0.4 !Container / !Component / !Parallel / !Nothing nodes, inter_*_spatial fanout levels in
+    the mappings, Accelergy 0.4 table names and action arguments: loaded unmodified. Exact in
+    cycles and every count, energy and area within 0.1 %, except the rules listed in NOT_YET."""
+    differences = compare(case)
+    if case.name in NOT_YET:
+        assert differences, f"{case.name} matches now: take it out of NOT_YET"
+        assert not any(d.startswith("cycles") for d in differences), differences
+    else:
+        assert not differences, "\n".join(differences)

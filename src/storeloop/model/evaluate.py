@@ -16,7 +16,6 @@ Beyond Timeloop (both off by default, so Timeloop inputs give Timeloop's numbers
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from dataclasses import dataclass, field
 

@@ -29,10 +29,12 @@ def load_mapping(path: str | Path, arch: Arch, workload: Workload) -> Mapping:
     if timeloop.is_timeloop_mapping(doc):
         mapping = timeloop.mapping_from_timeloop(doc, arch, workload)
         names = [lvl.name for lvl in arch.levels]
+        dummies = arch.attributes.get("timeloop_spatial_levels") or {}
         locs = {}
         for i, e in enumerate(doc["mapping"]):
-            if e.get("type") == "spatial" or names.index(str(e["target"])) not in locs:
-                locs[names.index(str(e["target"]))] = ("mapping", i)
+            target = dummies.get(str(e["target"]), str(e["target"]))   # v0.4 fanouts: their level
+            if e.get("type") == "spatial" or names.index(target) not in locs:
+                locs[names.index(target)] = ("mapping", i)
         native.validate_mapping(doc, mapping, arch, workload, locs, ("mapping",))
         return mapping
     return native.mapping_from_native(doc, arch, workload)

@@ -71,12 +71,23 @@ def _v04_as_tree(doc: LDict) -> LDict:
     top = LDict(name="system")
     top.file = getattr(doc, "file", None)
     current, mesh_x = top, 1
+    aliases: dict[str, str] = {}               # inter_<container>_spatial -> the level whose fanout it is
+    last_storage: str | None = None
+    nodes = []                                 # !Parallel children are sibling levels, in their order
     for i, node in enumerate(root.get("nodes") or []):
         loc = ("architecture", "nodes", i)
+        if getattr(node, "node_tag", None) == "!Parallel" and isinstance(node, dict):
+            validate(V04Node, node, doc, loc)
+            nodes += [(child, loc + ("nodes", j)) for j, child in enumerate(node.get("nodes") or [])]
+        else:
+            nodes.append((node, loc))
+    for node, loc in nodes:
         tag = getattr(node, "node_tag", None)
+        if tag == "!Nothing":                  # a placeholder: no component
+            continue
         if not isinstance(node, dict) or tag not in ("!Container", "!Component"):
             raise error_at(doc, loc, f"unsupported Timeloop v0.4 node {tag or type(node).__name__}",
-                           allowed="!Container and !Component nodes")
+                           allowed="!Container, !Component and !Parallel nodes")
         validate(V04Node, node, doc, loc)
         spatial = node.get("spatial") or {}
         try:
@@ -85,6 +96,8 @@ def _v04_as_tree(doc: LDict) -> LDict:
             raise error_at(doc, loc + ("spatial",), str(exc)) from None
         attrs = dict(node.get("attributes") or {})
         if tag == "!Container":
+            if fan > 1 and last_storage is not None:
+                aliases[f"inter_{node.get('name')}_spatial"] = last_storage
             sub = LDict(name=f"{node.get('name', 'container')}[0..{fan - 1}]" if fan > 1 else node.get("name", ""),
                         attributes=attrs)
             current.setdefault("subtree", []).append(sub)
@@ -101,6 +114,10 @@ def _v04_as_tree(doc: LDict) -> LDict:
         if comp["name"] is None or comp["class"] is None:
             raise error_at(doc, loc, "a component needs 'name' and 'class'")
         current.setdefault("local", []).append(comp)
+        if str(node.get("class")).lower() not in COMPUTE_CLASSES:
+            last_storage = str(node.get("name"))
+    if aliases:
+        top.setdefault("attributes", LDict())["timeloop_spatial_levels"] = aliases
     out = LDict(architecture=LDict(version="0.3", subtree=[top]))
     out.file = getattr(doc, "file", None)
     return out
@@ -188,8 +205,11 @@ def arch_from_timeloop(doc: LDict) -> Arch:
                        allowed=f"one component of class {', '.join(COMPUTE_CLASSES)}")
     if not storage:
         raise error_at(doc, ("architecture",), "no storage levels")
+    top_attrs = (root.get("subtree") or [{}])[0].get("attributes") or {}
+    aliases = top_attrs.get("timeloop_spatial_levels") if isinstance(top_attrs, dict) else None
     return Arch(name=str(getattr(doc, "file", None) or "timeloop-arch"), levels=tuple(storage),
-                compute=computes[0], technology=str(technology) if technology else None)
+                compute=computes[0], technology=str(technology) if technology else None,
+                attributes={"timeloop_spatial_levels": dict(aliases)} if aliases else {})
 
 
 # -------------------------------------------------------------------------------- problem
@@ -294,9 +314,28 @@ def mapping_from_timeloop(doc: LDict, arch: Arch, workload: Workload) -> Mapping
     keep: dict[int, frozenset[str]] = {}
     tensors = {t.name for t in workload.tensors}
     seen: dict[tuple[str, str], int] = {}
+    # v0.4's dummy 'inter_<container>_spatial' levels: their spatial loops are the fanout of the
+    # level above the container; they keep nothing and have no temporal loops of their own
+    dummies = dict(arch.attributes.get("timeloop_spatial_levels") or {})
+    nested: dict[int, dict[str, list[Loop]]] = {}
     for i, e in enumerate(doc["mapping"]):
         loc = ("mapping", i)
         entry = validate(MappingEntry, e, doc, loc)
+        dummy = None
+        if str(entry.target) in dummies and str(entry.target) not in names:
+            if entry.type == "spatial":
+                dummy = str(entry.target)
+                e = dict(e, target=dummies[dummy])
+            elif entry.type == "temporal":
+                if any(f > 1 for f in _parse_factors(e.get("factors", ""), dims, doc, loc + ("factors",)).values()):
+                    raise error_at(doc, loc + ("factors",), f"{entry.target} is a fanout, not a storage level: "
+                                   "its temporal factors must all be 1", allowed="factors of 1")
+                continue
+            else:
+                if entry.keep:
+                    raise error_at(doc, loc + ("keep",), f"{entry.target} is a fanout and keeps nothing",
+                                   allowed="keep: [] (every data space bypassed)")
+                continue
         kind_key = "bypass" if entry.type in ("datatype", "dataspace", "bypass") else entry.type
         if (str(entry.target), kind_key) in seen:
             raise error_at(doc, loc, f"a second {kind_key} entry for {entry.target} "
@@ -326,8 +365,20 @@ def mapping_from_timeloop(doc: LDict, arch: Arch, workload: Workload) -> Mapping
         else:
             # innermost-first; the first ``split`` dims run along X (always the inner loops)
             split = int(e.get("split", len(order)))
-            spatial[li] = [Loop(dims.index(d), factors.get(d, 1), True, "X" if j < split else "Y")
-                           for j, d in reversed(list(enumerate(order)))]
+            loops = [Loop(dims.index(d), factors.get(d, 1), True, "X" if j < split else "Y")
+                     for j, d in reversed(list(enumerate(order)))]
+            if dummy is None:
+                if li in nested:
+                    raise error_at(doc, loc, f"{target} has spatial loops of its own and of "
+                                   f"{', '.join(nested[li])}", allowed="one of them")
+                spatial[li] = loops
+            else:
+                if li in spatial and li not in nested:
+                    raise error_at(doc, loc, f"{target} has spatial loops of its own and of {dummy}",
+                                   allowed="one of them")
+                nested.setdefault(li, {})[dummy] = loops
+    for li, per in nested.items():               # nested fanouts of one level: the outer container's loops outside
+        spatial[li] = [lp for name in dummies if name in per for lp in per[name]]
     levels = tuple(LevelMapping(tuple(temporal.get(li, ())), tuple(spatial.get(li, ())), keep.get(li))
                    for li in range(len(names)))
     return Mapping(levels=levels, name=str(getattr(doc, "file", None) or "timeloop-mapping"))
@@ -335,7 +386,9 @@ def mapping_from_timeloop(doc: LDict, arch: Arch, workload: Workload) -> Mapping
 
 # ------------------------------------------------------------------------------- ERT / ART
 def _component_key(name: str) -> str:
-    return _split_name(str(name).split(".")[-1])[0]
+    """An Accelergy table name's component: 'system.PE[0..1].SRAM' -> 'SRAM',
+    'system_top_level.shared_glb[1..1]' -> 'shared_glb' (ranges hold dots of their own)."""
+    return re.sub(r"\[\d+\.\.\d+\]", "", str(name)).split(".")[-1]
 
 
 def _action_energy(actions: list, names: tuple[str, ...]) -> float | None:
@@ -344,7 +397,9 @@ def _action_energy(actions: list, names: tuple[str, ...]) -> float | None:
         for a in actions:
             if a.get("name") != want:
                 continue
-            args = a.get("arguments")
+            # Accelergy 0.3 argues an access by address_delta/data_delta; 0.4's arguments
+            # (global_cycle_seconds, action_latency_cycles) describe timing, not the access
+            args = {k: v for k, v in (a.get("arguments") or {}).items() if k in ("address_delta", "data_delta")}
             energy = float(number(a.get("energy", 0.0)))
             if not args:
                 best = energy if best is None else best
