@@ -74,6 +74,20 @@ def access_energy(reads, fills, updates, block: int, read_pJ: float, write_pJ: f
     return (-(-reads // block)) * read_pJ + (-(-fills // block)) * write_pJ + (-(-updates // block)) * write_pJ
 
 
+def cluster_share(level, utilized_instances):
+    """Timeloop's clusters (BufferLevel::ComputeBufferEnergy): instances in groups of
+    ``cluster_size`` share one wide access, so a level's access energy is paid once per utilized
+    cluster, ``min(utilized instances, instances / cluster_size)`` of them, and spread over its
+    utilized instances. The factor per instance: utilized clusters / utilized instances (1 without
+    clusters)."""
+    from storeloop.units import integer
+
+    size = integer(level.attributes.get("cluster_size", level.attributes.get("cluster-size", 1)))
+    if size <= 1 or not utilized_instances:
+        return 1.0
+    return min(utilized_instances, level.instances // size) / utilized_instances
+
+
 def throttle(level, reads, fills, updates, compute_cycles):
     """Timeloop's bandwidth throttling of one level: (cycles, slowdown).
 

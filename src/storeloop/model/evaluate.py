@@ -190,8 +190,9 @@ def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTab
         cycles = max(cycles, cyc)
         price = energy.storage[lvl.name]
         tensors = {}
+        share = costs.cluster_share(lvl, st.utilized_instances)
         for name, t in st.tensors.items():
-            e = costs.access_energy(t.reads, t.fills, t.updates, lvl.block_size, price.read_pJ, price.write_pJ)
+            e = costs.access_energy(t.reads, t.fills, t.updates, lvl.block_size, price.read_pJ, price.write_pJ) * share
             tensors[name] = TensorResult(t.kept, t.tile, t.partition,
                                          st.utilized_instances,
                                          t.reads, t.fills, t.updates, e if t.kept else 0.0)

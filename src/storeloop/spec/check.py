@@ -38,7 +38,7 @@ def check_mapping(arch: Arch, workload: Workload, mapping: Mapping) -> None:
 
 # numeric attributes the energy models and Timeloop read, and what each must be
 _COUNTS = ("width", "depth", "entries", "size", "word-bits", "word_bits", "datawidth", "block-size", "block_size",
-           "n_banks", "meshX", "meshY", "cluster-size")
+           "n_banks", "meshX", "meshY", "cluster-size", "cluster_size")
 _PORTS = ("n_rdwr_ports", "n_rd_ports", "n_wr_ports")
 _RATES = ("read_bandwidth", "write_bandwidth", "shared_bandwidth")
 _ENERGIES = ("vector-access-energy", "vector_access_energy")

@@ -108,7 +108,9 @@ def _v04_as_tree(doc: LDict) -> LDict:
         if mesh_x * own_x > 1:
             attrs.setdefault("meshX", mesh_x * own_x)
         if "width" in attrs and "datawidth" in attrs and not {"block_size", "block-size"} & set(attrs):
-            attrs["block_size"] = max(1, integer(attrs["width"]) // integer(attrs["datawidth"]))
+            # a row of `width` bits is shared by a cluster of `cluster_size` instances (Timeloop)
+            cluster = integer(_attr(attrs, "cluster_size", "cluster-size", default=1))
+            attrs["block_size"] = max(1, integer(attrs["width"]) // (integer(attrs["datawidth"]) * max(1, cluster)))
         comp = LDict(name=f"{node['name']}[0..{fan - 1}]" if fan > 1 else node.get("name"),
                      attributes=attrs, **{"class": node.get("class")})
         if comp["name"] is None or comp["class"] is None:
