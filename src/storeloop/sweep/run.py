@@ -86,20 +86,13 @@ def _expand(params: dict):
 def _run_system_point(sweep: Sweep, params: dict, row: dict) -> None:
     from storeloop.system import evaluate_system, load_system
 
-    try:
-        r = evaluate_system(load_system(sweep.system_file, list(_expand(params))), claims=False)
-        b = r["bottleneck"]
-        row.update(status="ok", throughput_Bps=None if r["throughput"] is None else r["throughput"]["bytes_per_s"],
-                   bottleneck=None if b is None else (f"stage {b['stage']}" if "stage" in b
-                                                       else f"{b['device']}.{b['resource']}"),
-                   energy_pJ=None if r["energy_J_per_unit"] is None else r["energy_J_per_unit"] * 1e12,
-                   result=json.dumps(r, default=str))
-    except StoreloopError as exc:
-        row.update(status="invalid", error=str(exc))
-    except KeyboardInterrupt:
-        row.update(status="interrupted", error="interrupted (Ctrl-C)")
-    except Exception:                       # a bug, not the point's fault: keep the traceback
-        row.update(status="error", error=traceback.format_exc())
+    r = evaluate_system(load_system(sweep.system_file, list(_expand(params))), claims=False)
+    b = r["bottleneck"]
+    row.update(status="ok", throughput_Bps=None if r["throughput"] is None else r["throughput"]["bytes_per_s"],
+               bottleneck=None if b is None else (f"stage {b['stage']}" if "stage" in b
+                                                   else f"{b['device']}.{b['resource']}"),
+               energy_pJ=None if r["energy_J_per_unit"] is None else r["energy_J_per_unit"] * 1e12,
+               result=json.dumps(r, default=str))
 
 
 _SWEEPS: dict[tuple, Sweep] = {}
@@ -126,10 +119,21 @@ def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ..
            "scenario": json.dumps({k: params[k] for k in sweep.scenarios if k in params}, sort_keys=True)}
     with warnings.catch_warnings(record=True) as caught:     # plug-in fallbacks, zero prices: kept in the row
         warnings.simplefilter("always")
-        if sweep.system_file is not None:
-            _run_system_point(sweep, params, row)
-        else:
-            _run_point(sweep, params, workload, seeds, row)
+        from storeloop.mapper import MapTimeout
+
+        try:
+            if sweep.system_file is not None:
+                _run_system_point(sweep, params, row)
+            else:
+                _run_point(sweep, params, workload, seeds, row)
+        except MapTimeout as exc:
+            row.update(status="timeout", error=str(exc))
+        except StoreloopError as exc:
+            row.update(status="invalid", error=str(exc))
+        except KeyboardInterrupt:
+            row.update(status="interrupted", error="interrupted (Ctrl-C)")
+        except Exception:                   # a bug, not the point's fault: keep the traceback
+            row.update(status="error", error=traceback.format_exc())
     notes = list(dict.fromkeys(str(w.message) for w in caught))
     if notes:
         row["notes"] = "\n".join(notes)
@@ -140,46 +144,36 @@ def _run_point(sweep: Sweep, params: dict, workload: str, seeds, row: dict) -> N
     import yaml
 
     from storeloop.energy import price
-    from storeloop.mapper import MapTimeout, map_workload
+    from storeloop.mapper import map_workload
     from storeloop.spec.load import load_energy_table, load_workload
     from storeloop.spec.native import mapping_from_native, mapping_to_native
     from storeloop.spec.yamlio import loads
 
-    try:
-        arch = point_arch(sweep, params)
-        w = load_workload(workload)
-        if sweep.energy:
-            energy = load_energy_table(arch, sweep.energy.get("ert"), sweep.energy.get("art"))
-        else:
-            energy = price(arch)[0]
-        starts = []
-        for text in seeds:
-            try:
-                starts.append(mapping_from_native(loads(text, "a neighbouring point's mapping"), arch, w))
-            except (StoreloopError, yaml.YAMLError):
-                pass                     # a neighbour's mapping that does not fit this arch
-        out = map_workload(arch, w, energy, time_limit=float(sweep.mapper.get("time_limit", 10)),
-                           objective=str(sweep.mapper.get("objective", "delay,energy")),
-                           algorithm=str(sweep.mapper.get("algorithm", "exhaustive")),
-                           energy_gap=sweep.mapper.get("energy_gap"), seeds=starts)
-        r, s = out.result, out.search
-        row.update(status="interrupted" if s["stopped"] == "interrupted" else "ok", cycles=r.cycles, energy_pJ=r.energy_pJ, area_um2=r.area_um2,
-                   on_chip_area_um2=r.on_chip_area_um2, computes=r.computes,
-                   lower_bound_cycles=s["lower_bound_cycles"], gap=s["gap"],
-                   optimal=int(s["optimal"]), cycles_optimal=int(s["cycles_optimal"]),
-                   seconds=s["seconds"], clock_hz=arch.clock_hz, stopped=s["stopped"],
-                   lower_bound_energy_pJ=s["lower_bound_energy_pJ"], energy_gap=s["energy_gap"],
-                   mapping=yaml.safe_dump(mapping_to_native(out.mapping, arch, w), sort_keys=False),
-                   levels=json.dumps(level_breakdown(r)))
-    except MapTimeout as exc:
-        row.update(status="timeout", error=str(exc))
-    except StoreloopError as exc:
-        row.update(status="invalid", error=str(exc))
-    except KeyboardInterrupt:
-        row.update(status="interrupted", error="interrupted (Ctrl-C)")
-    except Exception:                       # a bug, not the point's fault: keep the traceback
-        row.update(status="error", error=traceback.format_exc())
-    return row
+    arch = point_arch(sweep, params)
+    w = load_workload(workload)
+    if sweep.energy:
+        energy = load_energy_table(arch, sweep.energy.get("ert"), sweep.energy.get("art"))
+    else:
+        energy = price(arch)[0]
+    starts = []
+    for text in seeds:
+        try:
+            starts.append(mapping_from_native(loads(text, "a neighbouring point's mapping"), arch, w))
+        except (StoreloopError, yaml.YAMLError):
+            pass                     # a neighbour's mapping that does not fit this arch
+    out = map_workload(arch, w, energy, time_limit=float(sweep.mapper.get("time_limit", 10)),
+                       objective=str(sweep.mapper.get("objective", "delay,energy")),
+                       algorithm=str(sweep.mapper.get("algorithm", "exhaustive")),
+                       energy_gap=sweep.mapper.get("energy_gap"), seeds=starts)
+    r, s = out.result, out.search
+    row.update(status="interrupted" if s["stopped"] == "interrupted" else "ok", cycles=r.cycles, energy_pJ=r.energy_pJ, area_um2=r.area_um2,
+               on_chip_area_um2=r.on_chip_area_um2, computes=r.computes,
+               lower_bound_cycles=s["lower_bound_cycles"], gap=s["gap"],
+               optimal=int(s["optimal"]), cycles_optimal=int(s["cycles_optimal"]),
+               seconds=s["seconds"], clock_hz=arch.clock_hz, stopped=s["stopped"],
+               lower_bound_energy_pJ=s["lower_bound_energy_pJ"], energy_gap=s["energy_gap"],
+               mapping=yaml.safe_dump(mapping_to_native(out.mapping, arch, w), sort_keys=False),
+               levels=json.dumps(level_breakdown(r)))
 
 
 def level_breakdown(r) -> dict:
