@@ -1,0 +1,166 @@
+"""A brute-force oracle for the mapper's certificates (issue 21).
+
+On small random problems, an obviously-correct enumerator walks every mapping of the map space
+Timeloop searches -- every factorization of every dimension over every temporal and spatial slot,
+every order of the loops at every level, every keep/bypass choice below the outermost level --
+and prices each with the reference model. Whenever ``map`` says its result is optimal, its
+objective must equal the enumerator's minimum exactly; a certificate over a space that leaves
+something out (``search.space.restrictions``) must not call itself optimal.
+
+Written independently of the search: no pruning, no merging of dimensions, no dominance rules.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+
+from storeloop.errors import MappingError
+from storeloop.mapper import map_workload
+from storeloop.model.evaluate import evaluate
+from storeloop.spec.types import (ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop, Mapping,
+                                  StorageLevel)
+from storeloop.workloads.pir import einsum_workload
+
+EINSUMS = [("Y[m] = A[m,k] * X[k]", "MK"), ("C[m,n] = A[m,k] * B[k,n]", "MNK"),
+           ("O[p,q] = I[p,c] * W[c,q]", "PQC"), ("Z[b] = X[b,k] * Y[b,k]", "BK")]
+OBJECTIVES = ["energy", "delay", "edp", "delay,energy"]
+
+
+def compositions(n: int, slots: int):
+    """Every way to write n as an ordered product of ``slots`` factors."""
+    if slots == 1:
+        yield (n,)
+        return
+    for f in range(1, n + 1):
+        if n % f == 0:
+            for rest in compositions(n // f, slots - 1):
+                yield (f,) + rest
+
+
+def case(seed: int):
+    """A random small problem: 2 or 3 storage levels (DRAM -> SRAM [-> RF]) over MACs, a 1D fanout
+    of 1-3 lanes or a 2 x 2 mesh, random bandwidths and energies, a random objective, and
+    sometimes a keep constraint."""
+    from storeloop.mapper.space import Constraints, LevelConstraint
+
+    rng = random.Random(seed)
+    text, dims = rng.choice(EINSUMS)
+    three = rng.random() < 0.3
+    limit = 8 if three else 24
+    bounds = {d: rng.choice([1, 2, 2, 3, 4]) for d in dims}
+    while math.prod(bounds.values()) > limit:
+        d = rng.choice(dims)
+        bounds[d] = max(1, bounds[d] // 2)
+    work = einsum_workload(f"w{seed}", text, bounds, bits=16)
+    mesh = rng.random() < 0.15                      # 2 x 2: two spatial loops can share an axis
+    lanes = 4 if mesh else rng.choice([1, 2, 3])   # otherwise a prime fanout: one spatial loop at most
+    levels = [StorageLevel("DRAM", "DRAM", 1, None, None, 16, 1, shared_bandwidth=rng.choice([None, 0.5, 1.0])),
+              StorageLevel("SRAM", "SRAM", 1, None, rng.choice([2, 4, 6, 8, 16]), 16, 1,
+                           read_bandwidth=rng.choice([None, 1.0, 2.0]), write_bandwidth=rng.choice([None, 1.0]))]
+    if three:
+        levels.append(StorageLevel("RF", "regfile", 1, None, rng.choice([1, 2, 4]), 16, 1))
+    arch = Arch("oracle", tuple(levels), ComputeLevel("MAC", "intmac", lanes, 2 if mesh else None, 16), clock_hz=1e9)
+    energy = EnergyTable({"DRAM": ActionCosts(rng.uniform(50, 200), rng.uniform(50, 200), 0.0, "random"),
+                          "SRAM": ActionCosts(rng.uniform(1, 10), rng.uniform(1, 10), 100.0, "random"),
+                          "RF": ActionCosts(rng.uniform(0.1, 1), rng.uniform(0.1, 1), 10.0, "random")},
+                         ActionCosts(rng.uniform(0.5, 3), 0.0, 50.0, "random"), "random")
+    constraints = Constraints()
+    if rng.random() < 0.25:
+        keep = frozenset(rng.sample([t.name for t in work.tensors], rng.choice([1, 2])))
+        constraints = Constraints({1: LevelConstraint(keep=keep)}, source="random")
+    return arch, work, energy, rng.choice(OBJECTIVES), constraints
+
+
+def score(objective: str, r):
+    return {"energy": (r.energy_pJ,), "delay": (r.cycles,), "edp": (r.cycles * r.energy_pJ,),
+            "delay,energy": (r.cycles, r.energy_pJ)}[objective]
+
+
+def brute_force(arch: Arch, work, energy: EnergyTable, objective: str, constraints):
+    """The best score over every mapping: per level a temporal slot (any order of its loops), the
+    last level's fanout to the MACs a spatial slot (every X/Y assignment that fits the mesh, any
+    order on each axis), every keep choice below the outermost level that the constraints allow."""
+    dims = range(len(work.dims))
+    names = [t.name for t in work.tensors]
+    nlev = len(arch.levels)
+    fanout, fx, fy = arch.fanout(nlev - 1)
+    best = None
+    per_dim = [list(compositions(work.bounds[d], nlev + 1)) for d in dims]       # nlev temporal + 1 spatial
+    keeps = [frozenset(c) for k in range(len(names) + 1) for c in itertools.combinations(names, k)]
+    for split in itertools.product(*per_dim):
+        if math.prod(split[d][nlev] for d in dims) > fanout:
+            continue
+        orders = [list(itertools.permutations([d for d in dims if split[d][L] > 1])) for L in range(nlev)]
+        # every X/Y assignment of the spatial loops that fits the mesh, and every order on each axis
+        spatial = []
+        sdims = [d for d in dims if split[d][nlev] > 1]
+        for axes in itertools.product("XY", repeat=len(sdims)):
+            on = {a: [d for d, x in zip(sdims, axes) if x == a] for a in "XY"}
+            if math.prod(split[d][nlev] for d in on["X"]) > fx or math.prod(split[d][nlev] for d in on["Y"]) > fy:
+                continue
+            for px in itertools.permutations(on["X"]):
+                for py in itertools.permutations(on["Y"]):
+                    spatial.append(tuple((d, "Y") for d in py) + tuple((d, "X") for d in px))
+        for order in itertools.product(*orders):
+            for ps in spatial:
+                for keep in itertools.product(keeps, repeat=nlev - 1):
+                    if any(c.keep and not c.keep <= keep[L - 1] for L, c in constraints.levels.items()):
+                        continue
+                    levels = [LevelMapping(tuple(Loop(d, split[d][0]) for d in order[0]))]
+                    for L in range(1, nlev):
+                        sp = tuple(Loop(d, split[d][nlev], True, a) for d, a in ps) if L == nlev - 1 else ()
+                        levels.append(LevelMapping(tuple(Loop(d, split[d][L]) for d in order[L]), sp, keep[L - 1]))
+                    try:
+                        r = evaluate(arch, work, Mapping(tuple(levels)), energy)
+                    except MappingError:
+                        continue
+                    s = score(objective, r)
+                    if best is None or s < best:
+                        best = s
+    return best
+
+
+def naive_score(arch: Arch, work, energy: EnergyTable, objective: str, constraints):
+    """Every loop at the outermost level, every tensor kept everywhere (None: it does not fit)."""
+    levels = [LevelMapping(tuple(Loop(d, b) for d, b in enumerate(work.bounds) if b > 1))]
+    levels += [LevelMapping() for _ in arch.levels[1:]]
+    try:
+        return score(objective, evaluate(arch, work, Mapping(tuple(levels)), energy))
+    except MappingError:
+        return None
+
+
+SEEDS = range(220)
+
+
+def test_the_map_space_matches_brute_force_whenever_map_says_optimal():
+    """At least 200 random small cases; every one the mapper calls optimal agrees with the oracle,
+    and most of them are proven (the test would be empty otherwise)."""
+    proven = restricted = nontrivial = 0
+    for seed in SEEDS:
+        arch, work, energy, objective, constraints = case(seed)
+        out = map_workload(arch, work, energy, objective=objective, time_limit=30, energy_gap=0.0,
+                           constraints=constraints)
+        s = out.search
+        if s["space"]["restrictions"]:
+            restricted += 1
+            assert not s["optimal"], f"seed {seed}: a restricted space called optimal"
+            continue
+        if not s["optimal"]:
+            continue
+        proven += 1
+        want = brute_force(arch, work, energy, objective, constraints)
+        naive = naive_score(arch, work, energy, objective, constraints)
+        nontrivial += naive is None or naive > want
+        got = score(objective, out.result)
+        assert want is not None, f"seed {seed}: the oracle found no valid mapping, the mapper did"
+        assert len(got) == len(want) and all(math.isclose(g, w, rel_tol=1e-9, abs_tol=1e-9)
+                                             for g, w in zip(got, want)), \
+            f"seed {seed} ({objective}): map says optimal at {got}, brute force finds {want}\n{work}\n{arch}"
+    assert proven >= 150, f"only {proven} of {len(SEEDS)} cases proven optimal"
+    assert restricted >= 5, "no case exercised a restricted space"
+    assert nontrivial >= proven // 2, f"only {nontrivial} cases where the optimum beats the naive mapping"
