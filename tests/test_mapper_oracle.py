@@ -16,8 +16,6 @@ import itertools
 import math
 import random
 
-import pytest
-
 from storeloop.errors import MappingError
 from storeloop.mapper import map_workload
 from storeloop.model.evaluate import evaluate
@@ -43,7 +41,7 @@ def compositions(n: int, slots: int):
 
 def case(seed: int):
     """A random small problem: 2 or 3 storage levels (DRAM -> SRAM [-> RF]) over MACs, a 1D fanout
-    of 1-3 lanes or a 2 x 2 mesh, random bandwidths and energies, a random objective, and
+    of 1-4 lanes or a 2 x 2 mesh, random bandwidths and energies, a random objective, and
     sometimes a keep constraint."""
     from storeloop.mapper.space import Constraints, LevelConstraint
 
@@ -56,8 +54,9 @@ def case(seed: int):
         d = rng.choice(dims)
         bounds[d] = max(1, bounds[d] // 2)
     work = einsum_workload(f"w{seed}", text, bounds, bits=16)
-    mesh = rng.random() < 0.15                      # 2 x 2: two spatial loops can share an axis
-    lanes = 4 if mesh else rng.choice([1, 2, 3])   # otherwise a prime fanout: one spatial loop at most
+    mesh = rng.random() < 0.15                      # 2 x 2: one spatial loop per axis, X or Y
+    # a 1D fanout of 4 lets two spatial loops share X: storeloop holds one order of them (restricted)
+    lanes = 4 if mesh else rng.choice([1, 2, 3, 4])
     levels = [StorageLevel("DRAM", "DRAM", 1, None, None, 16, 1, shared_bandwidth=rng.choice([None, 0.5, 1.0])),
               StorageLevel("SRAM", "SRAM", 1, None, rng.choice([2, 4, 6, 8, 16]), 16, 1,
                            read_bandwidth=rng.choice([None, 1.0, 2.0]), write_bandwidth=rng.choice([None, 1.0]))]

@@ -204,11 +204,6 @@ def space_restrictions(space: MapSpace, arch: Arch) -> list[str]:
         if any(sum(f > 1 for f in axis) > 1 for x, y in options for axis in (x, y)):
             out.append(f"one order of the spatial loops per axis from {arch.levels[L].name} to {below} "
                        "(several dimensions can be spatial there)")
-        # the search's engines price a loop on X and on Y of a 2D mesh alike, the reference model
-        # does not (tests/test_mapper_oracle.py found it): its proof does not cover the X/Y choice
-        if any(math.prod(x) > 1 and math.prod(y) > 1 for x, y in options):
-            out.append(f"the X/Y assignment of the spatial loops on the 2D mesh from {arch.levels[L].name} to "
-                       f"{below} (the search prices both axes alike; the reference model does not)")
     return out
 
 

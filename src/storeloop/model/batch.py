@@ -52,7 +52,7 @@ def structure_of(mapping: Mapping) -> tuple[LoopStructure, list[int]]:
         for lp in lm.temporal:
             slots.append(Slot(li, lp.dim))
             factors.append(lp.factor)
-        for lp in lm.spatial:
+        for lp in lm.spatial_nest():          # Y loops outside X loops, as the reference model
             slots.append(Slot(li, lp.dim, True, lp.axis))
             factors.append(lp.factor)
     return LoopStructure(tuple(slots), tuple(lm.keep for lm in mapping.levels)), factors

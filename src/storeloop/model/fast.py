@@ -69,7 +69,7 @@ class FastModel:
                     products[lp.dim] *= f
             if lm.spatial:
                 x = y = 1
-                for lp in lm.spatial:
+                for lp in lm.spatial_nest():      # Y loops outside X loops, as the reference model
                     f = lp.factor
                     if f > 1:
                         lv_.append(li); dm_.append(lp.dim); f_.append(f); sp_.append(True)
