@@ -94,7 +94,7 @@ def cases() -> list[Case]:
                 dim = re.search(r"(\w)=\d", m.group(3)).group(1)
                 for bad in BAD_FACTORS:
                     if role == "constraints" and fmt == "timeloop" and bad == "{d}=0":
-                        continue                # Timeloop: a constraint factor 0 leaves the dimension free
+                        continue                # Timeloop: a constraint factor 0 is the whole dimension (legal)
                     new = lines[:]
                     new[i] = re.sub(rf"\b{dim}=\d+", bad.format(d=dim), lines[i], count=1)
                     out.append(Case(f"{fmt}-{role}-L{i + 1}-factor-{bad.format(d=dim)}", role, fmt, "\n".join(new) + "\n"))

@@ -289,3 +289,25 @@ def test_a_certificate_says_what_space_it_covers(tmp_path):
     thesis = sl.map(sl.load_arch(ROOT / "arch" / "onionchopper.yaml"), sl.load_workload(ROOT / "workloads" / "onionpir-1GiB.yaml"),
                     time_limit=60)
     assert thesis.search["space"] == {"complete": True, "restrictions": [], "user_constraints": False}
+
+
+def test_timeloop_constraint_factor_0_is_the_whole_dimension(tmp_path):
+    """Timeloop v3.0.3 (Constraints::ParseFactors) reads a factor of 0 as the whole problem
+    dimension and a factor past the bound as the bound, each with a warning; so does storeloop."""
+    import pytest
+
+    import storeloop as sl
+    from conftest import ROOT
+    from storeloop.mapper.constraints import load_constraints
+
+    arch = sl.load_arch(ROOT / "arch" / "onionchopper.yaml")
+    work = sl.load_workload(ROOT / "workloads" / "onionpir-64GiB.yaml")
+    c = tmp_path / "c.yaml"
+    c.write_text("mapspace_constraints:\n  - {target: Disk, type: temporal, factors: D=0 M=1}\n"
+                 "  - {target: DRAM, type: temporal, factors: N=99999}\n")
+    with pytest.warns(UserWarning) as record:
+        cons = load_constraints(c, arch, work)
+    d, n = work.dims.index("D"), work.dims.index("N")
+    assert cons.levels[0].temporal[d] == (4096, 4096) and cons.levels[1].temporal[n] == (2048, 2048)
+    assert any("whole dimension" in str(w.message) for w in record)
+    assert any("exceeds the bound" in str(w.message) for w in record)

@@ -14,7 +14,8 @@ storeloop format (``mappings/*.constraints.yaml``)::
 
 Timeloop v0.3: a list under ``mapspace_constraints`` (or ``mapspace: {constraints: ...}``) of
 ``{target, type: temporal|spatial|bypass|datatype, factors: "N=512 J=8", permutation: "NJ"
-(innermost first), keep: [...], bypass: [...]}``; a factor of 0 leaves the dimension free.
+(innermost first), keep: [...], bypass: [...]}``; as in Timeloop v3.0.3, a factor of 0 is the whole
+dimension and a factor past the bound is the bound (each with a warning).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ BOUND_HELP = "an integer factor, '<=N', '>=N' or 'A..B'"
 
 def _range(text, doc, loc, *, free_zero: bool = False) -> tuple[int, int]:
     """(min, max) factor from '8', '<=8', '>=2' or '1..4'; factors are >= 1 (``free_zero``: a
-    Timeloop factor 0, which leaves the dimension free, gives (0, 0))."""
+    Timeloop factor 0, the whole dimension, gives (0, 0) for the caller to resolve)."""
     s = str(text).replace(" ", "")
     try:
         if s.startswith("<="):
@@ -53,7 +54,7 @@ def _range(text, doc, loc, *, free_zero: bool = False) -> tuple[int, int]:
         return 0, 0
     if lo < 1 or hi < lo:
         raise error_at(doc, loc, f"factor {text!r} is not a factor >= 1", allowed=BOUND_HELP + " with factors >= 1"
-                       + (" (0: free)" if free_zero else ""))
+                       + (" (0: the whole dimension)" if free_zero else ""))
     return lo, hi
 
 
@@ -187,10 +188,17 @@ def _timeloop(doc, arch: Arch, workload: Workload, source: str) -> Constraints:
                 name, val = tok[0], tok[1:]
             d = _dim(name, workload, doc, loc + ("factors",))
             f = _range(val, doc, loc + ("factors",), free_zero=True)
-            if f != (0, 0):
-                (c.temporal if kind == "temporal" else c.spatial_y if d in y_dims else c.spatial_x)[d] = f
-                if f[0] == f[1]:
-                    fixed.setdefault(d, []).append((f[0], loc + ("factors",)))
+            bound = workload.bounds[d]
+            # as Timeloop v3.0.3 (Constraints::ParseFactors): 0 is the whole dimension, and a factor
+            # past the bound is the bound, each with a warning
+            if f == (0, 0) or f[0] == f[1] > bound:
+                what = "0 means the whole dimension" if f == (0, 0) else f"{f[0]} exceeds the bound"
+                warnings.warn(f"storeloop: {source}: constraint {workload.dims[d]}={val} at {target}: {what}; "
+                              f"using {workload.dims[d]}={bound}, as Timeloop does")
+                f = (bound, bound)
+            (c.temporal if kind == "temporal" else c.spatial_y if d in y_dims else c.spatial_x)[d] = f
+            if f[0] == f[1]:
+                fixed.setdefault(d, []).append((f[0], loc + ("factors",)))
         if perm and kind == "temporal":
             c.permutation = list(reversed(perm))       # Timeloop lists innermost first
     for d, items in fixed.items():                     # fixed factors must divide the bound together
