@@ -26,6 +26,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
+from storeloop.errors import SpecError, StoreloopError
 from storeloop.spec.types import OFF_CHIP
 from storeloop.system.schema import RESOURCES, Claim, Stage, System, load_system
 
@@ -77,7 +78,15 @@ def einsum_unit(stage: Stage) -> dict:
 def _stage_unit(stage: Stage) -> dict:
     """What one instance of a stage does: its rate (bytes of input per second), energy, latency."""
     if stage.kind == "einsum":
-        u = einsum_unit(stage)
+        try:
+            u = einsum_unit(stage)
+        except SpecError as exc:            # its arch or workload: say which stage of which system
+            exc.message = f"(stage '{stage.name}', {stage.where.file}:{stage.where.line}) {exc.message}"
+            exc.args = (exc.render(),)
+            raise
+        except StoreloopError as exc:       # no valid mapping, a time limit
+            raise stage.where.error(f"stage '{stage.name}' cannot be mapped: {exc}",
+                                    "an arch and workload the mapper can map (try storeloop map on them)") from None
         seconds = u["cycles"] / u["clock_hz"] + stage.setup_s
         u.update(invocation_s=seconds, setup_s=stage.setup_s, rate_bytes_per_s=u["stream_bytes"] / seconds,
                  energy_J_per_byte=u["energy_J"] / u["stream_bytes"] if u["stream_bytes"] else 0.0)
