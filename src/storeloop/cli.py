@@ -138,28 +138,25 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
 
 
 def cmd_map(args: argparse.Namespace) -> int:
-    from storeloop.mapper import ALGORITHMS, map_workload
+    from storeloop.mapper import map_workload
     from storeloop.mapper.constraints import load_constraints
+    from storeloop.mapper.options import options
     from storeloop.spec.native import format_loops, mapping_to_native
 
-    if not 1 <= args.threads <= 1024:
-        raise SpecError(f"{args.threads} threads", field="--threads", allowed="1 .. 1024 processes")
+    if args.time_limit is not None and args.time_limit == 0:
+        args.time_limit = None                     # 0: no limit
+    opts = options(objective=args.objective, algorithm=args.algorithm, time_limit=args.time_limit,
+                   energy_gap=args.energy_gap, threads=args.threads)      # every flag checked before any work
     arch = load_arch(args.arch)
     workload = load_workload(args.workload)
     energy = energy_for(args, arch)
     constraints = load_constraints(args.constraints, arch, workload) if args.constraints else None
-    if args.algorithm not in ALGORITHMS:
-        raise SpecError(f"unknown algorithm {args.algorithm!r}", field="--algorithm", allowed=", ".join(ALGORITHMS))
-    if not args.time_limit >= 0:               # also nan
-        raise SpecError(f"{args.time_limit} is not a number of seconds", field="--time-limit",
-                        allowed="seconds > 0, or 0 for no limit")
     if args.out and Path(args.out).is_dir():
         raise SpecError("is a folder", file=args.out, field="--out", allowed="a file path for the mapping YAML")
     seeds = [load_mapping(f, arch, workload) for f in args.seed_mapping or []]
-    out = map_workload(arch, workload, energy, constraints=constraints, objective=args.objective,
-                       algorithm=args.algorithm, time_limit=args.time_limit or None, threads=args.threads,
-                       seed=args.seed, victory=args.victory, progress=not args.json,
-                       energy_gap=args.energy_gap, seeds=seeds, converge=not args.no_converge)
+    out = map_workload(arch, workload, energy, constraints=constraints, **opts.model_dump(),
+                       seed=args.seed, victory=args.victory, progress=not args.json, seeds=seeds,
+                       converge=not args.no_converge)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(f"# written by storeloop map {args.arch} {args.workload}\n"

@@ -18,6 +18,7 @@ from storeloop.errors import SpecError, StoreloopError
 from storeloop.mapper.construct import Searcher, state_of
 from storeloop.mapper.merge import merge, split_mapping
 from storeloop.mapper.objective import Objective
+from storeloop.mapper.options import options
 from storeloop.mapper.search import Found, Goal, branch_and_bound, random_search
 from storeloop.mapper.space import Constraints, MapSpace
 from storeloop.mapper.tree import Tree
@@ -25,7 +26,6 @@ from storeloop.model.evaluate import Result, evaluate, exact_cycles
 from storeloop.model.fast import FastModel
 from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
 
-ALGORITHMS = ("exhaustive", "random-pruned", "random")
 DEFAULT_GAP = 1e-3           # energy gap at which a cycle-first search may stop (0.1 %)
 LOCAL_BUDGET = 3000          # model evaluations of the local search before the branch and bound
 
@@ -78,11 +78,12 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     ``converged`` (off with ``converge=False``). ``seeds``: mappings of ``workload`` (for example
     the best mappings of neighbouring sweep points) re-priced here as starting points. Raises :class:`MapTimeout` when
     the time limit ends the search before any valid mapping, StoreloopError when none exists."""
+    opts = options(objective=objective, algorithm=algorithm, time_limit=time_limit, energy_gap=energy_gap,
+                   threads=threads)
+    objective, algorithm, time_limit, threads = opts.objective, opts.algorithm, opts.time_limit, opts.threads
+    energy_gap = opts.energy_gap
     if energy_gap is None:
-        energy_gap = DEFAULT_GAP if objective.replace(" ", "") in ("delay,energy", "delay") else 0.0
-    if not (energy_gap >= 0 and math.isfinite(energy_gap)):
-        raise SpecError(f"energy gap {energy_gap!r} is not a finite number >= 0", field="--energy-gap",
-                        allowed="a relative gap such as 0.001 (0.1 %), or 0 to prove optimality")
+        energy_gap = DEFAULT_GAP if objective in ("delay,energy", "delay") else 0.0
     constraints = constraints or Constraints()
     problem = infeasible(arch, workload, constraints)
     if problem:
@@ -109,8 +110,8 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     elif algorithm in ("random", "random-pruned"):
         found = random_search(space, FastModel(arch, merged, energy), obj, victory=victory,
                               time_limit=time_limit, seed=seed, pruned=algorithm == "random-pruned")
-    else:
-        raise StoreloopError(f"unknown search algorithm {algorithm!r}; allowed: {', '.join(ALGORITHMS)}")
+    else:                                   # MapperOptions admits no other algorithm
+        raise AssertionError(algorithm)
     if found.mapping is None:
         if found.stopped == "time-limit":
             raise MapTimeout(f"timeout: the time limit ({time_limit:g} s) ended the search before it found "
@@ -199,9 +200,9 @@ def space_restrictions(space: MapSpace, arch: Arch) -> list[str]:
     level, their other orders (which can decide multicast and spatial reduction) are not searched,
     and a proof by exhaustion covers only part of the space."""
     out = []
-    for L, options in enumerate(space.spatial_options):
+    for L, choices in enumerate(space.spatial_options):
         below = arch.levels[L + 1].name if L + 1 < len(arch.levels) else arch.compute.name
-        if any(sum(f > 1 for f in axis) > 1 for x, y in options for axis in (x, y)):
+        if any(sum(f > 1 for f in axis) > 1 for x, y in choices for axis in (x, y)):
             out.append(f"one order of the spatial loops per axis from {arch.levels[L].name} to {below} "
                        "(several dimensions can be spatial there)")
     return out

@@ -1,0 +1,59 @@
+"""The mapper's options, typed once: ``storeloop map``'s flags, a sweep file's ``mapper:`` and
+:func:`storeloop.mapper.map_workload`'s keywords all go through :class:`MapperOptions`."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from storeloop.errors import SpecError
+from storeloop.mapper.objective import NAMES as OBJECTIVES
+
+ALGORITHMS = ("exhaustive", "random-pruned", "random")
+
+
+class MapperOptions(BaseModel):
+    """How to search. ``time_limit`` None: no limit; ``energy_gap`` None: the objective's default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    objective: str = Field("delay,energy", description="delay,energy | delay | energy | edp | area-energy")
+    algorithm: Literal["exhaustive", "random-pruned", "random"] = Field(
+        "exhaustive", description="exhaustive (branch and bound), random-pruned, random")
+    time_limit: float | None = Field(None, gt=0, le=86400, description="seconds, a safety net")
+    energy_gap: float | None = Field(None, ge=0, le=1, description="a relative gap such as 0.001 (0.1 %); "
+                                     "0 proves optimality")
+    threads: int = Field(1, ge=1, le=1024, description="processes for the exhaustive search")
+
+    @field_validator("objective")
+    @classmethod
+    def _objective(cls, v: str) -> str:
+        if v.replace(" ", "") not in OBJECTIVES:
+            raise ValueError(f"unknown objective {v!r}; allowed: {', '.join(OBJECTIVES)}")
+        return v.replace(" ", "")
+
+    @field_validator("time_limit", "energy_gap")
+    @classmethod
+    def _finite(cls, v: float | None) -> float | None:
+        if v is not None and not math.isfinite(v):
+            raise ValueError(f"{v} is not a finite number")
+        return v
+
+
+FLAGS = {"objective": "--objective", "algorithm": "--algorithm", "time_limit": "--time-limit",
+         "energy_gap": "--energy-gap", "threads": "--threads"}
+
+
+def options(**given) -> MapperOptions:
+    """MapperOptions from keywords (command-line flags or the API); a bad value is a SpecError that
+    names the option and what it takes."""
+    try:
+        return MapperOptions(**{k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = str(err["loc"][0]) if err["loc"] else "options"
+        field = MapperOptions.model_fields.get(name)
+        raise SpecError(f"{given.get(name)!r}: {err['msg'].removeprefix('Value error, ')}",
+                        field=FLAGS.get(name, name), allowed=field.description if field else None) from None
