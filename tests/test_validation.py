@@ -126,10 +126,6 @@ def test_timeloop_v04_problem_and_mapping_spellings(case, tmp_path):
 # Timeloop's own tutorial files (v0.4, Accelergy 0.4), unmodified: tests/timeloop-exercises is a
 # copy of shared/timeloop-exercises (its README says where each file comes from).
 EXERCISES = sorted(p.parent for p in (Path(__file__).parent / "timeloop-exercises").glob("*/expected.json"))
-# the cases whose remaining differences are a rule storeloop does not have yet (issue 22): the
-# stride-2 input halo above the first level
-NOT_YET = {"design-eyeriss_like": "stride-2 input halo at the GLB",
-           "design-simple_output_stationary": "stride-2 input halo at the GLB"}
 
 
 def compare(case) -> list[str]:
@@ -159,10 +155,6 @@ def compare(case) -> list[str]:
 def test_timeloop_tutorial_files_load_as_they_are_and_match(case):
     """v0.4 !Container / !Component / !Parallel / !Nothing nodes, inter_*_spatial fanout levels in
     the mappings, Accelergy 0.4 table names and action arguments, cluster_size: loaded unmodified. Exact in
-    cycles and every count, energy and area within 0.1 %, except the rules listed in NOT_YET."""
+    cycles and every count, energy and area within 0.1 %."""
     differences = compare(case)
-    if case.name in NOT_YET:
-        assert differences, f"{case.name} matches now: take it out of NOT_YET"
-        assert not any(d.startswith("cycles") for d in differences), differences
-    else:
-        assert not differences, "\n".join(differences)
+    assert not differences, "\n".join(differences)

@@ -10,12 +10,11 @@ number of utilized instances. The semantics, checked against real Timeloop v3.0.
   of a tensor covers every loop of that level and of all levels below it. Each rank of a tensor is
   an affine sum of dimensions, so a tile's extent along a rank is ``sum(c * (F_d - 1)) + 1``
   (sliding windows included).
-* Data enters a level (fills) when the temporal loops above it move its tile. Walking those loops
-  innermost-first, a step that carries into loop ``k`` happens ``(f_k - 1) * prod(f_i, i > k)``
-  times and always shifts the tile by the same vector. The new data per step is the difference
-  of two axis-aligned boxes, taken as Timeloop's ``AxisAlignedHyperRectangle`` difference does:
-  nothing when the tile does not move, a slab when it moves along exactly one rank by less than
-  its extent, otherwise the whole tile.
+* Data enters a level (fills) when the temporal loops above it move its tile. As Timeloop v3.0.3
+  does, each loop above is walked as iteration 0 and iteration 1 (standing for the other ``f - 1``)
+  and each step's new words are the exact difference of two axis-aligned boxes -- but only while
+  the tile keeps the translation it had: a step whose translation differs from the kept one (a
+  move after a standstill, a wrap-around) reloads the whole tile (``_arrivals``).
 * A parent serves each child fill once per distinct child tile: children separated by a spatial
   loop over a dimension the tensor does not use receive one multicast read.
 * Sliding windows split across a mesh: a child instance whose new data a mesh neighbour received
@@ -79,17 +78,12 @@ def _flatten(mapping: Mapping) -> list[tuple[int, int, int, bool]]:
     return loops
 
 
-def _box_delta(shift: list[int], extents: list[int], tile: int) -> int:
-    """Size of (box shifted by ``shift``) minus (box), as Timeloop's AAHR difference."""
-    moved = [r for r, s in enumerate(shift) if s != 0]
-    if not moved:
-        return 0
-    if len(moved) == 1:
-        r = moved[0]
-        s = abs(shift[r])
-        if s < extents[r]:
-            return s * (tile // extents[r])
-    return tile
+def _new_words(shift: tuple[int, ...], extents: list[int], tile: int) -> int:
+    """Words of a box shifted by ``shift`` that the unshifted box lacks (exact box difference)."""
+    kept = tile
+    for s, e in zip(shift, extents):
+        kept = kept * max(0, e - abs(s)) // e
+    return tile - kept
 
 
 def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
@@ -309,19 +303,43 @@ def _point_changes(t: Tensor, loops, stride) -> int:
 
 
 def _arrivals(t: Tensor, loops, stride, L: int, extents: list[int], tile: int) -> int:
-    """Words that enter one instance of level L over the run (first tile plus every delta)."""
-    total = tile
-    above = [(d, f, s) for (li, d, f, sp), s in zip(loops, stride) if li < L and not sp]
-    outer = math.prod(f for _, f, _ in above)   # iterations of the loops outside loop k
-    wrap: dict[int, int] = {}                   # how far the inner loops jump back on a carry
-    for d, f, s in reversed(above):             # innermost first
-        outer //= f
-        move = dict(wrap)
-        move[d] = move.get(d, 0) + s
-        shift = [sum(c * move.get(dd, 0) for dd, c in rank) for rank in t.ranks]
-        total += (f - 1) * outer * _box_delta(shift, extents, tile)
-        wrap[d] = wrap.get(d, 0) - (f - 1) * s
-    return total
+    """Words that enter one instance of level L over the run (first tile plus every delta).
+
+    Timeloop v3.0.3 simulates each temporal loop above L as iteration 0 and iteration 1, the
+    latter standing for the other ``f - 1`` (so the walk is memoized on (loop, kept translation)
+    and costs O(loops x translations)), and keeps, per instance of L, the previous tile and
+    the translation that led to it. A visit whose translation equals the kept one (or follows a
+    reset) brings only the words the previous tile lacks; a visit whose translation differs
+    discards the previous tile (all its words are new) and resets the kept translation. So a
+    sliding window is reused only while the tile keeps moving the same way: a step that follows
+    a standstill (an inner loop that does not index ``t``) or a wrap-around reloads the tile.
+    """
+    above = [(f, [sum(c * (s if dd == d else 0) for dd, c in rank) for rank in t.ranks])
+             for (li, d, f, sp), s in zip(loops, stride) if li < L and not sp and f > 1]
+    shifts = []                              # loop i's step, the loops inside it returning to 0
+    for i, (_, step) in enumerate(above):
+        shift = list(step)
+        for _, inner in above[i + 1:]:
+            shift = [x - y for x, y in zip(shift, inner)]
+        shifts.append(tuple(shift))
+    memo: dict = {}
+
+    def walk(i: int, kept):
+        """New words of loops i.. (iteration 0 already entered) and the translation kept after."""
+        if i == len(above):
+            return 0, kept
+        if (i, kept) not in memo:
+            first, state = walk(i + 1, kept)
+            shift = shifts[i]
+            if state is None or shift == state:               # same translation: only new words
+                step, state = _new_words(shift, extents, tile), shift
+            else:                                             # it changed: reload, reset
+                step, state = tile, None
+            rest, state = walk(i + 1, state)
+            memo[i, kept] = first + (above[i][0] - 1) * (step + rest), state
+        return memo[i, kept]
+
+    return tile + walk(0, None)[0]
 
 
 def page_factors(arch: Arch, workload: Workload, mapping: Mapping,
