@@ -384,14 +384,19 @@ class Tree:
         self.stats["complete"] += m
         cc = rows["P"]
         cnt = np.broadcast_to(n.cnt, (m,) + n.cnt.shape).copy()
-        # Timeloop's compute-level deltas (model/nest.py): the innermost spatial loop of the last
-        # level (its X loops in dimension order, else its Y loops); a tensor it does not index
-        # reaches the units only when its operand changes (rep), any other once per compute
-        inner_dim = np.where((rows["sx"] > 1).any(axis=1), self._last_index(rows["sx"] > 1),
-                             self._last_index(rows["sy"] > 1))
+        # Timeloop's compute-level deltas (model/costs.py): when the innermost loop is a spatial
+        # loop of the last level, a tensor whose every unit has a mesh neighbour with the same
+        # operand reaches the units only when it changes (rep), any other once per compute. The
+        # last level's nest is its Y loops then its X loops, each in dimension order.
+        sx, sy = rows["sx"], rows["sy"]
+        inner_sp = (sx > 1).any(axis=1) | (sy > 1).any(axis=1)
+        units = np.concatenate([sx[:, ::-1], sy[:, ::-1]], axis=1)          # innermost first
+        width = np.maximum(self.space.fanouts[-1][1], sx.prod(axis=1))
         for t in range(T):
             pl = int(n.last[t])
-            only = costs.changes_only(inner_dim >= 0, np.append(self.rel[t], True)[inner_dim])
+            rel = self.rel[t][::-1]
+            share = costs.units_share(units, np.broadcast_to(np.concatenate([rel, rel]), units.shape), width)
+            only = costs.changes_only(inner_sp, share)
             ca = costs.unit_deliveries(only, rows["rep"][:, t], cc) * rows["scat"][:, t]
             cnt[:, pl, t, RD], _, cnt[:, pl, t, UP] = costs.keeper_accesses(self.rw[t], ca, 0, n.partl[t], False)
             if pl in self.pages:       # the compute units take one element at a time: runs of 1
@@ -412,14 +417,6 @@ class Tree:
         j = int(i)
         choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["perms"][rows["oid"][j]], n.keep),)
         return (int(cycles[j]), float(energy[j]), choice)
-
-    @staticmethod
-    def _last_index(flags: np.ndarray) -> np.ndarray:
-        """Per row, the last column that is True (-1 where none is)."""
-        m, d = flags.shape
-        if m == 0 or d == 0:
-            return np.full(m, -1)
-        return np.where(flags.any(axis=1), d - 1 - np.argmax(flags[:, ::-1], axis=1), -1)
 
     # ------------------------------------------------------------------ output
     def mapping(self, choice: tuple, name: str | None = None) -> Mapping:

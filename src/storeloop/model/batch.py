@@ -121,6 +121,12 @@ class BatchModel:
         # innermost level (see nest.py); -1 where there is none
         last_s = np.where(big, col[None, :], -1).max(axis=1, initial=-1)
         inner_sp = (last_s >= 0) & sp[last_s] & (lv[last_s] == nlev - 1)
+        # the units' grid (costs.units_share): the innermost level's spatial slots in nest order
+        # (Y outside X, as LevelMapping.spatial_nest), inner first
+        unit_slots = np.array(sorted(np.flatnonzero((lv == nlev - 1) & sp), key=lambda j: slots[j].axis != "Y")[::-1],
+                              dtype=np.int64)
+        unit_x = np.array([slots[j].axis == "X" for j in unit_slots], dtype=bool)
+        width = np.maximum(self.fanouts[nlev - 1][1], F[:, unit_slots[unit_x]].prod(axis=1))
 
         used = np.zeros((nlev, rows), dtype=np.int64)
         reads = np.zeros((nlev, len(self.tensors), rows), dtype=np.int64)
@@ -132,7 +138,8 @@ class BatchModel:
             idx = np.where(rel_t, col[None, :] + 1, 0)
             rep = [np.take_along_axis(prefix, idx[:, :first[L]].max(axis=1, initial=0)[:, None], axis=1)[:, 0]
                    for L in range(nlev + 1)]
-            changes_only = costs.changes_only(inner_sp, relevant[last_s])
+            changes_only = costs.changes_only(inner_sp, costs.units_share(
+                F[:, unit_slots], np.broadcast_to(relevant[unit_slots], (rows, len(unit_slots))), width))
             sp_rel = np.where(sp & relevant, F, 1)
             kept = [L for L in range(nlev) if structure.keep[L] is None or name in structure.keep[L]]
             arrivals = {}

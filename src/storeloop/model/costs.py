@@ -10,11 +10,12 @@ numbers and a change of semantics lands everywhere at once.
 
 The rules (checked against real Timeloop v3.0.3 runs, ``tests/corpus``):
 
-* **Operands at the compute units** (:func:`unit_deliveries`): when the innermost loop of the
-  nest is a spatial loop of the innermost storage level (its fanout to the units) and does not
-  index a tensor, the units share one delta state for it: the tensor reaches them only when its
-  operand changes between consecutive temporal iterations. Otherwise it is delivered once per
-  compute.
+* **Operands at the compute units** (:func:`units_share`, :func:`unit_deliveries`): when the
+  innermost loop of the nest is a spatial loop of the innermost storage level (its fanout to the
+  units), a unit whose mesh neighbour held the same operand one step earlier gets it over a link
+  (Timeloop's ``ComputeNetworkLinkTransfers``); when every unit has such a neighbour for a tensor,
+  the tensor leaves its keeper only when its operand changes between consecutive temporal
+  iterations. Otherwise it is delivered once per compute.
 * **Accesses of a keeper** (:func:`keeper_accesses`): a level serves its child the words the child
   receives, times the child instances with distinct data (multicast counted once). For an output
   those are updates (write-backs, spatial reductions merged), and its reads are updates minus the
@@ -44,11 +45,49 @@ def _select(cond, a, b):
     return np.where(cond, a, b) if isinstance(cond, np.ndarray) else (a if cond else b)
 
 
-def changes_only(innermost_is_unit_fanout, innermost_indexes_tensor):
+def changes_only(innermost_is_unit_fanout, units_share_operand):
     """Whether a tensor reaches the compute units only when its operand changes (see module)."""
-    if isinstance(innermost_indexes_tensor, np.ndarray):
-        return innermost_is_unit_fanout & ~innermost_indexes_tensor
-    return bool(innermost_is_unit_fanout) and not innermost_indexes_tensor
+    if isinstance(units_share_operand, np.ndarray):
+        return innermost_is_unit_fanout & units_share_operand
+    return bool(innermost_is_unit_fanout) and bool(units_share_operand)
+
+
+def units_share(factors, indexes, width):
+    """Whether every compute unit has a mesh neighbour holding the same element of a tensor.
+
+    ``factors``: the innermost level's spatial loops, innermost first (Timeloop's nest: X loops
+    inside Y loops; factor-1 entries are ignored); ``indexes``: whether each loop indexes the
+    tensor; ``width``: the grid's width, the larger of the physical mesh and the X loops. Timeloop
+    numbers the units in nest order and lays them out row-major, so a unit's row neighbour differs
+    in the innermost loop (when no row boundary splits its group) and its column neighbour in the
+    loop whose inner loops span exactly one row. Arrays (..., loops) work column-wise.
+    """
+    if isinstance(factors, np.ndarray):
+        F, idx = factors, np.asarray(indexes, dtype=bool)
+        if F.shape[-1] == 0:
+            return np.zeros(F.shape[:-1], dtype=bool)
+        big = F > 1
+        units = F.prod(axis=-1)
+        j0 = np.argmax(big, axis=-1)[..., None]
+        f0 = np.take_along_axis(F, j0, axis=-1)[..., 0]
+        row = big.any(axis=-1) & ~np.take_along_axis(idx, j0, axis=-1)[..., 0] & \
+            ((units <= width) | (width % f0 == 0))
+        inside = np.cumprod(F, axis=-1) // F
+        column = (big & ~idx & (inside == np.asarray(width)[..., None])).any(axis=-1)
+        return row | column
+    loops = [(f, i) for f, i in zip(factors, indexes) if f > 1]
+    if not loops:
+        return False
+    units = math.prod(f for f, _ in loops)
+    f0, i0 = loops[0]
+    if not i0 and (units <= width or width % f0 == 0):
+        return True
+    inside = 1
+    for f, i in loops:
+        if inside == width and not i:
+            return True
+        inside *= f
+    return False
 
 
 def unit_deliveries(only_changes, changes, compute_cycles):

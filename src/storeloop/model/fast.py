@@ -60,6 +60,7 @@ class FastModel:
         lv_, dm_, f_, sp_ = [], [], [], []
         first = []                                   # index of the first loop of each level
         products = [1] * ndims
+        unit_loops, width = [], 1
         for li, lm in enumerate(mapping.levels):
             first.append(len(lv_))
             for lp in lm.temporal:
@@ -81,6 +82,9 @@ class FastModel:
                 total, fx, fy = self.fanouts[li]
                 if x > fx or y > fy or x * y > total:
                     check_mapping(self.arch, self.workload, mapping)
+                if li == nlev - 1:       # the units' grid (costs.units_share): loops inner first
+                    unit_loops = [(lp.factor, lp.dim) for lp in reversed(lm.spatial_nest()) if lp.factor > 1]
+                    width = max(fx, x)
         if products != self.bounds:
             check_mapping(self.arch, self.workload, mapping)
         n = len(lv_)
@@ -149,8 +153,9 @@ class FastModel:
                 if child < nlev:
                     ca = arrivals[child]
                 else:                    # the compute units (costs.unit_deliveries)
-                    ca = costs.unit_deliveries(costs.changes_only(inner_dim >= 0, inner_dim >= 0 and (mask >> inner_dim) & 1),
-                                               rep[nlev], compute_cycles)
+                    only = inner_dim >= 0 and costs.units_share(
+                        [f for f, _ in unit_loops], [(mask >> d) & 1 for _, d in unit_loops], width)
+                    ca = costs.unit_deliveries(only, rep[nlev], compute_cycles)
                 part = 0
                 if rw:
                     arow = above[L]

@@ -65,6 +65,14 @@ class NestAnalysis:
     levels: list[LevelStats]         # aligned with arch.levels (outermost first)
 
 
+def _unit_nest(arch: Arch, mapping: Mapping) -> tuple[list, int]:
+    """The innermost level's spatial loops, innermost first, and the width of the unit grid."""
+    nlev = len(arch.levels)
+    nest = list(reversed(mapping.levels[nlev - 1].spatial_nest()))
+    width = max(arch.fanout(nlev - 1)[1], math.prod(lp.factor for lp in nest if lp.axis == "X"))
+    return nest, width
+
+
 def _flatten(mapping: Mapping) -> list[tuple[int, int, int, bool]]:
     """(level, dim, factor, spatial) for every loop with factor > 1, outermost first."""
     loops = []
@@ -112,7 +120,8 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
     compute_cycles = math.prod(f for _, _, f, sp in loops if not sp)
 
     # the innermost loop, if spatial at the innermost level (compute-level deltas, see above)
-    inner_dim = loops[-1][1] if loops and loops[-1][3] and loops[-1][0] == nlev - 1 else None
+    units_under_spatial = bool(loops) and loops[-1][3] and loops[-1][0] == nlev - 1
+    unit_nest, width = _unit_nest(arch, mapping)
     levels = [LevelStats(lvl.name, utilized[L], {}) for L, lvl in enumerate(arch.levels)]
     for t in workload.tensors:
         kept = [L for L in range(nlev) if mapping.levels[L].keeps(t.name)]
@@ -137,7 +146,8 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
             if child < nlev:
                 child_arrivals = arrivals[child]
             else:
-                only = costs.changes_only(inner_dim is not None, inner_dim in relevant)
+                only = costs.changes_only(units_under_spatial, costs.units_share(
+                    [lp.factor for lp in unit_nest], [lp.dim in relevant for lp in unit_nest], width))
                 child_arrivals = costs.unit_deliveries(only, _point_changes(t, loops, stride) if only else 0,
                                                        compute_cycles)
             content = child_arrivals * scatter
