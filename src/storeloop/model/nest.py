@@ -323,15 +323,30 @@ def _arrivals(t: Tensor, loops, stride, L: int, extents: list[int], tile: int) -
     discards the previous tile (all its words are new) and resets the kept translation. So a
     sliding window is reused only while the tile keeps moving the same way: a step that follows
     a standstill (an inner loop that does not index ``t``) or a wrap-around reloads the tile.
+    Without sliding windows a move never overlaps the previous tile and a standstill never follows
+    a kept non-zero translation, so the walk reduces to the tile times the iterations of the loops
+    above L down to the innermost that indexes ``t``.
     """
-    above = [(f, [sum(c * (s if dd == d else 0) for dd, c in rank) for rank in t.ranks])
+    if all(len(rank) == 1 for rank in t.ranks):
+        relevant, reloads, iterations = t.dims(), 1, 1
+        for li, d, f, sp in loops:
+            if li < L and not sp:
+                iterations *= f
+                if d in relevant:
+                    reloads = iterations
+        return tile * reloads
+    zero = (0,) * len(t.ranks)
+    coef = {}                                # dim -> its coefficient in each rank of t
+    for r, rank in enumerate(t.ranks):
+        for d, c in rank:
+            coef.setdefault(d, [0] * len(t.ranks))[r] += c
+    above = [(f, tuple(c * s for c in coef[d]) if d in coef else zero)
              for (li, d, f, sp), s in zip(loops, stride) if li < L and not sp and f > 1]
-    shifts = []                              # loop i's step, the loops inside it returning to 0
-    for i, (_, step) in enumerate(above):
-        shift = list(step)
-        for _, inner in above[i + 1:]:
-            shift = [x - y for x, y in zip(shift, inner)]
-        shifts.append(tuple(shift))
+    shifts, inner = [zero] * len(above), zero  # loop i's step, the loops inside it returning to 0
+    for i in range(len(above) - 1, -1, -1):
+        step = above[i][1]
+        shifts[i] = tuple(x - y for x, y in zip(step, inner))
+        inner = tuple(x + y for x, y in zip(inner, step))
     memo: dict = {}
 
     def walk(i: int, kept):
