@@ -34,6 +34,19 @@ CASES = [c for c in validation_cases("valid")
          if c.name.startswith(("a2-", "a5-")) and "cnn" not in c.name and "simplepir__" not in c.name]
 
 
+def simulated_visits(temporal):
+    """Timeloop's simulated walk of temporal loops [(dim, factor, stride)], outermost first: each
+    loop runs iteration 0, then iteration 1 standing for the other f - 1. Yields (weight,
+    {dim: position}) per visit, in order."""
+    for idx in itertools.product((0, 1), repeat=len(temporal)):
+        weight, base = 1, {}
+        for (d, f, s), i in zip(temporal, idx):
+            if i:
+                weight *= f - 1
+                base[d] = base.get(d, 0) + s
+        yield weight, base
+
+
 def simulate(t, loops, L, nlev):
     """Words per instance of level L that the compute units take of tensor t (Timeloop's process)."""
     stride, running = [1] * len(loops), {}
@@ -52,12 +65,7 @@ def simulate(t, loops, L, nlev):
             off[d] = off.get(d, 0) + i * s
         units.append(off)
     state, total = {}, 0
-    for idx in itertools.product((0, 1), repeat=len(temporal)):
-        weight, base = 1, {}
-        for (d, f, s), i in zip(temporal, idx):
-            if i:
-                weight *= f - 1
-                base[d] = base.get(d, 0) + s
+    for weight, base in simulated_visits(temporal):
         sent = set()
         for k, off in enumerate(units):
             point = tuple(sum(c * (base.get(d, 0) + off.get(d, 0)) for d, c in rank) for rank in t.ranks)

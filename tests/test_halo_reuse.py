@@ -13,6 +13,7 @@ import random
 
 import pytest
 
+from test_compute_deltas import simulated_visits
 from storeloop.model.nest import _arrivals, _extents
 from storeloop.spec.types import Tensor
 
@@ -29,12 +30,7 @@ def replay(t, loops, stride, L, spans):
         return tuple(sum(p[r] for p in points) / len(points) for r in range(len(t.ranks)))
 
     prev, kept, total = None, None, 0
-    for choice in itertools.product((0, 1), repeat=len(above)):
-        weight, pos = 1, {}
-        for (d, f, s), c in zip(above, choice):
-            if c:
-                weight *= f - 1
-                pos[d] = pos.get(d, 0) + s
+    for weight, pos in simulated_visits(above):
         cur = tile_at(pos)
         translation = None if prev is None else tuple(round(b - a) for a, b in zip(centroid(prev), centroid(cur)))
         if kept is None or translation == kept:

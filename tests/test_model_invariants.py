@@ -24,6 +24,7 @@ import random
 import pytest
 
 from conftest import validation_cases
+from test_fast_model import prime_factors
 from storeloop.errors import MappingError
 from storeloop.model.nest import _flatten, analyze
 from storeloop.spec.load import load_arch
@@ -48,23 +49,13 @@ def cnn(rng) -> Workload:
     return Workload("cnn", ("C", "M", "R", "S", "N", "P", "Q"), bounds, tensors)
 
 
-def factors(n):
-    out, p = [], 2
-    while n > 1:
-        while n % p == 0:
-            out.append(p)
-            n //= p
-        p += 1
-    return out
-
-
 def random_mapping(rng, arch, workload) -> Mapping:
     nlev = len(arch.levels)
     temporal = [{} for _ in range(nlev)]
     spatial = [{} for _ in range(nlev)]
     room = [[arch.fanout(i)[1], arch.fanout(i)[2]] for i in range(nlev)]
     for d, bound in enumerate(workload.bounds):
-        for p in factors(bound):
+        for p in prime_factors(bound):
             li = rng.randrange(nlev)
             axis = rng.randrange(2)
             if room[li][axis] % p == 0 and rng.random() < 0.4:

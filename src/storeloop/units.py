@@ -234,10 +234,6 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-__all__ = ["evaluate", "number", "integer", "bytes_of", "bits_of", "hertz_of", "words_per_cycle",
-           "ExpressionError", "ceil_div"]
-
-
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "ps": 1e-12}
 
 
@@ -265,3 +261,9 @@ def seconds_of(value: object) -> float:
     if not (t >= 0 and math.isfinite(t)):
         raise ExpressionError(f"a duration must be finite and not negative, got {value!r}")
     return t
+
+
+__all__ = ["evaluate", "number", "integer", "bytes_of", "bits_of", "hertz_of", "words_per_cycle",
+           "rate_of", "seconds_of",
+           "ExpressionError", "ceil_div"]
+

@@ -173,7 +173,7 @@ def infeasible(arch: Arch, workload: Workload, constraints: Constraints) -> str 
     allowed values multiply past its bound or whose fixed values do not divide it."""
     for L, c in sorted(constraints.levels.items()):
         total, fx, fy = arch.fanout(L)
-        below = arch.levels[L + 1].name if L + 1 < len(arch.levels) else arch.compute.name
+        below = arch.below(L).name
         lo_x = math.prod(lo for lo, _ in c.spatial_x.values())
         lo_y = math.prod(lo for lo, _ in c.spatial_y.values())
         if lo_x > fx or lo_y > fy or lo_x * lo_y > total:
@@ -201,7 +201,7 @@ def space_restrictions(space: MapSpace, arch: Arch) -> list[str]:
     and a proof by exhaustion covers only part of the space."""
     out = []
     for L, choices in enumerate(space.spatial_options):
-        below = arch.levels[L + 1].name if L + 1 < len(arch.levels) else arch.compute.name
+        below = arch.below(L).name
         if any(sum(f > 1 for f in axis) > 1 for x, y in choices for axis in (x, y)):
             out.append(f"one order of the spatial loops per axis from {arch.levels[L].name} to {below} "
                        "(several dimensions can be spatial there)")

@@ -162,27 +162,25 @@ def _timeloop(doc, arch: Arch, workload: Workload, source: str) -> Constraints:
             continue
         L = _level(target, arch, doc, loc + ("target",))
         c = out.levels.setdefault(L, LevelConstraint())
-        kind = e["type"]
+        kind, given = entry.type, entry.model_fields_set
         if kind in ("bypass", "bypassing", "datatype", "dataspace"):
-            if "keep" in e:
-                c.keep = _tensors(e["keep"], workload, doc, loc + ("keep",))
-            if "bypass" in e:
-                c.bypass = _tensors(e["bypass"], workload, doc, loc + ("bypass",))
+            if "keep" in given:
+                c.keep = _tensors(entry.keep, workload, doc, loc + ("keep",))
+            if "bypass" in given:
+                c.bypass = _tensors(entry.bypass, workload, doc, loc + ("bypass",))
             if c.keep and c.bypass and c.keep & c.bypass:
                 raise error_at(doc, loc, f"{', '.join(sorted(c.keep & c.bypass))} both kept and bypassed",
                                allowed="each tensor in keep or in bypass")
             continue
-        if kind not in ("temporal", "spatial"):
-            raise error_at(doc, loc + ("type",), f"unknown type {kind!r}", allowed="temporal, spatial, bypass, datatype")
-        # a spatial permutation (innermost first) with ``split``: the first ``split`` dims run along
+        # kind is temporal or spatial (MODELLED_CONSTRAINTS); a spatial permutation (innermost first) with ``split``: the first ``split`` dims run along
         # X, the others along Y (as in Timeloop's mappings); without a permutation, all along X
-        perm = [_dim(ch, workload, doc, loc + ("permutation",)) for ch in str(e.get("permutation", "")) if ch.strip()]
-        split = e.get("split", len(perm))
+        perm = [_dim(ch, workload, doc, loc + ("permutation",)) for ch in entry.permutation or "" if ch.strip()]
+        split = e.get("split", len(perm))   # read raw: the typed entry would take `true` as 1
         if kind == "spatial" and (not isinstance(split, int) or isinstance(split, bool) or split < 0):
             raise error_at(doc, loc + ("split",), f"split {split!r} is not a position in the permutation",
                            allowed=f"an integer 0..{len(perm)}")
         y_dims = set(perm[split:]) if kind == "spatial" else set()
-        for tok in str(e.get("factors", "")).split():
+        for tok in (entry.factors or "").split():
             name, _, val = tok.partition("=")
             if not val:                     # 'N512' form
                 name, val = tok[0], tok[1:]

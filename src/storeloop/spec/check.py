@@ -22,7 +22,7 @@ def check_mapping(arch: Arch, workload: Workload, mapping: Mapping) -> None:
                                kind="factors")
     for li, lm in enumerate(mapping.levels):
         total, fx, fy = arch.fanout(li)
-        child = arch.levels[li + 1].name if li + 1 < len(arch.levels) else arch.compute.name
+        child = arch.below(li).name
         x = math.prod(lp.factor for lp in lm.spatial if lp.axis == "X")
         y = math.prod(lp.factor for lp in lm.spatial if lp.axis == "Y")
         if x * y > total:

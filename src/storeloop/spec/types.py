@@ -114,10 +114,14 @@ class Arch:
                 return i
         raise KeyError(name)
 
+    def below(self, i: int) -> StorageLevel | ComputeLevel:
+        """The level under storage level ``i``: the next storage level, or the compute units."""
+        return self.levels[i + 1] if i + 1 < len(self.levels) else self.compute
+
     def fanout(self, i: int) -> tuple[int, int, int]:
         """(total, X, Y) spatial fanout from storage level ``i`` to the level below it."""
         parent = self.levels[i]
-        child = self.levels[i + 1] if i + 1 < len(self.levels) else self.compute
+        child = self.below(i)
         total = child.instances // parent.instances
         fx = max(1, child.mesh_x_or_default // parent.mesh_x_or_default)
         return total, fx, max(1, total // fx)
