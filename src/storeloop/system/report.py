@@ -129,14 +129,20 @@ def _rest(r: dict, lines: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _cells(c: dict, *, none: str, le: str, ge: str, percent: str) -> tuple[str, str, str]:
+    """A claim's storeloop value, difference and published value (with its relation) as text."""
+    mine = none if c["storeloop_in_unit"] is None else f"{c['storeloop_in_unit']:.5g}"
+    diff = none if c["difference"] is None else f"{100 * c['difference']:+.1f}{percent}"
+    pub = (le if c["relation"] == "<=" else ge if c["relation"] == ">=" else "") + c["published_text"]
+    return mine, diff, pub
+
+
 def claims_table(r: dict) -> str:
     """Published beside derived, with the difference and the reason where they differ."""
     lines = [f"claims of {r['system']} ({r['file']}): published vs derived by storeloop", ""]
     lines.append(f"{'claim':<58} {'published':>13} {'storeloop':>13} {'diff':>8}  status       source")
     for c in r["claims"]:
-        mine = "-" if c["storeloop_in_unit"] is None else f"{c['storeloop_in_unit']:.5g}"
-        diff = "-" if c["difference"] is None else f"{100 * c['difference']:+.1f}%"
-        pub = ("<= " if c["relation"] == "<=" else ">= " if c["relation"] == ">=" else "") + c["published_text"]
+        mine, diff, pub = _cells(c, none="-", le="<= ", ge=">= ", percent="%")
         lines.append(f"{c['name'][:58]:<58} {pub:>13} {mine:>13} {diff:>8}  {c['status']:<12} {c['source']}")
         if c["at"]:
             lines.append(f"{'':>4}at: {c['at']}")
@@ -150,9 +156,7 @@ def claims_markdown(r: dict) -> list[str]:
     """The claims as a Markdown table (published, storeloop, difference, status, source, why)."""
     lines = ["| claim | published | storeloop | difference | status | source | notes |", "|---|---|---|---|---|---|---|"]
     for c in r["claims"]:
-        mine = "—" if c["storeloop_in_unit"] is None else f"{c['storeloop_in_unit']:.5g}"
-        diff = "—" if c["difference"] is None else f"{100 * c['difference']:+.1f} %"
-        pub = ("≤ " if c["relation"] == "<=" else "≥ " if c["relation"] == ">=" else "") + c["published_text"]
+        mine, diff, pub = _cells(c, none="—", le="≤ ", ge="≥ ", percent=" %")
         notes = " ".join(f"*{k}:* {c[k]}" for k in ("note", "assumes", "why", "missing") if c[k])
         if c["at"]:
             notes = f"*at:* {c['at']} " + notes
