@@ -16,7 +16,7 @@ import itertools
 import math
 import random
 
-from storeloop.errors import MappingError
+from storeloop.errors import MappingError, StoreloopError
 from storeloop.mapper import map_workload
 from storeloop.model.evaluate import evaluate
 from storeloop.spec.types import (ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop, Mapping,
@@ -67,11 +67,69 @@ def case(seed: int):
                           "SRAM": ActionCosts(rng.uniform(1, 10), rng.uniform(1, 10), 100.0, "random"),
                           "RF": ActionCosts(rng.uniform(0.1, 1), rng.uniform(0.1, 1), 10.0, "random")},
                          ActionCosts(rng.uniform(0.5, 3), 0.0, 50.0, "random"), "random")
-    constraints = Constraints()
+    constraints, spec = Constraints(), {}
     if rng.random() < 0.25:
         keep = frozenset(rng.sample([t.name for t in work.tensors], rng.choice([1, 2])))
         constraints = Constraints({1: LevelConstraint(keep=keep)}, source="random")
-    return arch, work, energy, rng.choice(OBJECTIVES), constraints
+        spec["keep"] = keep
+    elif rng.random() < 0.4:
+        constraints, spec = timeloop_case(rng, arch, work)
+    return arch, work, energy, rng.choice(OBJECTIVES), constraints, spec
+
+
+def timeloop_case(rng: random.Random, arch: Arch, work):
+    """Random Timeloop v0.3 constraints, read by storeloop's Timeloop reader: a temporal permutation
+    at one level (innermost first; after '_' the outermost), and at the fanout a spatial factor of
+    one dimension with a permutation and a split."""
+    from storeloop.mapper.constraints import timeloop_constraints
+    from storeloop.spec.yamlio import loads
+
+    dims = list(work.dims)
+    level = rng.randrange(len(arch.levels))
+    named = rng.sample(dims, rng.randint(1, len(dims)))
+    cut = rng.randint(0, len(named))
+    prefix, suffix = named[:cut], named[cut:]
+    entries = [f"- {{target: {arch.levels[level].name}, type: temporal, permutation: "
+               f"'{''.join(prefix)}{'_' + ''.join(suffix) if suffix else ''}'}}"]
+    spec = {"perm": (level, prefix, suffix)}
+    if rng.random() < 0.7:
+        d = rng.choice(dims)
+        f = rng.choice([x for x in range(1, work.bounds[dims.index(d)] + 1) if work.bounds[dims.index(d)] % x == 0])
+        sperm = rng.sample(dims, rng.randint(0, len(dims)))
+        split = rng.randint(0, len(dims))
+        entries.append(f"- {{target: {arch.levels[-1].name}, type: spatial, factors: '{d}={f}', "
+                       f"permutation: '{''.join(sperm)}', split: {split}}}")
+        spec["spatial"] = (d, f, sperm, split)
+    doc = loads("mapspace_constraints:\n" + "\n".join(entries) + "\n", "random.yaml")
+    items = [(doc, ("mapspace_constraints", i), {}) for i in range(len(entries))]
+    return timeloop_constraints(items, arch, work, "random"), spec
+
+
+def allowed(spec: dict, work, orders, spatial) -> bool:
+    """Whether a mapping's temporal orders (per level, outer -> inner) and spatial loops ((dim,
+    axis) pairs) meet Timeloop's reading of ``spec``, written from Timeloop's rules, not storeloop's:
+    a permutation's prefix are the innermost loops in that order (innermost first), its suffix the
+    outermost; the spatial permutation is prefix + unnamed dims + suffix and its first ``split``
+    positions are X."""
+    dims = list(work.dims)
+    if "perm" in spec:
+        level, prefix, suffix = spec["perm"]
+        inner_first = [dims[d] for d in reversed(orders[level])]
+        pre = [x for x in prefix if x in inner_first]
+        suf = [x for x in suffix if x in inner_first]
+        if inner_first[:len(pre)] != pre or inner_first[len(inner_first) - len(suf):] != suf:
+            return False
+    if "spatial" in spec:
+        d, f, sperm, split = spec["spatial"]
+        factor = math.prod(lp.factor for lp in spatial if dims[lp.dim] == d)
+        if factor != f:
+            return False
+        # Timeloop orders the unnamed dims freely: some order of them must put every loop on its axis
+        if not any(all(lp.axis == ("X" if full.index(dims[lp.dim]) < split else "Y") for lp in spatial)
+                   for full in (sperm + list(rest) for rest in itertools.permutations(
+                       [x for x in dims if x not in sperm]))):
+            return False
+    return True
 
 
 def score(objective: str, r):
@@ -79,7 +137,7 @@ def score(objective: str, r):
             "delay,energy": (r.cycles, r.energy_pJ)}[objective]
 
 
-def brute_force(arch: Arch, work, energy: EnergyTable, objective: str, constraints):
+def brute_force(arch: Arch, work, energy: EnergyTable, objective: str, spec: dict):
     """The best score over every mapping: per level a temporal slot (any order of its loops), the
     last level's fanout to the MACs a spatial slot (every X/Y assignment that fits the mesh, any
     order on each axis), every keep choice below the outermost level that the constraints allow."""
@@ -106,13 +164,16 @@ def brute_force(arch: Arch, work, energy: EnergyTable, objective: str, constrain
                     spatial.append(tuple((d, "Y") for d in py) + tuple((d, "X") for d in px))
         for order in itertools.product(*orders):
             for ps in spatial:
+                sp = tuple(Loop(d, split[d][nlev], True, a) for d, a in ps)
+                if not allowed(spec, work, order, sp):
+                    continue
                 for keep in itertools.product(keeps, repeat=nlev - 1):
-                    if any(c.keep and not c.keep <= keep[L - 1] for L, c in constraints.levels.items()):
+                    if "keep" in spec and not spec["keep"] <= keep[0]:
                         continue
-                    levels = [LevelMapping(tuple(Loop(d, split[d][0]) for d in order[0]))]
+                    levels = [LevelMapping(tuple(Loop(d, split[d][0]) for d in order[0]), sp if nlev == 1 else ())]
                     for L in range(1, nlev):
-                        sp = tuple(Loop(d, split[d][nlev], True, a) for d, a in ps) if L == nlev - 1 else ()
-                        levels.append(LevelMapping(tuple(Loop(d, split[d][L]) for d in order[L]), sp, keep[L - 1]))
+                        levels.append(LevelMapping(tuple(Loop(d, split[d][L]) for d in order[L]),
+                                                   sp if L == nlev - 1 else (), keep[L - 1]))
                     try:
                         r = evaluate(arch, work, Mapping(tuple(levels)), energy)
                     except MappingError:
@@ -123,7 +184,7 @@ def brute_force(arch: Arch, work, energy: EnergyTable, objective: str, constrain
     return best
 
 
-def naive_score(arch: Arch, work, energy: EnergyTable, objective: str, constraints):
+def naive_score(arch: Arch, work, energy: EnergyTable, objective: str):
     """Every loop at the outermost level, every tensor kept everywhere (None: it does not fit)."""
     levels = [LevelMapping(tuple(Loop(d, b) for d, b in enumerate(work.bounds) if b > 1))]
     levels += [LevelMapping() for _ in arch.levels[1:]]
@@ -139,11 +200,16 @@ SEEDS = range(220)
 def test_the_map_space_matches_brute_force_whenever_map_says_optimal():
     """At least 200 random small cases; every one the mapper calls optimal agrees with the oracle,
     and most of them are proven (the test would be empty otherwise)."""
-    proven = restricted = nontrivial = 0
+    proven = restricted = nontrivial = infeasible = timeloop = 0
     for seed in SEEDS:
-        arch, work, energy, objective, constraints = case(seed)
-        out = map_workload(arch, work, energy, objective=objective, time_limit=30, energy_gap=0.0,
-                           constraints=constraints)
+        arch, work, energy, objective, constraints, spec = case(seed)
+        try:
+            out = map_workload(arch, work, energy, objective=objective, time_limit=30, energy_gap=0.0,
+                               constraints=constraints)
+        except StoreloopError as exc:               # then no mapping meets the constraints
+            assert brute_force(arch, work, energy, objective, spec) is None, f"seed {seed}: {exc}"
+            infeasible += 1
+            continue
         s = out.search
         if s["space"]["restrictions"]:
             restricted += 1
@@ -152,8 +218,9 @@ def test_the_map_space_matches_brute_force_whenever_map_says_optimal():
         if not s["optimal"]:
             continue
         proven += 1
-        want = brute_force(arch, work, energy, objective, constraints)
-        naive = naive_score(arch, work, energy, objective, constraints)
+        timeloop += "perm" in spec
+        want = brute_force(arch, work, energy, objective, spec)
+        naive = naive_score(arch, work, energy, objective)
         nontrivial += naive is None or naive > want
         got = score(objective, out.result)
         assert want is not None, f"seed {seed}: the oracle found no valid mapping, the mapper did"
@@ -162,4 +229,5 @@ def test_the_map_space_matches_brute_force_whenever_map_says_optimal():
             f"seed {seed} ({objective}): map says optimal at {got}, brute force finds {want}\n{work}\n{arch}"
     assert proven >= 150, f"only {proven} of {len(SEEDS)} cases proven optimal"
     assert restricted >= 5, "no case exercised a restricted space"
+    assert timeloop >= 30 and infeasible >= 5, f"{timeloop} proven, {infeasible} infeasible cases with Timeloop constraints"
     assert nontrivial >= proven // 2, f"only {nontrivial} cases where the optimum beats the naive mapping"

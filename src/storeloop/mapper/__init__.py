@@ -15,12 +15,13 @@ import time
 from dataclasses import dataclass
 
 from storeloop.errors import SpecError, StoreloopError
+from storeloop.mapper.constraints import arch_constraints
 from storeloop.mapper.construct import Searcher, state_of
 from storeloop.mapper.merge import merge, split_mapping
 from storeloop.mapper.objective import Objective
 from storeloop.mapper.options import options
 from storeloop.mapper.search import Found, Goal, branch_and_bound, random_search
-from storeloop.mapper.space import Constraints, MapSpace
+from storeloop.mapper.space import Constraints, MapSpace, require_plain_indices
 from storeloop.mapper.tree import Tree
 from storeloop.model.evaluate import Result, evaluate, exact_cycles
 from storeloop.model.fast import FastModel
@@ -84,7 +85,9 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     energy_gap = opts.energy_gap
     if energy_gap is None:
         energy_gap = DEFAULT_GAP if objective in ("delay,energy", "delay") else 0.0
-    constraints = constraints or Constraints()
+    require_plain_indices(workload)              # before merge(), which would make windows plain
+    if constraints is None:                      # a Timeloop v0.4 arch's own per-node constraints, if any
+        constraints = arch_constraints(arch, workload) or Constraints()
     problem = infeasible(arch, workload, constraints)
     if problem:
         raise SpecError(f"no mapping can meet the constraints: {problem}", file=None if constraints.source == "none"
@@ -176,13 +179,14 @@ def infeasible(arch: Arch, workload: Workload, constraints: Constraints) -> str 
         below = arch.below(L).name
         lo_x = math.prod(lo for lo, _ in c.spatial_x.values())
         lo_y = math.prod(lo for lo, _ in c.spatial_y.values())
-        if lo_x > fx or lo_y > fy or lo_x * lo_y > total:
-            return (f"spatial factors of at least {lo_x} (X) x {lo_y} (Y) at {arch.levels[L].name}, whose fanout to "
-                    f"{below} is {total} ({fx} x {fy})")
+        lo_xy = math.prod(lo for lo, _ in c.spatial.values())
+        if lo_x > fx or lo_y > fy or lo_x * lo_y * lo_xy > total:
+            return (f"spatial factors of at least {lo_x} (X) x {lo_y} (Y) x {lo_xy} (either axis) at "
+                    f"{arch.levels[L].name}, whose fanout to {below} is {total} ({fx} x {fy})")
     for d, name in enumerate(workload.dims):
         least, fixed = 1, 1
         for c in constraints.levels.values():
-            for ranges in (c.temporal, c.spatial_x, c.spatial_y):
+            for ranges in (c.temporal, c.spatial_x, c.spatial_y, c.spatial):
                 if d in ranges:
                     lo, hi = ranges[d]
                     least *= lo

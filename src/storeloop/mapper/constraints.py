@@ -26,9 +26,9 @@ from pathlib import Path
 
 from storeloop.mapper.space import Constraints, LevelConstraint
 from storeloop.spec.types import Arch, Workload
-from storeloop.spec.timeloop_schema import MODELLED_CONSTRAINTS, ConstraintEntry
+from storeloop.spec.timeloop_schema import MODELLED_CONSTRAINTS, UNMODELLED_FIELDS, ConstraintEntry
 from storeloop.spec.validate import validate
-from storeloop.spec.yamlio import error_at, load
+from storeloop.spec.yamlio import error_at, load, locate
 from storeloop.units import ExpressionError, integer
 
 BOUND_HELP = "an integer factor, '<=N', '>=N' or 'A..B'"
@@ -75,11 +75,16 @@ def _tensors(value, workload: Workload, doc, loc) -> frozenset[str]:
     return frozenset(value)
 
 
+def _fanouts(arch: Arch) -> dict[str, str]:
+    """Timeloop v0.4's ``inter_<container>_spatial`` levels -> the storage level whose fanout each is."""
+    return dict(arch.attributes.get("timeloop_spatial_levels") or {})
+
+
 def _level(name, arch: Arch, doc, loc) -> int:
     names = [lvl.name for lvl in arch.levels]
-    short = str(name).split(".")[-1].split("[")[0]
+    short = _fanouts(arch).get(str(name), str(name).split(".")[-1].split("[")[0])
     if short not in names:
-        raise error_at(doc, loc, f"unknown level {name!r}", allowed=", ".join(names))
+        raise error_at(doc, loc, f"unknown level {name!r}", allowed=", ".join(names + list(_fanouts(arch))))
     return names.index(short)
 
 
@@ -98,7 +103,8 @@ def load_constraints(path: str | Path, arch: Arch, workload: Workload) -> Constr
 
 def _native(doc, arch: Arch, workload: Workload, source: str) -> Constraints:
     root = doc["constraints"]
-    out = Constraints(source=source)
+    out = arch_constraints(arch, workload) or Constraints()   # a v0.4 arch's own, refined by the file
+    out.source = source
     if not isinstance(root, dict):
         raise error_at(doc, ("constraints",), "must be a mapping", allowed="levels, min_spatial_utilization")
     for key in root:
@@ -148,44 +154,111 @@ def _timeloop(doc, arch: Arch, workload: Workload, source: str) -> Constraints:
         entries = entries.get(k) if isinstance(entries, dict) else None
     if not isinstance(entries, list):
         raise error_at(doc, key, "must be a list of constraints", allowed="{target, type, factors, permutation, keep, bypass}")
+    return timeloop_constraints(list(arch.timeloop_constraints) + [(doc, key + (i,), {}) for i in range(len(entries))],
+                                arch, workload, source)
+
+
+def arch_constraints(arch: Arch, workload: Workload) -> Constraints | None:
+    """The map-space constraints a Timeloop v0.4 arch carries on its nodes (None: it has none)."""
+    if not arch.timeloop_constraints:
+        return None
+    return timeloop_constraints(list(arch.timeloop_constraints), arch, workload, arch.name)
+
+
+def _entry(doc, loc):
+    e = doc
+    for k in loc:
+        e = e[k]
+    return e
+
+
+def timeloop_constraints(items: list[tuple], arch: Arch, workload: Workload, source: str) -> Constraints:
+    """Timeloop constraint entries, each given as (document, path to the entry, the fields a v0.4
+    node implies: its target and type), read as Timeloop
+    v3.0.3's ``Constraints::Parse`` reads them: a factor, permutation or split given twice for one
+    level is an error (\"a conflict between architecture and mapspace constraints\"), a factor of 0
+    is the whole dimension, a permutation lists the innermost loops first, and after a ``_`` the
+    outermost ones."""
     out = Constraints(source=source)
-    fixed: dict[int, list] = {}                  # dim -> [(factor, loc)] of the fixed factors
-    for i, e in enumerate(entries):
-        loc = key + (i,)
+    fixed: dict[int, list] = {}                  # dim -> [(factor, doc, loc)] of the fixed factors
+    first: dict[tuple, tuple] = {}               # what was given -> (doc, loc) of its entry
+
+    def once(what: tuple, doc, loc, text: str) -> None:
+        if what in first:
+            f, line = locate(*first[what])
+            raise error_at(doc, loc, f"re-specification of {text} at {what[0]} (first given at {f}:{line}): "
+                           "Timeloop refuses a conflict between architecture and mapspace constraints",
+                           allowed="each factor, permutation and split once per level and type")
+        first[what] = (doc, loc)
+
+    for doc, loc, implied in items:
+        e = _entry(doc, loc)
+        e = {**implied, **e} if implied else e
         entry = validate(ConstraintEntry, e, doc, loc)
         target = entry.target if entry.target is not None else entry.name
         if target is None:
             raise error_at(doc, loc, "a constraint needs a 'target' level", allowed="target: <level name>")
         if entry.type not in MODELLED_CONSTRAINTS:
-            warnings.warn(f"storeloop: {source}: a '{entry.type}' constraint (line {getattr(e, 'line', '?')}) is "
-                          "Timeloop's but not part of storeloop's map space; it is ignored")
+            warnings.warn(f"storeloop: {locate(doc, loc)[0] or source}: a '{entry.type}' constraint (line "
+                          f"{locate(doc, loc)[1]}) is Timeloop's but not part of storeloop's map space; it is ignored")
             continue
+        unmodelled = sorted(set(UNMODELLED_FIELDS) & entry.model_fields_set)
+        if unmodelled:
+            warnings.warn(f"storeloop: {locate(doc, loc)[0] or source}: {', '.join(unmodelled)} (line "
+                          f"{locate(doc, loc)[1]}) is Timeloop's but not part of storeloop's map space; ignored")
         L = _level(target, arch, doc, loc + ("target",))
-        c = out.levels.setdefault(L, LevelConstraint())
         kind, given = entry.type, entry.model_fields_set
+        if str(target) in _fanouts(arch) and kind != "spatial":
+            continue                             # a v0.4 fanout level keeps nothing and has no temporal loops
+        c = out.levels.setdefault(L, LevelConstraint())
         if kind in ("bypass", "bypassing", "datatype", "dataspace"):
             if "keep" in given:
-                c.keep = _tensors(entry.keep, workload, doc, loc + ("keep",))
+                c.keep = (c.keep or frozenset()) | _tensors(entry.keep, workload, doc, loc + ("keep",))
             if "bypass" in given:
-                c.bypass = _tensors(entry.bypass, workload, doc, loc + ("bypass",))
+                c.bypass = (c.bypass or frozenset()) | _tensors(entry.bypass, workload, doc, loc + ("bypass",))
             if c.keep and c.bypass and c.keep & c.bypass:
                 raise error_at(doc, loc, f"{', '.join(sorted(c.keep & c.bypass))} both kept and bypassed",
                                allowed="each tensor in keep or in bypass")
             continue
-        # kind is temporal or spatial (MODELLED_CONSTRAINTS); a spatial permutation (innermost first) with ``split``: the first ``split`` dims run along
-        # X, the others along Y (as in Timeloop's mappings); without a permutation, all along X
-        perm = [_dim(ch, workload, doc, loc + ("permutation",)) for ch in entry.permutation or "" if ch.strip()]
+        # kind is temporal or spatial. A permutation lists the innermost loops first; after a '_'
+        # separator, the outermost ones (Constraints::ParsePermutations)
+        tokens = list(entry.permutation) if isinstance(entry.permutation, str) else list(entry.permutation or [])
+        tokens = [t.strip() for t in tokens if t.strip()]
+        cut = tokens.index("_") if "_" in tokens else len(tokens)
+        prefix = [_dim(t, workload, doc, loc + ("permutation",)) for t in tokens[:cut]]
+        suffix = [_dim(t, workload, doc, loc + ("permutation",)) for t in tokens[cut + 1:] if t != "_"]
+        perm = prefix + suffix
+        if len(set(perm)) < len(perm):
+            raise error_at(doc, loc + ("permutation",), "a dimension is named twice in the permutation",
+                           allowed="each dimension at most once")
+        if perm:
+            once((target, kind, "permutation"), doc, loc + ("permutation",), "the permutation")
         split = e.get("split", len(perm))   # read raw: the typed entry would take `true` as 1
         if kind == "spatial" and (not isinstance(split, int) or isinstance(split, bool) or split < 0):
             raise error_at(doc, loc + ("split",), f"split {split!r} is not a position in the permutation",
                            allowed=f"an integer 0..{len(perm)}")
-        y_dims = set(perm[split:]) if kind == "spatial" else set()
-        for tok in (entry.factors or "").split():
-            name, _, val = tok.partition("=")
-            if not val:                     # 'N512' form
-                name, val = tok[0], tok[1:]
+        if kind == "spatial" and "split" in given:
+            once((target, kind, "split"), doc, loc + ("split",), "the split")
+        # a v0.4 container that is a row or a column is a fanout level of its own in Timeloop: all
+        # its loops run along its axis, and its factors are those of that axis
+        row = dict(arch.attributes.get("timeloop_spatial_axes") or {}).get(str(target)) if kind == "spatial" else None
+        if kind == "spatial" and "split" in given and row is None:
+            # Timeloop's spatial permutation is the prefix, the dims no one named, then the suffix;
+            # its first ``split`` positions run along X, the others along Y (without a split,
+            # Timeloop tries every split)
+            free = frozenset(range(len(workload.dims))) - set(perm)
+            n_pre = len(prefix)
+            for pos, d in list(enumerate(prefix)) + [(n_pre + len(free) + j, d) for j, d in enumerate(suffix)]:
+                c.axis[d] = "X" if pos < split else "Y"
+            kx = min(max(split - n_pre, 0), len(free))
+            c.free_axes = (free, kx, len(free) - kx)
+        factors = entry.factors.split() if isinstance(entry.factors, str) else list(entry.factors or [])
+        for tok in factors:
+            tok = str(tok).replace(" ", "")
+            name, op, val = _split_factor(tok)
             d = _dim(name, workload, doc, loc + ("factors",))
-            f = _range(val, doc, loc + ("factors",), free_zero=True)
+            f = _range(op + val if op != "=" else val, doc, loc + ("factors",), free_zero=True)
+            once((target, kind, "factor", d), doc, loc + ("factors",), f"the {kind} factor of {workload.dims[d]}")
             bound = workload.bounds[d]
             # as Timeloop v3.0.3 (Constraints::ParseFactors): 0 is the whole dimension, and a factor
             # past the bound is the bound, each with a warning
@@ -194,17 +267,30 @@ def _timeloop(doc, arch: Arch, workload: Workload, source: str) -> Constraints:
                 warnings.warn(f"storeloop: {source}: constraint {workload.dims[d]}={val} at {target}: {what}; "
                               f"using {workload.dims[d]}={bound}, as Timeloop does")
                 f = (bound, bound)
-            (c.temporal if kind == "temporal" else c.spatial_y if d in y_dims else c.spatial_x)[d] = f
+            (c.temporal if kind == "temporal" else c.spatial_x if row == "X" else c.spatial_y if row == "Y"
+             else c.spatial)[d] = f
             if f[0] == f[1]:
-                fixed.setdefault(d, []).append((f[0], loc + ("factors",)))
+                fixed.setdefault(d, []).append((f[0], doc, loc + ("factors",)))
         if perm and kind == "temporal":
-            c.permutation = list(reversed(perm))       # Timeloop lists innermost first
-    for d, items in fixed.items():                     # fixed factors must divide the bound together
+            # outer -> inner: the suffix (outermost), then the prefix; the loops no one named between
+            c.permutation = list(reversed(suffix)) + list(reversed(prefix))
+            c.anchor = (len(suffix), len(prefix))
+    for d, group in fixed.items():                     # fixed factors must divide the bound together
         product = 1
-        for f, floc in items:
+        for f, fdoc, floc in group:
             product *= f
             if workload.bounds[d] % product:
-                raise error_at(doc, floc, f"the factors of {workload.dims[d]} fixed so far multiply to {product}, "
+                raise error_at(fdoc, floc, f"the factors of {workload.dims[d]} fixed so far multiply to {product}, "
                                f"which does not divide its bound {workload.bounds[d]}",
                                allowed=f"factors whose product divides {workload.bounds[d]}")
     return out
+
+
+def _split_factor(tok: str) -> tuple[str, str, str]:
+    """'N=512' / 'N<=8' / 'N>=2' / 'N512' -> (name, operator, value)."""
+    for op in ("<=", ">=", "="):
+        if op in tok:
+            name, _, val = tok.partition(op)
+            return name, op, val
+    i = len(tok.rstrip("0123456789"))
+    return tok[:i], "=", tok[i:]

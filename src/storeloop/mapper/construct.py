@@ -106,11 +106,8 @@ class Searcher:
                 live = [d for d in s.order[L] if s.tf[L][d] > 1]
                 if live and self.rel[self.space.names.index(c.stationary)][live[-1]]:
                     return False
-            perm = c.permutation
-            if perm:
-                pos = [d for d in s.order[L] if s.tf[L][d] > 1 and d in perm]
-                if pos != [d for d in perm if d in pos]:
-                    return False
+            if not c.allows_order([d for d in s.order[L] if s.tf[L][d] > 1]):
+                return False
         return True
 
     def mapping(self, s: State) -> Mapping:

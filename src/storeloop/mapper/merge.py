@@ -22,7 +22,8 @@ def _primes(n: int) -> list[int]:
 
 
 def _constrained(c: LevelConstraint) -> set[int]:
-    return set(c.temporal) | set(c.spatial_x) | set(c.spatial_y) | set(c.permutation or [])
+    return set(c.temporal) | set(c.spatial_x) | set(c.spatial_y) | set(c.spatial) | set(c.axis) \
+        | set(c.permutation or []) | set(c.free_axes[0] if c.free_axes else ())
 
 
 def _layout_chains(workload: Workload, group: list[int]) -> list[list[int]]:
@@ -77,11 +78,20 @@ def merge(workload: Workload, constraints: Constraints, *, layout: bool = False
     tensors = tuple(replace(t, ranks=ranks(t)) for t in workload.tensors)
     merged = Workload(workload.name, dims, bounds, tensors, workload.einsum)
 
-    def remap(m: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
+    def remap(m: dict) -> dict:
         return {new_of[d]: v for d, v in m.items() if d in new_of}
 
+    def reperm(c: LevelConstraint) -> dict:
+        if c.permutation is None:
+            return {}
+        kept = [d in new_of for d in c.permutation]
+        anchor = None if c.anchor is None else (sum(kept[:c.anchor[0]]), sum(kept[len(kept) - c.anchor[1]:]))
+        return dict(permutation=[new_of[d] for d in c.permutation if d in new_of], anchor=anchor)
+
     levels = {L: replace(c, temporal=remap(c.temporal), spatial_x=remap(c.spatial_x), spatial_y=remap(c.spatial_y),
-                         permutation=None if c.permutation is None else [new_of[d] for d in c.permutation if d in new_of])
+                         spatial=remap(c.spatial), axis=remap(c.axis), **reperm(c),
+                         free_axes=None if c.free_axes is None else
+                         (frozenset(new_of[d] for d in c.free_axes[0] if d in new_of), *c.free_axes[1:]))
               for L, c in constraints.levels.items()}
     return merged, members, replace(constraints, levels=levels)
 

@@ -109,10 +109,36 @@ class LevelConstraint:
     temporal: dict[int, tuple[int, int]] = field(default_factory=dict)   # dim -> (min, max) factor
     spatial_x: dict[int, tuple[int, int]] = field(default_factory=dict)
     spatial_y: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # Timeloop's reading of a spatial constraint: a factor bounds a dim's whole spatial factor (X x Y)
+    # and ``split`` puts a dim on one axis only (Constraints::Parse, Uber's spatial split space)
+    spatial: dict[int, tuple[int, int]] = field(default_factory=dict)
+    axis: dict[int, str] = field(default_factory=dict)       # dim -> "X" or "Y"
+    # the dims a spatial permutation leaves unnamed, and how many of them may run along X and along
+    # Y: Timeloop orders them freely between the named ones and splits that order at ``split``
+    free_axes: tuple[frozenset[int], int, int] | None = None
     permutation: list[int] | None = None          # dims, outer -> inner (a partial order)
+    # Timeloop's reading of a permutation (Constraints::ParsePermutations): the last ``anchor[1]``
+    # dims of ``permutation`` are the innermost loops, the first ``anchor[0]`` the outermost ones
+    anchor: tuple[int, int] | None = None
     keep: frozenset[str] | None = None             # tensors that must be kept
     bypass: frozenset[str] | None = None           # tensors that must be bypassed
     stationary: str | None = None                  # tensor that must be reused across the innermost loop
+
+    def allows_order(self, order: list[int]) -> bool:
+        """Whether the temporal loops ``order`` (dims with a factor > 1, outer -> inner) follow
+        the permutation: the named dims in its order and, when anchored, the named prefix/suffix
+        as the innermost/outermost loops (dims with no loop are skipped)."""
+        perm = self.permutation
+        if not perm:
+            return True
+        named = [d for d in order if d in perm]
+        if named != [d for d in perm if d in named]:
+            return False
+        if self.anchor is None:
+            return True
+        outer, inner = set(perm[:self.anchor[0]]), set(perm[len(perm) - self.anchor[1]:])
+        n_out, n_in = sum(d in outer for d in order), sum(d in inner for d in order)
+        return set(order[:n_out]) <= outer and set(order[len(order) - n_in:]) <= inner
 
 
 @dataclass
@@ -125,12 +151,17 @@ class Constraints:
         return self.levels.get(level, LevelConstraint())
 
 
+def require_plain_indices(workload: Workload) -> None:
+    """The mapper's map space, bounds and merged dimensions hold for plain indices only."""
+    if not all(len(r) == 1 and r[0][1] == 1 for t in workload.tensors for r in t.ranks):
+        raise StoreloopError(f"the mapper needs an einsum whose tensor indices are plain dimensions; "
+                             f"workload {workload.name!r} has sliding-window (affine) indices. "
+                             f"Evaluate fixed mappings of it with 'storeloop model'.")
+
+
 class MapSpace:
     def __init__(self, arch: Arch, workload: Workload, constraints: Constraints | None = None):
-        if not all(len(r) == 1 and r[0][1] == 1 for t in workload.tensors for r in t.ranks):
-            raise StoreloopError(f"the mapper needs an einsum whose tensor indices are plain dimensions; "
-                                 f"workload {workload.name!r} has sliding-window (affine) indices. "
-                                 f"Evaluate fixed mappings of it with 'storeloop model'.")
+        require_plain_indices(workload)
         self.arch, self.workload = arch, workload
         self.constraints = constraints or Constraints()
         self.nlev = len(arch.levels)
@@ -170,9 +201,17 @@ class MapSpace:
                     out.append(tuple(combo))
             return out
 
-        xs = axis(fx, c.spatial_x)
-        ys = axis(fy, c.spatial_y) if fy > 1 or c.spatial_y else [tuple([1] * self.ndims)]
-        opts = [(x, y) for x in xs for y in ys if math.prod(x) * math.prod(y) <= total]
+        only = {a: {d: (1, 1) for d, other in c.axis.items() if other != a} for a in "XY"}
+        xs = axis(fx, {**only["X"], **c.spatial_x})
+        ys = axis(fy, {**only["Y"], **c.spatial_y}) if fy > 1 or c.spatial_y else [tuple([1] * self.ndims)]
+        # as in Timeloop's mappings, a dim has one spatial loop per level, along X or along Y
+        opts = [(x, y) for x in xs for y in ys if math.prod(x) * math.prod(y) <= total
+                and all(x[d] == 1 or y[d] == 1 for d in dims)
+                and all(lo <= x[d] * y[d] <= hi for d, (lo, hi) in c.spatial.items())]
+        if c.free_axes is not None:
+            free, kx, ky = c.free_axes
+            opts = [(x, y) for x, y in opts
+                    if sum(x[d] > 1 for d in free) <= kx and sum(y[d] > 1 for d in free) <= ky]
         need = self.constraints.min_spatial_utilization
         if need > 0 and total > 1:
             opts = [o for o in opts if math.prod(o[0]) * math.prod(o[1]) >= need * total]
@@ -202,11 +241,8 @@ class MapSpace:
                     kinds = [kind[ci] for ci in perm]
                     if kinds != sorted(kinds):
                         continue
-                else:
-                    pos = {ci: i for i, ci in enumerate(perm)}
-                    named = [ci for ci in seq if ci in pos]
-                    if any(pos[a] > pos[b] for a, b in zip(named, named[1:])):
-                        continue
+                elif not c.allows_order([self.classes[ci][1][0] for ci in perm]):
+                    continue                          # a named dim is a class of its own
                 if c.stationary is not None:
                     ti = self.names.index(c.stationary)
                     if perm and ti in self.classes[perm[-1]][0]:

@@ -14,7 +14,8 @@ from storeloop.errors import SpecError
 from storeloop.spec.types import (OFF_CHIP, ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop,
                                   Mapping, StorageLevel, Tensor, Workload)
 from storeloop.spec.check import check_attributes, ops_problem
-from storeloop.spec.timeloop_schema import (ARTBody, Architecture, ERTBody, MappingEntry, Problem, V04Node)
+from storeloop.spec.timeloop_schema import (ARTBody, Architecture, ConstraintEntry, ERTBody, MappingEntry, Problem,
+                                            V04Node)
 from storeloop.spec.validate import validate
 from storeloop.spec.yamlio import LDict, error_at, field_path, locate
 from storeloop.units import ExpressionError, integer, number, technology_nm
@@ -72,8 +73,10 @@ def _v04_as_tree(doc: LDict) -> LDict:
     top.file = getattr(doc, "file", None)
     current, mesh_x = top, 1
     aliases: dict[str, str] = {}               # inter_<container>_spatial -> the level whose fanout it is
+    axes: dict[str, str] = {}                  # ... -> "X" or "Y" when the container is a row or a column
     last_storage: str | None = None
     nodes = []                                 # !Parallel children are sibling levels, in their order
+    constraints: list[tuple] = []              # (doc, path, implied target and type) per node constraint
     for i, node in enumerate(root.get("nodes") or []):
         loc = ("architecture", "nodes", i)
         if getattr(node, "node_tag", None) == "!Parallel" and isinstance(node, dict):
@@ -95,9 +98,25 @@ def _v04_as_tree(doc: LDict) -> LDict:
         except ExpressionError as exc:
             raise error_at(doc, loc + ("spatial",), str(exc)) from None
         attrs = dict(node.get("attributes") or {})
+        target = str(node.get("name"))
         if tag == "!Container":
             if fan > 1 and last_storage is not None:
-                aliases[f"inter_{node.get('name')}_spatial"] = last_storage
+                target = f"inter_{node.get('name')}_spatial"
+                aliases[target] = last_storage
+                if 1 in (integer(spatial.get("meshX", 1)), integer(spatial.get("meshY", 1))):
+                    axes[target] = "X" if integer(spatial.get("meshY", 1)) == 1 else "Y"
+            elif node.get("constraints"):
+                raise error_at(doc, loc + ("constraints",), "constraints on a container without a fanout "
+                               "below a storage level constrain no loop", allowed="constraints on a container "
+                               "with spatial: {meshX, meshY} under a storage level, or on its components")
+        elif str(node.get("class")).lower() in COMPUTE_CLASSES and node.get("constraints"):
+            raise error_at(doc, loc + ("constraints",), "constraints on a compute unit constrain no loop",
+                           allowed="constraints on storage components and containers")
+        for kind in node.get("constraints") or {}:   # per-node constraints: map-space constraints
+            implied = {"target": target, "type": kind}
+            validate(ConstraintEntry, {**implied, **node["constraints"][kind]}, doc, loc + ("constraints", kind))
+            constraints.append((doc, loc + ("constraints", kind), implied))
+        if tag == "!Container":
             sub = LDict(name=f"{node.get('name', 'container')}[0..{fan - 1}]" if fan > 1 else node.get("name", ""),
                         attributes=attrs)
             current.setdefault("subtree", []).append(sub)
@@ -120,8 +139,10 @@ def _v04_as_tree(doc: LDict) -> LDict:
             last_storage = str(node.get("name"))
     if aliases:
         top.setdefault("attributes", LDict())["timeloop_spatial_levels"] = aliases
+        top["attributes"]["timeloop_spatial_axes"] = axes
     out = LDict(architecture=LDict(version="0.3", subtree=[top]))
     out.file = getattr(doc, "file", None)
+    out.constraints = tuple(constraints)
     return out
 
 
@@ -211,7 +232,10 @@ def arch_from_timeloop(doc: LDict) -> Arch:
     aliases = top_attrs.get("timeloop_spatial_levels") if isinstance(top_attrs, dict) else None
     return Arch(name=str(getattr(doc, "file", None) or "timeloop-arch"), levels=tuple(storage),
                 compute=computes[0], technology=str(technology) if technology else None,
-                attributes={"timeloop_spatial_levels": dict(aliases)} if aliases else {})
+                attributes={"timeloop_spatial_levels": dict(aliases),
+                            "timeloop_spatial_axes": dict(top_attrs.get("timeloop_spatial_axes") or {})}
+                if aliases else {},
+                timeloop_constraints=getattr(doc, "constraints", ()))
 
 
 # -------------------------------------------------------------------------------- problem

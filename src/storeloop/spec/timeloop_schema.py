@@ -44,12 +44,14 @@ class Architecture(_TL):
     nodes: list[dict[str, Any]] | None = Field(None, description="v0.4: !Container / !Component / !Parallel nodes")
 
 
-# v0.4 nodes (tagged mappings): what a node may carry
+# v0.4 nodes (tagged mappings): what a node may carry. Each kind is one Timeloop constraint
+# (a ConstraintEntry below without target and type: the node is the target, the key the type).
 class V04Constraints(_TL):
     temporal: dict[str, Any] | None = None
     spatial: dict[str, Any] | None = None
     dataspace: dict[str, Any] | None = None
     datatype: dict[str, Any] | None = None
+    max_overbooked_proportion: dict[str, Any] | None = None
 
 
 class V04Node(_TL):
@@ -111,18 +113,33 @@ CONSTRAINT_TYPES = ("temporal", "spatial", "datatype", "dataspace", "bypass", "b
 MODELLED_CONSTRAINTS = ("temporal", "spatial", "datatype", "dataspace", "bypass", "bypassing")
 
 
+#: fields of a modelled constraint that Timeloop knows and storeloop's map space does not model
+UNMODELLED_FIELDS = ("default_max_factor", "default_min_factor", "remainders", "no_reuse", "no_temporal_reuse",
+                     "rmw_first_update", "no_coalesce", "no_link_transfer", "no_multicast_no_reduction")
+
+
 class ConstraintEntry(_TL):
     target: str | int | None = None
     name: str | None = None
     type: Literal[CONSTRAINT_TYPES]
-    factors: str | None = None
-    permutation: str | None = None
+    factors: str | list[str] | None = Field(None, description="'N=512 J<=8' (v0.3) or [N=512, J<=8] (v0.4)")
+    permutation: str | list[str] | None = Field(None, description="innermost first: 'NJ' or [N, J]; "
+                                                "after '_' the outermost")
     split: int | None = Field(None, ge=0)
     keep: list[str] | None = None
     bypass: list[str] | None = None
     proportion: Num | None = None
     min: Num | None = None
     attributes: dict[str, Any] | None = None
+    default_max_factor: int | None = Field(None, ge=1)
+    default_min_factor: int | None = Field(None, ge=1)
+    remainders: int | str | None = None
+    no_reuse: list[str] | None = None
+    no_temporal_reuse: list[str] | None = None
+    rmw_first_update: list[str] | None = None
+    no_coalesce: list[str] | None = None
+    no_link_transfer: list[str] | None = None
+    no_multicast_no_reduction: list[str] | None = None
 
 
 # ------------------------------------------------------------------- Accelergy ERT / ART

@@ -107,6 +107,9 @@ class Arch:
     clock_hz: float | None = None
     technology: str | None = None
     attributes: MappingT[str, object] = field(default_factory=dict)
+    # a Timeloop v0.4 arch's per-node constraints, read with the workload by
+    # storeloop.mapper.constraints (each: the document, the path to it, its implied target and type)
+    timeloop_constraints: tuple = field(default=(), compare=False, repr=False)
 
     def level_index(self, name: str) -> int:
         for i, lvl in enumerate(self.levels):
