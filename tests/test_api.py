@@ -54,3 +54,28 @@ def test_sweep_from_a_dict_returns_a_frame_with_numeric_parameters(tmp_path, mon
     assert (df["status"] == "ok").all() and (df["cycles"] == df["lower_bound_cycles"]).all()
     # a re-run resumes from the store: same frame
     assert sl.sweep(tmp_path / "results" / "mine.sweep.yaml")["key"].tolist() == df["key"].tolist()
+
+
+def test_a_levels_placement_decides_what_counts_as_on_chip(tmp_path):
+    """Placement is a typed field of a level (default: by class); the on-chip area follows it."""
+    import storeloop as sl
+    from storeloop.errors import SpecError
+
+    text = (ROOT / "arch" / "onionchopper.yaml").read_text()
+    arch = sl.load_arch(ROOT / "arch" / "onionchopper.yaml")
+    work = sl.load_workload(ROOT / "workloads" / "onionpir-64GiB.yaml")
+    energy = sl.load_energy_table(arch, ROOT / "arch" / "onionchopper.ERT.yaml", ROOT / "arch" / "onionchopper.ART.yaml")
+    mapping = sl.load_mapping(ROOT / "mappings" / "onionchopper-thesis-best.yaml", arch, work)
+    assert [lvl.off_chip for lvl in arch.levels] == [True, True, False, False]      # Disk, DRAM by class
+    base = sl.evaluate(arch, work, mapping, energy)
+    (tmp_path / "a.yaml").write_text(text.replace("      class: SRAM\n", "      class: SRAM\n      placement: off_chip\n"))
+    moved = sl.load_arch(tmp_path / "a.yaml")
+    assert moved.levels[2].off_chip and not moved.levels[3].off_chip
+    r = sl.evaluate(moved, work, mapping, energy)
+    sram = next(lvl for lvl in r.levels if lvl.name == "SRAM")
+    assert r.on_chip_area_um2 == pytest.approx(base.on_chip_area_um2 - sram.area_total_um2)
+    assert r.area_um2 == pytest.approx(base.area_um2)
+    (tmp_path / "b.yaml").write_text(text.replace("      class: SRAM\n", "      class: SRAM\n      placement: offchip\n"))
+    with pytest.raises(SpecError) as e:
+        sl.load_arch(tmp_path / "b.yaml")
+    assert "placement" in str(e.value) and "off_chip" in str(e.value) and e.value.line is not None

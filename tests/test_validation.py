@@ -125,7 +125,17 @@ def test_timeloop_v04_problem_and_mapping_spellings(case, tmp_path):
 
 # Timeloop's own tutorial files (v0.4, Accelergy 0.4), unmodified: tests/timeloop-exercises is a
 # copy of shared/timeloop-exercises (its README says where each file comes from).
-EXERCISES = sorted(p.parent for p in (Path(__file__).parent / "timeloop-exercises").glob("*/expected.json"))
+# The Eyeriss-like design's reference outputs were made by a Timeloop after v3.0.3 (whose spatial
+# analysis was rewritten: "Faster spatial analysis algorithm", "Fix multicast,scatter bug"). On the
+# same files Timeloop v3.0.3 reads its GLB's Inputs 935,424 times, not 1,354,752: with the
+# SaveAndSubtractIfSameStride deltas, more of the PEs' input deltas are equal and multicast.
+# storeloop follows v3.0.3 (tests/data/eyeriss-timeloop-v3.0.3 holds that run; test_crosscheck
+# checks all 52 of its numbers), so the later reference differs in that one count and its energy.
+LATER_TIMELOOP = {"design-eyeriss_like"}
+EXERCISES = [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="reference made by a Timeloop after "
+                                                      "v3.0.3; storeloop matches v3.0.3 on it"))
+             if p.name in LATER_TIMELOOP else p
+             for p in sorted(p.parent for p in (Path(__file__).parent / "timeloop-exercises").glob("*/expected.json"))]
 
 
 def compare(case) -> list[str]:

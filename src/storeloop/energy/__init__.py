@@ -26,7 +26,6 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from storeloop.errors import SpecError, StoreloopError
-from storeloop.spec.types import OFF_CHIP  # noqa: F401  (re-exported: the CLI reports on-chip area)
 from storeloop.spec.types import ActionCosts, Arch, EnergyTable
 
 GROUP = "storeloop.energy"
@@ -49,6 +48,7 @@ class Component:
     estimate: Estimate | None = None
     plugin: str = ""
     where: tuple | None = None          # (file, line, field path) of the component in its arch file
+    off_chip: bool = False              # StorageLevel.off_chip (compute units are on chip)
 
 
 def cache_dir() -> Path:
@@ -136,7 +136,7 @@ def components(arch: Arch) -> list[Component]:
                 if arch.clock_hz:
                     a[k.replace("bandwidth", "bytes_per_s")] = v * lvl.word_bits / 8 * arch.clock_hz
         a.update({k: v for k, v in lvl.attributes.items() if k not in a or k in ("width", "depth")})
-        out.append(Component(lvl.name, lvl.cls, lvl.instances, a, where=lvl.where))
+        out.append(Component(lvl.name, lvl.cls, lvl.instances, a, where=lvl.where, off_chip=lvl.off_chip))
     c = arch.compute
     out.append(Component(c.name, c.cls, c.instances,
                          {"technology": tech, "width": c.word_bits, "clock_hz": arch.clock_hz, **dict(c.attributes)},
@@ -160,7 +160,7 @@ def price(arch: Arch, registry: Registry | None = None) -> tuple[EnergyTable, li
     for comp in comps:
         e = comp.estimate
         zero = [k for k, v in e.actions.items() if v == 0] + \
-            (["area"] if e.area_um2 == 0 and comp.cls.lower() not in {c.lower() for c in OFF_CHIP} else [])
+            (["area"] if e.area_um2 == 0 and not comp.off_chip else [])
         if zero:
             warnings.warn(f"storeloop: {comp.name} ({comp.cls}) is priced 0 for {', '.join(zero)} by "
                           f"{comp.plugin}: {e.source}")

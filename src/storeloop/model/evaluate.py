@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from storeloop.errors import MappingError
 from storeloop.model import costs
 from storeloop.model.nest import NestAnalysis, analyze
-from storeloop.spec.types import OFF_CHIP, Arch, EnergyTable, Mapping, Workload
+from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
 
 
 @dataclass(slots=True)
@@ -64,6 +64,7 @@ class LevelResult:
     area_per_instance_um2: float
     energy_source: str
     tensors: dict[str, TensorResult]
+    off_chip: bool = False           # the level's placement (StorageLevel.off_chip)
 
     @property
     def energy_pJ(self) -> float:
@@ -142,7 +143,7 @@ class Result:
     def on_chip_area_um2(self) -> float:
         """Area without the off-chip levels (DRAM, Disk, NIC): what the thesis counts."""
         return self.compute_area_per_instance_um2 * self.compute_instances + \
-            sum(lvl.area_total_um2 for lvl in self.levels if lvl.cls.lower() not in OFF_CHIP)
+            sum(lvl.area_total_um2 for lvl in self.levels if not lvl.off_chip)
 
     @property
     def utilization(self) -> float:
@@ -197,7 +198,7 @@ def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTab
                                          st.utilized_instances,
                                          t.reads, t.fills, t.updates, e if t.kept else 0.0)
         levels.append(LevelResult(lvl.name, lvl.cls, lvl.instances, st.utilized_instances, cyc, slowdown,
-                                  price.area_um2, price.source, tensors))
+                                  price.area_um2, price.source, tensors, lvl.off_chip))
     c = arch.compute
     return Result(cycles=cycles, computes=nest.computes, compute_cycles=compute_cycles,
                   compute_name=c.name, compute_instances=c.instances,

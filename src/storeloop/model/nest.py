@@ -19,7 +19,7 @@ number of utilized instances. The semantics, checked against real Timeloop v3.0.
   loop over a dimension the tensor does not use receive one multicast read.
 * Sliding windows split across a mesh: a child instance whose new data a mesh neighbour received
   one step earlier gets it over a link (Timeloop's inter-PE link transfers); the parent serves
-  fewer words and the children read what they forward (see ``_link_transfers``).
+  fewer words and the children read what they forward (see ``_fanout_reads``).
 * Partitions (the share of a tensor one instance owns) follow Timeloop's chain: the parent's
   partition times the tile over the tile of all siblings (``_partitions``).
 * What a keeper's counts become -- which operands reach the compute units only when they change
@@ -65,12 +65,16 @@ class NestAnalysis:
     levels: list[LevelStats]         # aligned with arch.levels (outermost first)
 
 
+def _grid_width(arch: Arch, mapping: Mapping, L: int) -> int:
+    """Columns of the grid Timeloop lays level L's child instances out on (row-major, in nest
+    order): the larger of the physical mesh and the X loops (``ComputeNetworkLinkTransfers``)."""
+    return max(arch.fanout(L)[1], math.prod(lp.factor for lp in mapping.levels[L].spatial if lp.axis == "X"))
+
+
 def _unit_nest(arch: Arch, mapping: Mapping) -> tuple[list, int]:
     """The innermost level's spatial loops, innermost first, and the width of the unit grid."""
     nlev = len(arch.levels)
-    nest = list(reversed(mapping.levels[nlev - 1].spatial_nest()))
-    width = max(arch.fanout(nlev - 1)[1], math.prod(lp.factor for lp in nest if lp.axis == "X"))
-    return nest, width
+    return list(reversed(mapping.levels[nlev - 1].spatial_nest())), _grid_width(arch, mapping, nlev - 1)
 
 
 def _flatten(mapping: Mapping) -> list[tuple[int, int, int, bool]]:
@@ -136,8 +140,10 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
             st.tile = math.prod(extents)
             st.partition = partition[L]
             arrivals[L] = _arrivals(t, loops, stride, L, extents, st.tile)
-        links = {C: _link_transfers(t, loops, stride, inner, C - 1, arch.fanout(C - 1)[1])
-                 for C in kept if C > 0 and any(len(rank) > 1 for rank in t.ranks)}
+        # a sliding window under a spatial fanout: what the fanout's level sends, walked exactly
+        fanned = {C: _fanout_reads(t, loops, stride, inner, C - 1, _grid_width(arch, mapping, C - 1))
+                  for C in kept if C > 0 and any(len(rank) > 1 for rank in t.ranks)
+                  and any(sp and li == C - 1 for li, _, _, sp in loops)}
         for k, L in enumerate(kept):
             st = levels[L].tensors[t.name]
             child = kept[k + 1] if k + 1 < len(kept) else nlev     # nlev: the compute units
@@ -145,30 +151,39 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
             scatter = math.prod(f for _, d, f in between if d in relevant)
             if child < nlev:
                 child_arrivals = arrivals[child]
+            elif units_under_spatial and any(len(rank) > 1 for rank in t.ranks):
+                # a sliding window at units under a fanout: the exact link walk, per instance of
+                # the innermost level, times the instances with distinct data above it
+                child_arrivals, scatter = _unit_link_reads(t, loops, stride, unit_nest, width), math.prod(
+                    f for li, d, f in between if d in relevant and li < nlev - 1)
             else:
                 only = costs.changes_only(units_under_spatial, costs.units_share(
                     [lp.factor for lp in unit_nest], [lp.dim in relevant for lp in unit_nest], width))
                 child_arrivals = costs.unit_deliveries(only, _point_changes(t, loops, stride) if only else 0,
                                                        compute_cycles)
             content = child_arrivals * scatter
-            if child in links:
-                # Words the child's instances forward to each other over links are not served
-                # here (per instance of level child-1, times its instances below this level).
-                content -= links[child][0] * math.prod(
-                    f for li, d, f in between if d in relevant and li < child - 1)
+            if child in fanned:
+                # per instance of level child-1, times its instances with distinct data below L
+                content = fanned[child][0] * math.prod(f for li, d, f in between if d in relevant and li < child - 1)
             peer, fills = 0, Fraction(arrivals[L])
-            if L in links and links[L][1]:
-                # Timeloop's peer accesses and fills: each instance reads what it forwards and
-                # fills what it receives; the share of parent fills drops by the same words.
-                peer = links[L][1] // utilized[L]
+            if L in fanned and fanned[L][1]:
+                # Timeloop's peer accesses and fills (tiling.cpp ComputePeerAccesses, in doubles):
+                # each instance reads what it forwards and fills what it receives, the link words
+                # over the level's instances; the share of parent fills drops by the same words.
+                peer = Fraction(fanned[L][1], utilized[L])
                 fanout = math.prod(f for li, _, f, sp in loops if sp and li == L - 1)
-                fills += peer - Fraction(links[L][1], fanout)
+                fills += peer - Fraction(fanned[L][1], fanout)
             reads, fills, st.updates = costs.keeper_accesses(t.read_write, content, fills, st.partition, k > 0)
-            st.reads, st.fills = reads + peer, round(fills)
+            st.reads, st.fills = _round(reads + peer), _round(fills)
     for (L, name), ratio in page_factors(arch, workload, mapping, inner).items():
         st = levels[L].tensors[name]            # a paged level moves whole pages (see page_factors)
         st.reads, st.updates = costs.paged(st.reads, ratio), costs.paged(st.updates, ratio)
     return NestAnalysis(compute_cycles, workload.macs, utilized[nlev], levels)
+
+
+def _round(x) -> int:
+    """std::round of a non-negative count: halves away from zero (Python's round goes to even)."""
+    return math.floor(x + Fraction(1, 2))
 
 
 def _spans(loops, nlev: int, ndims: int) -> list[list[int]]:
@@ -205,8 +220,8 @@ def _partitions(t: Tensor, loops, inner, nlev: int) -> list[int]:
     return part
 
 
-def _link_transfers(t: Tensor, loops, stride, inner, L: int, mesh_x: int) -> tuple[int, int]:
-    """Inter-instance link transfers below level ``L``, as Timeloop v3 counts them.
+def _fanout_reads(t: Tensor, loops, stride, inner, L: int, mesh_x: int) -> tuple[int, int]:
+    """What level ``L`` sends through its spatial fanout, links included, as Timeloop v3 counts it.
 
     Timeloop compares, at every simulated step of the temporal loops above ``L``'s spatial fanout,
     the new data (delta) each child instance needs with the delta each of its mesh neighbours
@@ -214,14 +229,13 @@ def _link_transfers(t: Tensor, loops, stride, inner, L: int, mesh_x: int) -> tup
     earlier. Children whose delta a neighbour already holds get it over a link; if that lowers
     the words level ``L`` must send (multicast counted once), the links are used for that step.
     Steps follow Timeloop's extrapolation: every temporal loop runs iteration 0, then iteration 1
-    standing for the remaining ``f - 1``. Only sliding-window ranks can match a neighbour's delta.
+    standing for the remaining ``f - 1``. Only tensors with sliding windows can match: a window
+    that shifts across instances, or a tile that stands still after moving (Timeloop then reloads
+    the whole tile, which a neighbour with the same data received one step earlier).
 
-    Returns (words level L no longer sends, words moved over links), per instance of ``L``.
+    Returns (words level L sends its children, words moved over links), per instance of ``L``.
     """
     spatial = [(d, f, s) for (li, d, f, sp), s in zip(loops, stride) if sp and li == L]
-    windows = {d for rank in t.ranks if len(rank) > 1 for d, _ in rank}
-    if not any(d in windows for d, _, _ in spatial):
-        return 0, 0
     temporal = [(d, f, s) for (li, d, f, sp), s in zip(loops, stride) if li <= L and not sp]
     spans = inner[L + 1]
     npe = math.prod(f for _, f, _ in spatial)
@@ -244,27 +258,41 @@ def _link_transfers(t: Tensor, loops, stride, inner, L: int, mesh_x: int) -> tup
         lows = [sum(c * origin.get(d, 0) for d, c in rank) for rank in t.ranks]
         return tuple((lo, lo + w) for lo, w in zip(lows, widths))
 
-    def delta(new, old):                              # Timeloop's AAHR difference
+    def delta(new, p):
+        """The words instance p lacks, by Timeloop's SaveAndSubtractIfSameStride (as _arrivals):
+        the tile minus the previous one while the translation stays the kept one (or after a
+        reset), else the whole tile (and a reset). As a point set: None (empty), a box, or
+        ("minus", tile, overlap) when the difference is not a box."""
+        old = last[p]
+        last[p] = new
         if old is None:
             return new
-        moved = [r for r in range(len(new)) if new[r] != old[r]]
-        if not moved:
+        shift = tuple(n[0] - o[0] for n, o in zip(new, old))
+        if kept[p] is not None and shift != kept[p]:
+            kept[p] = None
+            return new
+        kept[p] = shift
+        overlap = tuple((max(n[0], o[0]), min(n[1], o[1])) for n, o in zip(new, old))
+        if any(lo > hi for lo, hi in overlap):
+            return new
+        if overlap == new:
             return None
-        if len(moved) == 1:
+        moved = [r for r in range(len(new)) if overlap[r] != new[r]]
+        if len(moved) == 1:                          # a slab: still a box
             r = moved[0]
-            (nlo, nhi), (olo, ohi) = new[r], old[r]
-            if olo <= nlo <= ohi < nhi:
-                return new[:r] + ((ohi + 1, nhi),) + new[r + 1:]
-            if nlo < olo <= nhi <= ohi:
-                return new[:r] + ((nlo, olo - 1),) + new[r + 1:]
-        return new
+            (nlo, nhi), (olo, ohi) = new[r], overlap[r]
+            return new[:r] + (((ohi + 1, nhi) if olo == nlo else (nlo, olo - 1)),) + new[r + 1:]
+        return ("minus", new, overlap)
 
     def size(b):
+        if b[0] == "minus":
+            return size(b[1]) - size(b[2])
         return math.prod(hi - lo + 1 for lo, hi in b)
 
-    last = [None] * npe
+    last: list = [None] * npe                      # per instance: its previous tile
+    kept: list = [None] * npe                      # ... and the translation it keeps (None: reset)
     prev = [None] * npe
-    saved = transfers = 0
+    reads = transfers = 0
     for idx in itertools.product((0, 1), repeat=len(temporal)):
         weight, origin = 1, {}
         for i, (d, f, s) in zip(idx, temporal):
@@ -276,18 +304,70 @@ def _link_transfers(t: Tensor, loops, stride, inner, L: int, mesh_x: int) -> tup
             here = dict(origin)
             for d, o in pe_offsets[p].items():
                 here[d] = here.get(d, 0) + o
-            b = box(here)
-            cur.append(delta(b, last[p]))
-            last[p] = b
+            cur.append(delta(box(here), p))
+        # the parent sends each distinct delta once, to every instance that needs exactly it
+        # (ComputeAccurateMulticastedAccesses); links are used in a step only when they lower that
         without = sum(size(b) for b in {b for b in cur if b is not None})
         linked = [b is not None and any(prev[q] == b for q in neighbours[p]) for p, b in enumerate(cur)]
-        if any(linked):
-            with_links = sum(size(b) for b in {b for b, ln in zip(cur, linked) if b is not None and not ln})
-            if with_links < without:
-                saved += (without - with_links) * weight
-                transfers += sum(size(b) for b, ln in zip(cur, linked) if ln) * weight
+        with_links = sum(size(b) for b in {b for b, ln in zip(cur, linked) if b is not None and not ln})
+        if with_links < without:
+            reads += with_links * weight
+            transfers += sum(size(b) for b, ln in zip(cur, linked) if ln) * weight
+        else:
+            reads += without * weight
         prev = cur
-    return saved, transfers
+    return reads, transfers
+
+
+def _unit_link_reads(t: Tensor, loops, stride, unit_nest, width: int) -> int:
+    """Words of ``t`` the compute units under one instance of the innermost level take from it,
+    when they sit directly under its spatial fanout, as Timeloop v3.0.3 counts them.
+
+    At every simulated step of the temporal loops (iteration 0, then iteration 1 standing for the
+    other ``f - 1``), each unit needs the raw point of ``t`` its operation touches
+    (``FillSpatialDeltas`` at loop level 0). A unit whose point a grid neighbour (left, right, up,
+    down; units numbered in nest order, row-major over ``width`` columns) needed one step earlier
+    can take it over a link (``ComputeNetworkLinkTransfers``); the parent sends each distinct
+    point once (multicast), and the links are used in a step only when they lower that number
+    (``ComputeSpatialWorkingSet``). A sliding window makes a neighbour's last point the next one.
+    """
+    coef: dict[int, list[int]] = {}
+    for r, rank in enumerate(t.ranks):
+        for d, c in rank:
+            coef.setdefault(d, [0] * len(t.ranks))[r] += c
+    temporal = [(d, f, s) for (_, d, f, sp), s in zip(loops, stride) if not sp]
+    spatial = [(lp.dim, lp.factor) for lp in unit_nest if lp.factor > 1]      # innermost first
+    sstride, running = [], {}
+    for d, f in spatial:                      # a spatial loop's step: the same-dim loops inside it
+        sstride.append(running.get(d, 1))
+        running[d] = running.get(d, 1) * f
+    zero = (0,) * len(t.ranks)
+
+    def move(d, amount):
+        return tuple(c * amount for c in coef[d]) if d in coef else zero
+
+    units = [zero]
+    for (d, f), s in zip(spatial, sstride):   # unit index: the innermost spatial loop runs fastest
+        units = [tuple(a + b for a, b in zip(u, move(d, i * s))) for i in range(f) for u in units]
+    npe = len(units)
+    nbrs = []
+    for e in range(npe):
+        h, v = e % width, e // width
+        nbrs.append([y * width + x for x, y in ((h - 1, v), (h + 1, v), (h, v - 1), (h, v + 1))
+                     if 0 <= x < width and y >= 0 and y * width + x < npe])
+    reads, prev = 0, None
+    for idx in itertools.product((0, 1), repeat=len(temporal)):
+        weight, origin = 1, zero
+        for i, (d, f, s) in zip(idx, temporal):
+            if i:
+                weight *= f - 1
+                origin = tuple(a + b for a, b in zip(origin, move(d, s)))
+        points = [tuple(a + b for a, b in zip(origin, u)) for u in units]
+        # the distinct points of the units no neighbour can serve (never more than without links)
+        reads += len({p for e, p in enumerate(points)
+                      if prev is None or not any(prev[n] == p for n in nbrs[e])}) * weight
+        prev = points
+    return reads
 
 
 def _point_changes(t: Tensor, loops, stride) -> int:

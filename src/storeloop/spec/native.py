@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from storeloop.errors import MappingError, SpecError
 from storeloop.spec.check import check_mapping
 from storeloop.spec.einsum import EinsumError, parse_einsum
-from storeloop.spec.types import (Arch, ComputeLevel, LevelMapping, Loop, Mapping, StorageLevel, Tensor,
+from storeloop.spec.types import (Arch, ComputeLevel, Placement, LevelMapping, Loop, Mapping, StorageLevel, Tensor,
                                   Workload)
 from storeloop.spec.validate import validate
 from storeloop.spec.yamlio import LDict, error_at, field_path, locate
@@ -71,6 +71,9 @@ class StorageSpec(_Spec):
     page_size: Scalar | None = Field(None, description="access granularity, e.g. '4 KiB' (SSD page): a transfer "
                                      "whose contiguous run is shorter pays for whole pages")
     attributes: dict[str, Any] = Field(default_factory=dict, description="free attributes for energy/area models")
+    placement: Placement | None = Field(None, description="on_chip or off_chip: whether the level counts in the "
+                                        "accelerator's on-chip area (default: off_chip for DRAM, Disk, SSD, "
+                                        "NVMe, NIC and network classes)")
 
     @field_validator("word_bits")
     @classmethod
@@ -215,7 +218,8 @@ def arch_from_native(doc: LDict) -> Arch:
         levels.append(StorageLevel(name=s.name, cls=s.cls, instances=s.instances, mesh_x=s.mesh_x, size_words=size,
                                    word_bits=wb, block_size=s.block_size, read_bandwidth=bw("read_bandwidth"),
                                    write_bandwidth=bw("write_bandwidth"), shared_bandwidth=bw("shared_bandwidth"),
-                                   page_bytes=page, attributes=dict(s.attributes), where=_where(doc, loc)))
+                                   page_bytes=page, attributes=dict(s.attributes), where=_where(doc, loc),
+                                   placement=s.placement))
     c = spec.compute
     check_attributes(doc, ("arch", "compute", "attributes"), c.attributes)
     if c.mesh_x is not None and c.instances % c.mesh_x:

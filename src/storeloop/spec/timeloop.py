@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from storeloop.errors import SpecError
-from storeloop.spec.types import (OFF_CHIP, ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop,
+from storeloop.spec.types import (ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop,
                                   Mapping, StorageLevel, Tensor, Workload)
 from storeloop.spec.check import check_attributes, ops_problem
 from storeloop.spec.timeloop_schema import (ARTBody, Architecture, ConstraintEntry, ERTBody, MappingEntry, Problem,
@@ -572,7 +572,7 @@ def arch_to_timeloop(arch: Arch, energy: EnergyTable | None = None) -> tuple[dic
                              f"{mine:g} pJ per read")
         cls = lvl.cls
         if cls not in TIMELOOP_STORAGE:
-            cls = "DRAM" if lvl.cls.lower() in OFF_CHIP else "SRAM"
+            cls = "DRAM" if lvl.off_chip else "SRAM"
             a["storeloop-class"] = lvl.cls
             notes.append(f"{lvl.name}: class {lvl.cls} exported as {cls} (energy and area from the ERT/ART)")
         if lvl.page_bytes:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping as MappingT
+from typing import Literal, Mapping as MappingT
 
 # A rank (one coordinate of a tensor) is an affine sum of problem dimensions:
 # ((dim_index, coefficient), ...). A plain einsum index is ((d, 1),).
@@ -55,8 +55,14 @@ class Workload:
         return dict(zip(self.dims, self.bounds))
 
 
-# component classes outside the accelerator proper: its on-chip area is reported without them
+# component classes placed outside the accelerator proper by default (a level's ``placement``
+# overrides it): the on-chip area is reported without them
 OFF_CHIP = frozenset({"dram", "disk", "ssd", "nvme", "nic", "network"})
+Placement = Literal["on_chip", "off_chip"]
+
+
+def default_placement(cls: str) -> Placement:
+    return "off_chip" if cls.lower() in OFF_CHIP else "on_chip"
 
 
 @dataclass(frozen=True)
@@ -77,10 +83,15 @@ class StorageLevel:
     attributes: MappingT[str, object] = field(default_factory=dict)
     # where the level was written (file, line, field path), for errors found after loading
     where: tuple | None = field(default=None, compare=False, repr=False)
+    placement: Placement | None = None  # None: by class (default_placement)
 
     @property
     def mesh_x_or_default(self) -> int:
         return self.mesh_x if self.mesh_x is not None else self.instances
+
+    @property
+    def off_chip(self) -> bool:
+        return (self.placement or default_placement(self.cls)) == "off_chip"
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,6 @@ from collections import defaultdict
 from typing import Any
 
 from storeloop.errors import SpecError, StoreloopError
-from storeloop.spec.types import OFF_CHIP
 from storeloop.system.schema import RESOURCES, Claim, Stage, System, load_system
 
 
@@ -67,7 +66,7 @@ def einsum_unit(stage: Stage) -> dict:
         r = out.result
         stream = sum(work.tensor_elements(work.tensor(t)) * work.tensor(t).bits / 8 for t in stage.stream)
         on_chip = sum(lvl.size_words * lvl.word_bits / 8 * lvl.instances for lvl in arch.levels
-                      if lvl.size_words is not None and lvl.cls.lower() not in OFF_CHIP)
+                      if lvl.size_words is not None and not lvl.off_chip)
         _UNITS[key] = {"arch": arch.name, "workload": work.name, "clock_hz": arch.clock_hz,
                        "cycles": r.cycles, "energy_J": r.energy_J, "stream_bytes": stream,
                        "on_chip_bytes": on_chip, "on_chip_area_mm2": r.on_chip_area_mm2,
