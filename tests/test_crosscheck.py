@@ -120,17 +120,59 @@ def test_random_mappings_agree_with_a_real_timeloop(seed, tmp_path):
     way: 13 of the first 800 differed before them)."""
     import random
 
-    from test_model_invariants import ARCHS, cnn, random_mapping
-    from storeloop.crosscheck import crosscheck
-    from storeloop.errors import MappingError
-    from storeloop.model.evaluate import evaluate
-    from storeloop.spec.load import load_arch, load_energy_table
+    from test_model_invariants import ARCHS, cnn
 
     rng = random.Random(seed)
-    arch_file = ARCHS[sorted(ARCHS)[seed % len(ARCHS)]]
+    agree_with_timeloop(ARCHS[sorted(ARCHS)[seed % len(ARCHS)]], cnn(rng), rng, tmp_path)
+
+
+ALL_ARCHS = {}
+for _case in validation_cases("valid"):
+    if _case.name[:1] == "a" and _case.name[1:2].isdigit():
+        ALL_ARCHS.setdefault(_case.name.split("-")[0], _case / "arch.yaml")
+
+
+def plain_einsum(rng):
+    """A random 2-4 rank einsum with plain indices: Z[...] = A[...] * B[...] over 3-4 dims."""
+    from storeloop.spec.types import Tensor, Workload
+
+    n = rng.randint(3, 4)
+    dims = tuple("MNKJ"[:n])
+    bounds = tuple(rng.choice([1, 2, 3, 4, 6, 8]) for _ in dims)
+    while True:
+        a, b = (sorted(rng.sample(range(n), rng.randint(1, n))) for _ in range(2))
+        z = sorted(set(range(n)) - (set(a) & set(b)) or {0})
+        if set(a) | set(b) | set(z) == set(range(n)):
+            break
+    ranks = lambda ds: tuple(((d, 1),) for d in ds)
+    return Workload("einsum", dims, bounds, (Tensor("A", ranks(a)), Tensor("B", ranks(b)),
+                                             Tensor("Z", ranks(z), read_write=True)))
+
+
+@pytest.mark.skipif(shutil.which("timeloop-model") is None,
+                    reason="needs timeloop-model on PATH (../shared/tools/build-timeloop-oracle, then . env.sh)")
+@pytest.mark.parametrize("seed", FUZZ_SEEDS)
+def test_random_einsums_on_every_corpus_arch_agree_with_a_real_timeloop(seed, tmp_path):
+    """As above, on every architecture of the corpus (a1-a8: 1D and 2D fanouts at one to three
+    levels, 8- to 64-bit words) with plain einsums as well as convolutions."""
+    import random
+
+    from test_model_invariants import cnn
+
+    rng = random.Random(10_000 + seed)
+    arch_file = ALL_ARCHS[sorted(ALL_ARCHS)[seed % len(ALL_ARCHS)]]
+    agree_with_timeloop(arch_file, plain_einsum(rng) if rng.random() < 0.5 else cnn(rng), rng, tmp_path)
+
+
+def agree_with_timeloop(arch_file, work, rng, folder):
+    """A random mapping of ``work`` that fits ``arch_file``, priced by storeloop and by
+    timeloop-model: every number crosscheck compares agrees."""
+    from test_model_invariants import random_mapping
+    from storeloop.crosscheck import crosscheck
+    from storeloop.errors import MappingError
+
     arch = load_arch(arch_file)
     energy = load_energy_table(arch, arch_file.parent / "ERT.yaml", arch_file.parent / "ART.yaml")
-    work = cnn(rng)
     for _ in range(200):                     # a mapping that fits; one loop per dim per spatial level
         mapping = random_mapping(rng, arch, work)
         if any(len({lp.dim for lp in lm.spatial}) < len(lm.spatial) for lm in mapping.levels):
@@ -142,7 +184,7 @@ def test_random_mappings_agree_with_a_real_timeloop(seed, tmp_path):
             continue
     else:
         pytest.skip("no mapping fits")
-    rows, _ = crosscheck(arch, work, mapping, energy, result, keep=tmp_path)
+    rows, _ = crosscheck(arch, work, mapping, energy, result, keep=folder)
     bad = [f"{r.what}: storeloop {r.storeloop:g}, Timeloop {r.timeloop:g}" for r in rows if not r.ok]
     assert not bad, f"{arch_file.parent.name}\n{work}\n{mapping}\n" + "\n".join(bad)
 

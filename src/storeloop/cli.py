@@ -175,8 +175,6 @@ def cmd_map(args: argparse.Namespace) -> int:
         keep = "all" if lm.keep is None else (", ".join(sorted(lm.keep)) or "none")
         print(f"  {lvl.name:<8} {loops}{'  spatial ' + sp if sp else ''}  keep: {keep}")
     status = "proven optimal" if s["optimal"] else "not proven optimal"
-    if s["space"]["restrictions"]:
-        status += "; the map space searched is narrower than Timeloop's: " + "; ".join(s["space"]["restrictions"])
     local = s.get("local_search")
     print(f"search: {s['algorithm']}, objective {s['objective']}, "
           + (f"local search {local['evaluations']:,} evaluations, " if local else "")

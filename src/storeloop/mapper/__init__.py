@@ -39,9 +39,9 @@ class SearchReport(dict):
     ``lower_bound_cycles`` with its ``lower_bound_parts`` and ``gap`` (cycles over the bound, minus
     1); ``lower_bound_energy_pJ`` with its ``lower_bound_energy_parts`` and ``energy_gap``;
     ``cycles_optimal`` and ``optimal`` (proven over the complete map space under the user's
-    constraints); ``space`` (``complete``, the ``restrictions`` in force where storeloop's map space
-    is narrower than Timeloop's, and ``user_constraints``); ``stopped`` (optimal, exhausted: the
-    search closed a restricted space, energy-gap, converged, time-limit, interrupted);
+    constraints); ``space`` (``complete``: the proof covers Timeloop's whole map space, with every
+    order of the last level's spatial loops; ``user_constraints``); ``stopped`` (optimal,
+    energy-gap, converged, time-limit, interrupted);
     ``improvements`` (each new best: seconds, cycles, energy_pJ); and, when they apply,
     ``local_search`` and ``cycles_rounding``."""
 
@@ -124,14 +124,9 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     mapping = Mapping(mapping.levels, name=f"storeloop map ({algorithm}, {obj.name})")
     result = evaluate(arch, workload, mapping, energy)
     report = _search_json(found, tree, obj, result, algorithm, energy_lb, energy_parts)
-    restricted = space_restrictions(space, arch)
-    report["space"] = {"complete": not restricted, "restrictions": restricted,
-                       "user_constraints": constraints != Constraints()}
-    if restricted:                  # a proof over part of the space is not a certificate of optimality
-        if report["stopped"] == "optimal":
-            report["stopped"] = "exhausted"
-        report["optimal"] = False
-        report["cycles_optimal"] = result.cycles == report["lower_bound_cycles"]
+    # what the certificate covers: every mapping of Timeloop's map space (factorizations, loop
+    # orders, spatial X/Y assignments and orders, keep/bypass), under the user's constraints if any
+    report["space"] = {"complete": True, "user_constraints": constraints != Constraints()}
     if rounded is not None and result.cycles == rounded:
         # the exact time equals the bound; Timeloop's floating-point throttling adds the cycle
         report["cycles_optimal"] = True
@@ -195,21 +190,6 @@ def infeasible(arch: Arch, workload: Workload, constraints: Constraints) -> str 
             return (f"the factors of {name} must multiply to at least {least}" if least > workload.bounds[d] else
                     f"the fixed factors of {name} multiply to {fixed}") + f", and its bound is {workload.bounds[d]}"
     return None
-
-
-def space_restrictions(space: MapSpace, arch: Arch) -> list[str]:
-    """What storeloop's map space leaves out of the space Timeloop searches, here. It enumerates
-    every factorization of the spatial loops and every X/Y assignment, but one order of the
-    spatial loops per axis: where some mapping has two or more spatial loops on one axis below a
-    level, their other orders (which can decide multicast and spatial reduction) are not searched,
-    and a proof by exhaustion covers only part of the space."""
-    out = []
-    for L, choices in enumerate(space.spatial_options):
-        below = arch.below(L).name
-        if any(sum(f > 1 for f in axis) > 1 for x, y in choices for axis in (x, y)):
-            out.append(f"one order of the spatial loops per axis from {arch.levels[L].name} to {below} "
-                       "(several dimensions can be spatial there)")
-    return out
 
 
 def _search_json(found: Found, tree: Tree, obj: Objective, result: Result, algorithm: str,

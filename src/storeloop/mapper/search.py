@@ -39,7 +39,7 @@ from storeloop.model.fast import FastModel
 from storeloop.spec.types import Mapping
 
 
-STOPS = ("optimal", "exhausted", "energy-gap", "converged", "time-limit", "interrupted")
+STOPS = ("optimal", "energy-gap", "converged", "time-limit", "interrupted")
 CONVERGE_MIN = 5_000_000         # candidates a branch and bound spends at least before "converged"
 
 

@@ -271,12 +271,14 @@ class MapSpace:
             masks.append(m)
         return masks
 
-    def level_mapping(self, dims, tf, x, y, mask: int) -> LevelMapping:
-        """One level's loops (temporal in the order of ``dims``, factor-1 loops left out) and keep set."""
+    def level_mapping(self, dims, tf, x, y, mask: int, spatial_order=None) -> LevelMapping:
+        """One level's loops (temporal in the order of ``dims``, spatial on each axis in the order
+        of ``spatial_order`` (default: dimension order), factor-1 loops left out) and keep set."""
         kept = frozenset(n for i, n in enumerate(self.names) if mask >> i & 1)
+        order = list(spatial_order or ()) + [d for d in range(self.ndims) if d not in (spatial_order or ())]
         return LevelMapping(tuple(Loop(d, int(tf[d])) for d in dims if tf[d] > 1),
-                            tuple(Loop(d, int(x[d]), True, "X") for d in range(self.ndims) if x[d] > 1)
-                            + tuple(Loop(d, int(y[d]), True, "Y") for d in range(self.ndims) if y[d] > 1),
+                            tuple(Loop(d, int(x[d]), True, "X") for d in order if x[d] > 1)
+                            + tuple(Loop(d, int(y[d]), True, "Y") for d in order if y[d] > 1),
                             None if len(kept) == len(self.names) else kept)
 
     def temporal_range(self, L: int, d: int) -> tuple[int, int]:

@@ -17,6 +17,7 @@ priced with :mod:`storeloop.model.costs`, the model's own cost kernel.
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 from dataclasses import dataclass
@@ -54,7 +55,7 @@ class Node:
     cnt: np.ndarray        # (levels, T, 3) reads, fills, updates per instance (final ones)
     util: np.ndarray       # (levels,) utilized instances of each level entered so far
     e_acc: float           # energy of the final counts (lower-bound arithmetic)
-    choice: tuple          # per decided level: (temporal (D,), X (D,), Y (D,), order, keep mask)
+    choice: tuple          # per decided level: (temporal (D,), X (D,), Y (D,), order, keep mask, spatial order)
     keep: int              # keep mask of level `depth`
     spans: np.ndarray      # (levels, D) tile span of each decided level and of `depth` (for pages)
 
@@ -371,7 +372,8 @@ class Tree:
                       + -(-cnt[pl, t, UP] // bpl) * self.costs[pl].write_pJ) * float(util[pl])
             e_acc += -(-cnt[L1, t, FL] // bl1) * self.costs[L1].write_pJ * float(util[L1])
             last[t], scat[t], partl[t] = L1, 1, p
-        choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["perms"][rows["oid"][j]], n.keep),)
+        choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["perms"][rows["oid"][j]], n.keep,
+                              None),)
         spans = n.spans.copy()
         spans[L1] = rows["rem"][j]
         return Node(L1, rows["rem"][j], int(rows["P"][j]), rows["rep"][j], rows["above"][j], last, scat, partl,
@@ -379,22 +381,45 @@ class Tree:
 
     def _leaves(self, n: Node, rows: dict, best, objective):
         """Exact cycles and energy of every complete mapping under a last-level node; the best one."""
-        m, T = len(rows["P"]), self.T
+        m = len(rows["P"])
         self.stats["candidates"] += m
         self.stats["complete"] += m
+        sx, sy = rows["sx"], rows["sy"]
+        # The order of the last level's spatial loops on each axis decides which units have a mesh
+        # neighbour with the same operand (costs.units_share), so every order of the dimensions
+        # that are spatial here is priced (one order when at most one is).
+        spatial = [d for d in range(sx.shape[1]) if (sx[:, d] > 1).any() or (sy[:, d] > 1).any()]
+        orders = list(itertools.permutations(spatial)) if len(spatial) > 1 else [tuple(spatial)]
+        self.stats["candidates"] += m * (len(orders) - 1)
+        priced = [self._price_leaves(n, rows, order) for order in orders]
+        cycles = np.concatenate([c for c, _ in priced])
+        energy = np.concatenate([e for _, e in priced])
+        i = int(objective.argbest(cycles, energy))
+        if best is not None and not objective.better(cycles[i], energy[i], best):
+            return ()
+        j, order = i % m, orders[i // m]
+        choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["perms"][rows["oid"][j]], n.keep,
+                              order),)
+        return (int(cycles[i]), float(energy[i]), choice)
+
+    def _price_leaves(self, n: Node, rows: dict, order: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """Cycles and energy of the complete mappings in ``rows`` with the last level's spatial
+        loops nested in ``order`` on each axis (outer first; other dimensions after)."""
+        m, T = len(rows["P"]), self.T
         cc = rows["P"]
         cnt = np.broadcast_to(n.cnt, (m,) + n.cnt.shape).copy()
         # Timeloop's compute-level deltas (model/costs.py): when the innermost loop is a spatial
         # loop of the last level, a tensor whose every unit has a mesh neighbour with the same
         # operand reaches the units only when it changes (rep), any other once per compute. The
-        # last level's nest is its Y loops then its X loops, each in dimension order.
-        sx, sy = rows["sx"], rows["sy"]
+        # last level's nest is its Y loops then its X loops, each in ``order``.
+        nest = list(order) + [d for d in range(rows["sx"].shape[1]) if d not in order]
+        sx, sy = rows["sx"][:, nest], rows["sy"][:, nest]
         inner_sp = (sx > 1).any(axis=1) | (sy > 1).any(axis=1)
         units = np.concatenate([sx[:, ::-1], sy[:, ::-1]], axis=1)          # innermost first
         width = np.maximum(self.space.fanouts[-1][1], sx.prod(axis=1))
         for t in range(T):
             pl = int(n.last[t])
-            rel = self.rel[t][::-1]
+            rel = np.asarray(self.rel[t])[nest][::-1]
             share = costs.units_share(units, np.broadcast_to(np.concatenate([rel, rel]), units.shape), width)
             only = costs.changes_only(inner_sp, share)
             ca = costs.unit_deliveries(only, rows["rep"][:, t], cc) * rows["scat"][:, t]
@@ -411,20 +436,15 @@ class Tree:
                                       cnt[:, L, :, UP].T, cc)
             energy = energy + e * n.util[L]
             cycles = np.maximum(cycles, lc)
-        i = objective.argbest(cycles, energy)
-        if best is not None and not objective.better(cycles[i], energy[i], best):
-            return ()
-        j = int(i)
-        choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["perms"][rows["oid"][j]], n.keep),)
-        return (int(cycles[j]), float(energy[j]), choice)
+        return cycles, energy
 
     # ------------------------------------------------------------------ output
     def mapping(self, choice: tuple, name: str | None = None) -> Mapping:
         """The storeloop Mapping of a complete choice (loops with factor 1 are left out)."""
         levels = []
-        for L, (tf, sx, sy, order, keep) in enumerate(choice):
+        for L, (tf, sx, sy, order, keep, spatial_order) in enumerate(choice):
             pref = self.space.constraints.at(L).permutation or []
             dims = [d for ci in order for d in sorted(self.space.classes[ci][1],
                                                       key=lambda d: (pref.index(d) if d in pref else len(pref), d))]
-            levels.append(self.space.level_mapping(dims, tf, sx, sy, keep))
+            levels.append(self.space.level_mapping(dims, tf, sx, sy, keep, spatial_order))
         return Mapping(tuple(levels), name)

@@ -141,9 +141,9 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
             st.partition = partition[L]
             arrivals[L] = _arrivals(t, loops, stride, L, extents, st.tile)
         # a sliding window under a spatial fanout: what the fanout's level sends, walked exactly
+        window = any(len(rank) > 1 for rank in t.ranks)
         fanned = {C: _fanout_reads(t, loops, stride, inner, C - 1, _grid_width(arch, mapping, C - 1))
-                  for C in kept if C > 0 and any(len(rank) > 1 for rank in t.ranks)
-                  and any(sp and li == C - 1 for li, _, _, sp in loops)}
+                  for C in kept if C > 0 and window and any(sp and li == C - 1 for li, _, _, sp in loops)}
         for k, L in enumerate(kept):
             st = levels[L].tensors[t.name]
             child = kept[k + 1] if k + 1 < len(kept) else nlev     # nlev: the compute units
@@ -151,7 +151,7 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
             scatter = math.prod(f for _, d, f in between if d in relevant)
             if child < nlev:
                 child_arrivals = arrivals[child]
-            elif units_under_spatial and any(len(rank) > 1 for rank in t.ranks):
+            elif units_under_spatial and window:
                 # a sliding window at units under a fanout: the exact link walk, per instance of
                 # the innermost level, times the instances with distinct data above it
                 child_arrivals, scatter = _unit_link_reads(t, loops, stride, unit_nest, width), math.prod(
@@ -161,6 +161,9 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
                     [lp.factor for lp in unit_nest], [lp.dim in relevant for lp in unit_nest], width))
                 child_arrivals = costs.unit_deliveries(only, _point_changes(t, loops, stride) if only else 0,
                                                        compute_cycles)
+            if window and child not in fanned and between and not (child == nlev and units_under_spatial):
+                # instances whose tiles coincide take one multicast (a window across them)
+                scatter = _distinct_tiles(t, loops, stride, L, child)
             content = child_arrivals * scatter
             if child in fanned:
                 # per instance of level child-1, times its instances with distinct data below L
@@ -317,6 +320,26 @@ def _fanout_reads(t: Tensor, loops, stride, inner, L: int, mesh_x: int) -> tuple
             reads += without * weight
         prev = cur
     return reads, transfers
+
+
+def _distinct_tiles(t: Tensor, loops, stride, L: int, child: int) -> int:
+    """Instances of the spatial loops from level L down to ``child`` with distinct tiles of ``t``.
+
+    Timeloop multicasts one delta to every instance of a fanout that needs exactly it
+    (``ComputeAccurateMulticastedAccesses``), fanout by fanout. Without windows that is the
+    product of the spatial factors that index ``t``; with a window across one fanout's instances
+    (a spatial R beside a spatial P of the same rank) some of their tiles coincide. At one
+    fanout the tiles have one shape, so they differ exactly where their corners do; tiles that
+    only overlap (a window split across two fanouts) are distinct."""
+    total = 1
+    for F in range(L, child):
+        corners = {(0,) * len(t.ranks)}
+        for (li, d, f, sp), s in zip(loops, stride):
+            if sp and li == F:
+                step = [sum(c * s for dd, c in rank if dd == d) for rank in t.ranks]
+                corners = {tuple(x + i * y for x, y in zip(corner, step)) for corner in corners for i in range(f)}
+        total *= len(corners)
+    return total
 
 
 def _unit_link_reads(t: Tensor, loops, stride, unit_nest, width: int) -> int:
