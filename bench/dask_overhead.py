@@ -21,7 +21,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from storeloop.sweep import load_sweep, run_sweep  # noqa: E402
+from storeloop.sweeps import load_sweep, run_sweep  # noqa: E402
 
 
 def subset(folder: Path, srams: int) -> Path:

@@ -79,3 +79,22 @@ def test_a_levels_placement_decides_what_counts_as_on_chip(tmp_path):
     with pytest.raises(SpecError) as e:
         sl.load_arch(tmp_path / "b.yaml")
     assert "placement" in str(e.value) and "off_chip" in str(e.value) and e.value.line is not None
+
+
+def test_the_api_is_plain_functions_over_plain_modules():
+    """No module-level tricks: ``storeloop.sweep`` is a function, the sweep package is
+    ``storeloop.sweeps`` (spec, store, run, results), an ordinary module that does not import the
+    package's ``__init__`` API back."""
+    import importlib
+    import inspect
+    import sys
+    import types
+
+    import storeloop as sl
+    import storeloop.sweeps  # noqa: F401
+
+    assert inspect.isfunction(sl.sweep) and inspect.isfunction(sl.map) and inspect.isfunction(sl.evaluate)
+    assert type(sys.modules["storeloop.sweeps"]) is types.ModuleType
+    for name in ("spec", "store", "run", "results"):
+        source = inspect.getsource(importlib.import_module(f"storeloop.sweeps.{name}"))
+        assert "from storeloop import" not in source and "import storeloop\n" not in source

@@ -13,7 +13,7 @@ from storeloop.spec.load import load_arch, load_mapping, load_workload
 from storeloop.spec.types import ActionCosts, EnergyTable, LevelMapping, Loop, Mapping
 from storeloop.model.fast import FastModel
 from storeloop.errors import MappingError
-from storeloop.sweep import load_sweep, point_arch, points, satisfies
+from storeloop.sweeps import load_sweep, point_arch, points, satisfies
 
 SWEEP = load_sweep(ROOT / "sweeps" / "thesis-initial.yaml")
 WORKLOAD = load_workload(ROOT / "workloads" / "onionpir-64GiB.yaml")

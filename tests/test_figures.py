@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 from storeloop import reproduce  # noqa: E402
 from storeloop.plots import thesis as T  # noqa: E402
 from storeloop.spec.load import load_arch  # noqa: E402
-from storeloop.sweep import read_results  # noqa: E402
+from storeloop.sweeps import read_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DB = ROOT / "tests/data/thesis-small.sqlite"

@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT
 from storeloop.cli import main
 from storeloop.errors import SpecError
-from storeloop.sweep import best_points, load_sweep, read_results, run_sweep
+from storeloop.sweeps import best_points, load_sweep, read_results, run_sweep
 
 DATA = ROOT / "tests" / "data"
 
@@ -427,9 +427,9 @@ class _FailingCommits:
 
 
 def test_a_full_disk_stops_the_sweep_cleanly_and_it_resumes(tmp_path, monkeypatch):
-    import storeloop.sweep.run as run
+    import storeloop.sweeps.run as run
     from storeloop.errors import StoreloopError
-    from storeloop.sweep.store import open_store
+    from storeloop.sweeps.store import open_store
 
     spec, db = tiny(tmp_path), tmp_path / "r.sqlite"
     monkeypatch.setattr(run, "open_store", lambda path: _FailingCommits(open_store(path), ok=4))

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 from storeloop.cli import main
 from storeloop.errors import SpecError
-from storeloop.sweep import load_sweep, point_arch, points, read_results, run_sweep, satisfies
+from storeloop.sweeps import load_sweep, point_arch, points, read_results, run_sweep, satisfies
 
 DATA = ROOT / "tests" / "data"
 

@@ -315,7 +315,7 @@ def test_a_sweep_over_a_system_stores_throughput_and_bottleneck(tmp_path, capsys
     assert main(["sweep", str(spec), "--db", str(db), "--plot", str(tmp_path / "fig")]) == 0
     out = capsys.readouterr().out
     assert "6 points" in out and "bound by table-ssd.read" in out and "bound by cpu.cores" in out
-    from storeloop.sweep import read_results
+    from storeloop.sweeps import read_results
 
     df = read_results(db, "sys")
     assert len(df) == 6 and set(df["status"]) == {"ok"}

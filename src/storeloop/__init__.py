@@ -28,12 +28,12 @@ __all__ = ["load_arch", "load_workload", "load_mapping", "load_energy_table", "p
 
 if TYPE_CHECKING:                                   # for editors; at run time everything is lazy
     from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload  # noqa: F401
-    from storeloop.sweep import best_points, read_results  # noqa: F401
+    from storeloop.sweeps import best_points, read_results  # noqa: F401
     from storeloop.system import evaluate_system, load_system  # noqa: F401
 
-_LAZY = {"sweep": None, "load_arch": "storeloop.spec.load", "load_workload": "storeloop.spec.load",
+_LAZY = {"load_arch": "storeloop.spec.load", "load_workload": "storeloop.spec.load",
          "load_mapping": "storeloop.spec.load", "load_energy_table": "storeloop.spec.load",
-         "read_results": "storeloop.sweep", "best_points": "storeloop.sweep",
+         "read_results": "storeloop.sweeps", "best_points": "storeloop.sweeps",
          "load_system": "storeloop.system", "evaluate_system": "storeloop.system"}
 
 
@@ -41,8 +41,6 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        if name == "sweep":             # the subpackage, callable: storeloop.sweep(spec) runs one
-            return importlib.import_module("storeloop.sweep")
         return getattr(importlib.import_module(_LAZY[name]), name)
     if name == "__version__":
         from importlib.metadata import PackageNotFoundError, version
@@ -84,7 +82,7 @@ def map(arch, workload, energy=None, **options):  # noqa: A001 -- the verb users
     return map_workload(arch, workload, energy if energy is not None else price(arch), **options)
 
 
-def _sweep(spec, db=None, *, workers: int = 1, progress: bool = False):
+def sweep(spec, db=None, *, workers: int = 1, progress: bool = False):
     """Run a sweep and return its current results as a pandas DataFrame (one row per point,
     parameters as columns, numbers with units also split into ``<param>.value``/``<param>.unit``).
 
@@ -95,7 +93,7 @@ def _sweep(spec, db=None, *, workers: int = 1, progress: bool = False):
 
     import yaml
 
-    from storeloop.sweep import load_sweep, mapped, read_results, run_sweep
+    from storeloop.sweeps import load_sweep, mapped, read_results, run_sweep
 
     if isinstance(spec, dict):
         doc = dict(spec.get("sweep", spec))

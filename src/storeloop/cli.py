@@ -262,7 +262,7 @@ def cmd_workload(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from storeloop.sweep import load_sweep, run_sweep
+    from storeloop.sweeps import load_sweep, run_sweep
 
     sweep = load_sweep(args.spec)
     db = Path(args.db) if args.db else Path("results") / f"{sweep.name}.sqlite"
@@ -274,7 +274,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
           f"({counts['ok']} mapped, {counts['invalid']} without a result, errors stored"
           + "".join(f", {counts[k]} {k}" for k in ("error", "timeout", "interrupted") if counts[k]) + ")"
           + (f"; {counts['taken']} left to another sweep running on this store" if counts["taken"] else ""))
-    from storeloop.sweep import best_points, mapped, read_results
+    from storeloop.sweeps import best_points, mapped, read_results
 
     names = ["+".join(p) for p, _ in sweep.parameters if "+".join(p) not in sweep.scenarios]
     df = read_results(db, sweep.name)
@@ -350,7 +350,7 @@ def _version() -> str:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
-    from storeloop.sweep import read_results
+    from storeloop.sweeps import read_results
 
     df = read_results(args.db, args.sweep)          # any file that is not a store is refused there
     if not args.all:

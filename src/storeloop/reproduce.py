@@ -72,7 +72,7 @@ def run(out: str | Path = "results/reproduction", *, quick: bool = False, worker
         progress: bool = False, root: Path | None = None) -> dict:
     """Run the sweeps into ``out/reproduction.sqlite``, then write the figures and reproduction.md.
     Returns the paths written and the seconds each step took."""
-    from storeloop.sweep import load_sweep, read_results, run_sweep
+    from storeloop.sweeps import load_sweep, read_results, run_sweep
 
     root = root or ROOT
     if not (root / "sweeps/thesis-initial.yaml").is_file():
@@ -147,7 +147,7 @@ def systems(out: Path, root: Path) -> tuple[list[str], list[Path]]:
 
 def _optimal_rows(refined):
     """The thesis's design (2 x SRAM 4 KiB, 2 x RF 32 words) and storeloop's pick, from the refined sweep."""
-    from storeloop.sweep import best_points, mapped
+    from storeloop.sweeps import best_points, mapped
 
     d = mapped(refined)
     thesis = d[(d["levels.SRAM.capacity"] == "4 KiB") & (d["levels.RF.capacity"] == "32 words")]
@@ -155,7 +155,7 @@ def _optimal_rows(refined):
 
 
 def _arch_of(row, refined_spec_file: Path):
-    from storeloop.sweep import load_sweep, point_arch
+    from storeloop.sweeps import load_sweep, point_arch
 
     return point_arch(load_sweep(refined_spec_file), json.loads(row["params"]))
 

@@ -1,7 +1,7 @@
 """Figures of a sweep's results, one function per figure (matplotlib; the backend is the caller's:
 the CLI picks Agg, a notebook keeps its inline one).
 
-Each function takes the DataFrame of :func:`storeloop.sweep.read_results` (only its ``ok`` rows
+Each function takes the DataFrame of :func:`storeloop.sweeps.read_results` (only its ``ok`` rows
 are drawn) and writes one PNG. :func:`plot_sweep` writes them all for one store.
 """
 
@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 
 
 def _ok(df):
-    from storeloop.sweep import mapped
+    from storeloop.sweeps import mapped
 
     out = mapped(df).copy()
     out["time_s"] = out["cycles"] / out["clock_hz"]
@@ -148,7 +148,7 @@ def throughput_by_parameter(df, param: str, out: Path, title: str) -> Path:
     import json
 
     from storeloop.plots.thesis import _amount, _fig
-    from storeloop.sweep import mapped
+    from storeloop.sweeps import mapped
 
     d = mapped(df).copy()
     d = d[d["throughput_Bps"].notna()]
@@ -184,7 +184,7 @@ def _save(fig, path: Path) -> Path:
 
 def plot_sweep(db_path, out_dir, sweep: str | None = None) -> list[Path]:
     """Every figure of one store (or one sweep in it) into ``out_dir``."""
-    from storeloop.sweep import read_results
+    from storeloop.sweeps import read_results
 
     df = read_results(db_path, sweep)
     out = Path(out_dir)

@@ -1,5 +1,5 @@
 """One function per figure of the OnionChopper thesis's chapter 6 (Figures 6-1 .. 6-13), plus a
-roofline of one design. Each takes results read from a store (:func:`storeloop.sweep.read_results`;
+roofline of one design. Each takes results read from a store (:func:`storeloop.sweeps.read_results`;
 only current ``ok`` rows are drawn) and returns a matplotlib Figure; :func:`save` writes PNG and PDF.
 
 Rules every figure follows: log axes where values span decades (areas, database sizes, RF depths),
@@ -224,7 +224,7 @@ def roofline(row, title: str = ""):
     the design's achieved cycles: the level whose bar reaches the line is the bottleneck. ``row``: a
     stored sweep row, or a :class:`~storeloop.model.evaluate.Result`."""
     if hasattr(row, "compute_cycles"):                  # a Result
-        from storeloop.sweep import level_breakdown
+        from storeloop.sweeps import level_breakdown
 
         row = {"levels": json.dumps(level_breakdown(row)), "cycles": row.cycles}
     levels = json.loads(row["levels"])

@@ -648,7 +648,7 @@ def _einsum(spec: EinsumStageSpec, ctx: _Ctx, loc: tuple, base: Path) -> dict:
 
     arch_path, work_path = path_of("arch"), path_of("workload")
     if spec.arch_set:
-        from storeloop.sweep.spec import arch_field
+        from storeloop.sweeps.spec import arch_field
 
         doc = copy.deepcopy(load(arch_path))
         if not isinstance(doc, dict) or "arch" not in doc:

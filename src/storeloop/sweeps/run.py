@@ -19,8 +19,8 @@ from typing import Iterator
 
 from storeloop.errors import StoreloopError
 from storeloop.spec.yamlio import LDict
-from storeloop.sweep.spec import Sweep, _point_doc, load_sweep, point_arch, points, satisfies
-from storeloop.sweep.store import FINAL, STATUSES, _claim, open_store
+from storeloop.sweeps.spec import Sweep, _point_doc, load_sweep, point_arch, points, satisfies
+from storeloop.sweeps.store import FINAL, STATUSES, _claim, open_store
 
 
 def _digest(data: bytes) -> str:

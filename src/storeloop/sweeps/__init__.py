@@ -35,28 +35,11 @@ paths (a shared checkout); only the scheduler's client writes the store.
 
 from __future__ import annotations
 
-import sys
-import types
-
-from storeloop.sweep.results import best_points, mapped, read_results
-from storeloop.sweep.run import level_breakdown, run_point, run_sweep
-from storeloop.sweep.spec import Sweep, load_sweep, point_arch, points, satisfies
-from storeloop.sweep.store import open_store
+from storeloop.sweeps.results import best_points, mapped, read_results
+from storeloop.sweeps.run import level_breakdown, run_point, run_sweep
+from storeloop.sweeps.spec import Sweep, load_sweep, point_arch, points, satisfies
+from storeloop.sweeps.store import open_store
 
 
 __all__ = ["Sweep", "best_points", "mapped", "load_sweep", "points", "point_arch", "satisfies", "run_point", "run_sweep", "read_results",
            "open_store", "level_breakdown"]
-
-
-class _CallableModule(types.ModuleType):
-    """``storeloop.sweep`` is this package and, called, the API's sweep (a name users look for)."""
-
-    def __call__(self, spec, db=None, *, workers: int = 1, progress: bool = False):
-        """Run a sweep (a YAML path or a ``sweep:`` dict) and return its current results as a
-        DataFrame; see :func:`storeloop._sweep`."""
-        from storeloop import _sweep
-
-        return _sweep(spec, db, workers=workers, progress=progress)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -17,7 +17,7 @@ def read_results(db_path: str | Path, sweep: str | None = None):
     import pandas as pd
 
     from storeloop.errors import SpecError
-    from storeloop.sweep.store import STORE_HELP, read_store
+    from storeloop.sweeps.store import STORE_HELP, read_store
 
     db = read_store(db_path)
     try:
