@@ -125,6 +125,8 @@ TIMELOOP_FAMILIES = [
     ("mapping", ("    permutation: DMNPQJKC", "    Permutation: DMNPQJKC"), "did you mean 'permutation'"),
     ("mapping", ("    permutation: JMNPQKCD\n", "    permutation: JMNPQKCD\n    split: abc\n"), "split"),
     ("mapping", ("    permutation: JMNPQKCD\n", "    permutation: JMNPQKCD\n    split: [1]\n"), "split"),
+    ("mapping", ("    permutation: JMNPQKCD\n", "    permutation: JMNPQKCD\n    split: true\n"), "split"),
+    ("mapping", ("    permutation: JMNPQKCD\n", "    permutation: JMNPQKCD\n    split: '1'\n"), "split"),
     ("mapping", ("  - target: DRAM\n    type: spatial", "  - target: Disk\n    type: temporal\n    factors: M=1\n"
                  "  - target: DRAM\n    type: spatial"), "a second temporal entry"),
 ]

@@ -233,10 +233,7 @@ def timeloop_constraints(items: list[tuple], arch: Arch, workload: Workload, sou
                            allowed="each dimension at most once")
         if perm:
             once((target, kind, "permutation"), doc, loc + ("permutation",), "the permutation")
-        split = e.get("split", len(perm))   # read raw: the typed entry would take `true` as 1
-        if kind == "spatial" and (not isinstance(split, int) or isinstance(split, bool) or split < 0):
-            raise error_at(doc, loc + ("split",), f"split {split!r} is not a position in the permutation",
-                           allowed=f"an integer 0..{len(perm)}")
+        split = len(perm) if entry.split is None else entry.split     # a strict integer >= 0
         if kind == "spatial" and "split" in given:
             once((target, kind, "split"), doc, loc + ("split",), "the split")
         # a v0.4 container that is a row or a column is a fanout level of its own in Timeloop: all

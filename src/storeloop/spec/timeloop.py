@@ -251,13 +251,10 @@ def workload_from_timeloop(doc: LDict) -> Workload:
                     key = "data_spaces" if spec.shape.data_spaces is not None else "data-spaces"
                     raise error_at(doc, ("problem", "shape", key, i, "projection", r, t),
                                    f"a projection term is [dimension] or [dimension, coefficient], not {list(term)}")
-    prob = doc["problem"]
-    shape = prob.get("shape") or {}
-    dims = [str(d) for d in shape.get("dimensions") or []]
-    if not dims:
-        raise error_at(doc, ("problem", "shape", "dimensions"), "the problem has no dimensions")
-    inst = prob.get("instance") or {}
-    coeffs = {str(c["name"]): c.get("default", 1) for c in shape.get("coefficients") or []}
+    shape = spec.shape                            # from here on: the typed problem only
+    dims = [str(d) for d in shape.dimensions]
+    inst = spec.instance
+    coeffs = {c.name: c.default for c in shape.coefficients}
     for name in coeffs:
         if name in inst:
             coeffs[name] = inst[name]
@@ -278,10 +275,10 @@ def workload_from_timeloop(doc: LDict) -> Workload:
             raise error_at(doc, ("problem", "instance", d), ops_problem(bounds),
                            allowed="bounds whose product stays below 2**62")
     tensors = []
-    key = "data_spaces" if "data_spaces" in shape else "data-spaces"          # v0.4 / v0.3
-    for i, ds in enumerate(shape.get(key) or []):
+    key = "data_spaces" if shape.data_spaces is not None else "data-spaces"      # v0.4 / v0.3
+    for i, ds in enumerate(shape.data_spaces if shape.data_spaces is not None else shape.data_spaces_v03):
         ranks = []
-        for r, rank in enumerate(ds.get("projection") or []):
+        for r, rank in enumerate(ds.projection):
             terms = []
             for term in rank:
                 dim = str(term[0])
@@ -298,9 +295,8 @@ def workload_from_timeloop(doc: LDict) -> Workload:
                     raise error_at(doc, ("problem", "instance"), f"coefficient {term[1]}: {exc}") from None
                 terms.append((dims.index(dim), coef))
             ranks.append(tuple(terms))
-        tensors.append(Tensor(name=str(ds["name"]), ranks=tuple(ranks),
-                              read_write=bool(ds.get("read-write", ds.get("read_write", False)))))
-    return Workload(name=str(shape.get("name", "timeloop-problem")), dims=tuple(dims),
+        tensors.append(Tensor(name=ds.name, ranks=tuple(ranks), read_write=bool(ds.read_write or ds.read_write_v04)))
+    return Workload(name=shape.name or "timeloop-problem", dims=tuple(dims),
                     bounds=tuple(bounds), tensors=tuple(tensors))
 
 
@@ -346,14 +342,13 @@ def mapping_from_timeloop(doc: LDict, arch: Arch, workload: Workload) -> Mapping
     nested: dict[int, dict[str, list[Loop]]] = {}
     for i, e in enumerate(doc["mapping"]):
         loc = ("mapping", i)
-        entry = validate(MappingEntry, e, doc, loc)
-        dummy = None
-        if str(entry.target) in dummies and str(entry.target) not in names:
+        entry = validate(MappingEntry, e, doc, loc)      # from here on: the typed entry only
+        dummy, target = None, str(entry.target)
+        if target in dummies and target not in names:
             if entry.type == "spatial":
-                dummy = str(entry.target)
-                e = dict(e, target=dummies[dummy])
+                dummy, target = target, dummies[target]
             elif entry.type == "temporal":
-                if any(f > 1 for f in _parse_factors(e.get("factors", ""), dims, doc, loc + ("factors",)).values()):
+                if any(f > 1 for f in _parse_factors(entry.factors or "", dims, doc, loc + ("factors",)).values()):
                     raise error_at(doc, loc + ("factors",), f"{entry.target} is a fanout, not a storage level: "
                                    "its temporal factors must all be 1", allowed="factors of 1")
                 continue
@@ -368,29 +363,25 @@ def mapping_from_timeloop(doc: LDict, arch: Arch, workload: Workload) -> Mapping
                            f"(the first is mapping[{seen[(str(entry.target), kind_key)]}])",
                            allowed="one temporal, one spatial and one bypass entry per level")
         seen[(str(entry.target), kind_key)] = i
-        target = str(e.get("target"))
         if target not in names:
             raise error_at(doc, loc + ("target",), f"unknown level {target!r}", allowed=", ".join(names))
         li = names.index(target)
-        kind = str(e.get("type", "temporal"))
+        kind = entry.type                             # MappingEntry admits only the known types
         if kind in ("datatype", "dataspace", "bypass"):
-            bypass = set(e.get("bypass") or [])
-            unknown = (bypass | set(e.get("keep") or [])) - tensors
+            bypass = set(entry.bypass or [])
+            unknown = (bypass | set(entry.keep or [])) - tensors
             if unknown:
                 raise error_at(doc, loc, f"unknown tensor(s) {sorted(unknown)}", allowed=", ".join(sorted(tensors)))
             keep[li] = frozenset(tensors - bypass)
             continue
-        if kind not in ("temporal", "spatial"):
-            raise error_at(doc, loc + ("type",), f"unknown mapping type {kind!r}",
-                           allowed="temporal, spatial, datatype, dataspace, bypass")
-        factors = _parse_factors(e.get("factors", ""), dims, doc, loc + ("factors",))
-        order = _ordered(str(e.get("permutation", "")), dims, doc, loc + ("permutation",))
+        factors = _parse_factors(entry.factors or "", dims, doc, loc + ("factors",))
+        order = _ordered(entry.permutation or "", dims, doc, loc + ("permutation",))
         if kind == "temporal":
             # innermost-first permutation -> our outer->inner order
             temporal[li] = [Loop(dims.index(d), factors.get(d, 1)) for d in reversed(order)]
         else:
             # innermost-first; the first ``split`` dims run along X (always the inner loops)
-            split = int(e.get("split", len(order)))
+            split = len(order) if entry.split is None else entry.split
             loops = [Loop(dims.index(d), factors.get(d, 1), True, "X" if j < split else "Y")
                      for j, d in reversed(list(enumerate(order)))]
             if dummy is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 Num = int | float | str                 # a number, or arithmetic such as "2**10" / "1e-09"
 
@@ -100,7 +100,7 @@ class MappingEntry(_TL):
     type: Literal["temporal", "spatial", "datatype", "dataspace", "bypass"]
     factors: str | None = None
     permutation: str | None = None
-    split: int | None = Field(None, ge=0)
+    split: StrictInt | None = Field(None, ge=0, description="the first `split` dims of the permutation run along X")
     keep: list[str] | None = None
     bypass: list[str] | None = None
 
@@ -125,7 +125,7 @@ class ConstraintEntry(_TL):
     factors: str | list[str] | None = Field(None, description="'N=512 J<=8' (v0.3) or [N=512, J<=8] (v0.4)")
     permutation: str | list[str] | None = Field(None, description="innermost first: 'NJ' or [N, J]; "
                                                 "after '_' the outermost")
-    split: int | None = Field(None, ge=0)
+    split: StrictInt | None = Field(None, ge=0, description="the first `split` dims of the permutation run along X")
     keep: list[str] | None = None
     bypass: list[str] | None = None
     proportion: Num | None = None
