@@ -168,7 +168,7 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
             if child in fanned:
                 # per instance of level child-1, times its instances with distinct data below L
                 content = fanned[child][0] * math.prod(f for li, d, f in between if d in relevant and li < child - 1)
-            peer, fills = 0, Fraction(arrivals[L])
+            peer, fills = 0, arrivals[L]
             if L in fanned and fanned[L][1]:
                 # Timeloop's peer accesses and fills (tiling.cpp ComputePeerAccesses, in doubles):
                 # each instance reads what it forwards and fills what it receives, the link words
@@ -186,7 +186,7 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
 
 def _round(x) -> int:
     """std::round of a non-negative count: halves away from zero (Python's round goes to even)."""
-    return math.floor(x + Fraction(1, 2))
+    return x if isinstance(x, int) else math.floor(x + Fraction(1, 2))
 
 
 def _spans(loops, nlev: int, ndims: int) -> list[list[int]]:
