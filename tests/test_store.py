@@ -444,6 +444,43 @@ def test_a_full_disk_stops_the_sweep_cleanly_and_it_resumes(tmp_path, monkeypatc
     assert len(read_results(db, "tiny")) == 6
 
 
+def _mount_small(folder, size: str) -> bool:
+    """A real size-limited file system (tmpfs) at ``folder``; False where mounting is not allowed."""
+    folder.mkdir(exist_ok=True)
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        return False
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                          capture_output=True).returncode == 0
+
+
+def test_a_sweep_on_a_real_full_file_system_keeps_its_points_and_resumes(tmp_path):
+    """The store on a 192 KiB tmpfs: the disk fills mid-sweep, the sweep stops with a one-line
+    error, every committed point can be read, and once there is room the next run resumes."""
+    from storeloop.errors import StoreloopError
+
+    small = tmp_path / "small"
+    if not _mount_small(small, "192k"):
+        pytest.skip("mounting a tmpfs needs root (the injected full disk above covers the logic)")
+    try:
+        values = ", ".join(f"{i} words" for i in range(8, 8 + 600))
+        spec = tiny(tmp_path, **{"    levels.SRAM.capacity: [512 B, 2 KiB]": f"    levels.SRAM.capacity: [{values}]",
+                                 "    levels.SRAM.instances: [1, 2]": "    levels.SRAM.instances: [3]",
+                                 "    compute.instances: [1, 2]": "    compute.instances: [1]",
+                                 '  constraints: ["SRAM.instances <= MAC.instances"]': "  constraints: []"})
+        db = small / "r.sqlite"
+        with pytest.raises(StoreloopError, match="disk is full.*committed before are kept") as e:
+            run_sweep(load_sweep(spec), db, progress=False)
+        assert len(str(e.value).splitlines()) <= 25
+        kept = read_results(db, "tiny")
+        assert 0 < len(kept) < 600 and kept["key"].is_unique
+        subprocess.run(["mount", "-o", "remount,size=64m", str(small)], check=True)
+        again = run_sweep(load_sweep(spec), db, progress=False)
+        assert again["done_before"] == len(kept) and again["run"] == 600 - len(kept)
+        assert len(read_results(db, "tiny")) == 600
+    finally:
+        subprocess.run(["umount", "-l", str(small)], capture_output=True)
+
+
 def test_grids_of_more_than_a_thousand_points_run_through(tmp_path):
     """Keys go to the store's temporary table in batches of 1,000; a batch must not leave a
     transaction open for the next point's claim (it once stopped every sweep at point 1,000)."""
