@@ -14,8 +14,8 @@ from storeloop.errors import SpecError
 from storeloop.spec.types import (ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop,
                                   Mapping, StorageLevel, Tensor, Workload)
 from storeloop.spec.check import check_attributes, ops_problem
-from storeloop.spec.timeloop_schema import (ARTBody, Architecture, ConstraintEntry, ERTBody, MappingEntry, Problem,
-                                            V04Node)
+from storeloop.spec.timeloop_schema import (ARTBody, Architecture, ConstraintEntry, ERTBody, MappingEntry, Node,
+                                            Problem, V04Node)
 from storeloop.spec.validate import validate
 from storeloop.spec.yamlio import LDict, error_at, field_path, locate
 from storeloop.units import ExpressionError, integer, number, technology_nm
@@ -137,23 +137,19 @@ def _v04_as_tree(doc: LDict) -> LDict:
         current.setdefault("local", []).append(comp)
         if str(node.get("class")).lower() not in COMPUTE_CLASSES:
             last_storage = str(node.get("name"))
-    if aliases:
-        top.setdefault("attributes", LDict())["timeloop_spatial_levels"] = aliases
-        top["attributes"]["timeloop_spatial_axes"] = axes
     out = LDict(architecture=LDict(version="0.3", subtree=[top]))
     out.file = getattr(doc, "file", None)
-    out.constraints = tuple(constraints)
+    out.constraints, out.spatial_levels, out.spatial_axes = tuple(constraints), aliases, axes
     return out
 
 
 def arch_from_timeloop(doc: LDict) -> Arch:
-    validate(Architecture, doc["architecture"], doc, ("architecture",))
-    root = doc["architecture"]
-    if str(root.get("version")) == "0.4" and "nodes" in root:
+    spec = validate(Architecture, doc["architecture"], doc, ("architecture",))
+    if str(spec.version) == "0.4" and spec.nodes is not None:
         doc = _v04_as_tree(doc)
-        root = doc["architecture"]
-    if str(root.get("version", "0.3")) != "0.3":
-        raise error_at(doc, ("architecture", "version"), f"unsupported Timeloop arch version {root.get('version')}",
+        spec = validate(Architecture, doc["architecture"], doc, ("architecture",))
+    if str(spec.version or "0.3") != "0.3":
+        raise error_at(doc, ("architecture", "version"), f"unsupported Timeloop arch version {spec.version}",
                        allowed="0.3 (Timeloop v0.3 'subtree/local' format) or 0.4 ('nodes' list)")
     storage: list[StorageLevel] = []
     computes: list[ComputeLevel] = []
@@ -161,34 +157,33 @@ def arch_from_timeloop(doc: LDict) -> Arch:
 
     seen: set[str] = set()
 
-    def walk(node: LDict, mult: int, loc: tuple) -> None:
+    def walk(node: Node, mult: int, loc: tuple) -> None:
+        """The typed tree (Component attributes stay free-form; check_attributes reads them)."""
         nonlocal technology
         try:
-            _, n = _split_name(str(node.get("name", "")))
+            _, n = _split_name(node.name)
         except ExpressionError as exc:
             raise error_at(doc, loc + ("name",), str(exc), allowed="NAME or NAME[lo..hi]") from None
         mult *= n
-        attrs = node.get("attributes") or {}
-        if isinstance(attrs, dict) and attrs.get("technology") is not None:
+        attrs = node.attributes
+        if attrs.get("technology") is not None:
             try:
                 technology_nm(attrs["technology"])
             except ExpressionError as exc:
                 raise error_at(doc, loc + ("attributes", "technology"), str(exc), allowed="e.g. 45nm") from None
-        technology = technology or (attrs.get("technology") if isinstance(attrs, dict) else None)
-        for i, comp in enumerate(node.get("local") or []):
+        technology = technology or attrs.get("technology")
+        for i, comp in enumerate(node.local):
             cloc = loc + ("local", i)
-            if not isinstance(comp, dict) or "name" not in comp or "class" not in comp:
-                raise error_at(doc, cloc, "a component needs 'name' and 'class'")
             try:
-                base, k = _split_name(str(comp["name"]))
+                base, k = _split_name(comp.name)
             except ExpressionError as exc:
                 raise error_at(doc, cloc + ("name",), str(exc), allowed="NAME or NAME[lo..hi]") from None
             if base in seen:
                 raise error_at(doc, cloc + ("name",), f"component name '{base}' is used twice", allowed="unique names")
             seen.add(base)
             inst = mult * k
-            a = comp.get("attributes") or {}
-            cls = str(comp["class"])
+            a = comp.attributes
+            cls = comp.cls
             check_attributes(doc, cloc + ("attributes",), a)
             try:
                 if cls.lower() in COMPUTE_CLASSES:
@@ -218,23 +213,21 @@ def arch_from_timeloop(doc: LDict) -> Arch:
                     where=(*locate(doc, cloc), field_path(cloc))))
             except ExpressionError as exc:
                 raise error_at(doc, cloc + ("attributes",), str(exc)) from None
-        for i, sub in enumerate(node.get("subtree") or []):
+        for i, sub in enumerate(node.subtree):
             walk(sub, mult, loc + ("subtree", i))
 
-    for i, sub in enumerate(root.get("subtree") or []):
+    for i, sub in enumerate(spec.subtree or []):
         walk(sub, 1, ("architecture", "subtree", i))
     if len(computes) != 1:
         raise error_at(doc, ("architecture",), f"expected exactly one compute component, found {len(computes)}",
                        allowed=f"one component of class {', '.join(COMPUTE_CLASSES)}")
     if not storage:
         raise error_at(doc, ("architecture",), "no storage levels")
-    top_attrs = (root.get("subtree") or [{}])[0].get("attributes") or {}
-    aliases = top_attrs.get("timeloop_spatial_levels") if isinstance(top_attrs, dict) else None
+    aliases = getattr(doc, "spatial_levels", None)          # a v0.4 arch's inter_*_spatial fanouts
     return Arch(name=str(getattr(doc, "file", None) or "timeloop-arch"), levels=tuple(storage),
                 compute=computes[0], technology=str(technology) if technology else None,
                 attributes={"timeloop_spatial_levels": dict(aliases),
-                            "timeloop_spatial_axes": dict(top_attrs.get("timeloop_spatial_axes") or {})}
-                if aliases else {},
+                            "timeloop_spatial_axes": dict(doc.spatial_axes)} if aliases else {},
                 timeloop_constraints=getattr(doc, "constraints", ()))
 
 
