@@ -326,7 +326,20 @@ def _run_dask(address: str, workers: int, jobs, store) -> None:
     reached is an error within 5 s."""
     from dask.distributed import Client, LocalCluster, as_completed
 
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True) if address == "local" else None
+    cluster = None
+    if address == "local":
+        import logging
+        import multiprocessing
+
+        import dask
+
+        # workers forked from a server that has imported storeloop's sweep runner (and NumPy, the
+        # mapper, the model) start at once; spawned ones import them first. No dashboard, no INFO
+        # lines on the terminal.
+        multiprocessing.set_forkserver_preload(["storeloop.sweeps.run", "storeloop.mapper"])
+        with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None, silence_logs=logging.WARNING)
     try:
         client = Client(cluster if cluster is not None else address, timeout="5s")
     except (OSError, ValueError, TypeError) as exc:      # TimeoutError is an OSError
