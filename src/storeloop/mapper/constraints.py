@@ -174,11 +174,10 @@ def _entry(doc, loc):
 
 def timeloop_constraints(items: list[tuple], arch: Arch, workload: Workload, source: str) -> Constraints:
     """Timeloop constraint entries, each given as (document, path to the entry, the fields a v0.4
-    node implies: its target and type), read as Timeloop
-    v3.0.3's ``Constraints::Parse`` reads them: a factor, permutation or split given twice for one
-    level is an error (\"a conflict between architecture and mapspace constraints\"), a factor of 0
-    is the whole dimension, a permutation lists the innermost loops first, and after a ``_`` the
-    outermost ones."""
+    node implies: its target and type), read as Timeloop v3.0.3's ``Constraints::Parse`` reads
+    them: a factor, permutation or split given twice for one level is an error ("a conflict
+    between architecture and mapspace constraints"), a factor of 0 is the whole dimension, a
+    permutation lists the innermost loops first and, after a ``_``, the outermost ones."""
     out = Constraints(source=source)
     fixed: dict[int, list] = {}                  # dim -> [(factor, doc, loc)] of the fixed factors
     first: dict[tuple, tuple] = {}               # what was given -> (doc, loc) of its entry
