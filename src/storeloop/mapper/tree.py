@@ -173,7 +173,92 @@ class Tree:
                     e = top * size + self.wpw[L] * size + self.rpw[L] * share
                 best = min(best, e)
             parts[tensor.name] = float(best)
+        joint = self._capacity_bound() if per_compute else None
+        if joint is not None and sum(joint.values()) > sum(v for k, v in parts.items() if k != "compute"):
+            parts.update(joint)                      # the tensors' parts under the capacity bound
         return sum(parts.values()) * SAFE, parts
+
+    CAPACITY_WORDS = 256         # the joint bound enumerates tile shapes of innermost levels up to this size
+
+    def _capacity_bound(self) -> dict | None:
+        """Per tensor, the energy of its accesses, jointly bounded by the innermost level's capacity.
+
+        Let R be the innermost level (no fanout below it, capacity S words per instance) and f_d
+        the product of dimension d's factors at R. A tensor t that R keeps holds a tile of
+        prod(f_d, d in t) words, and the kept tiles fit in S. Above R, the innermost loop (over a
+        dimension e) indexes every tensor that has e, so each of them is refilled on every
+        iteration above R: MACs / prod(f_d, d not in t) words in all. Only the tensors without e
+        can be reused across the loops above, and then need at least their size. A tensor R
+        bypasses is read (an output: updated) from above once per compute, shared by at most the
+        compute units. Words that enter R beyond a tensor's size come from a level above, at
+        least at its cheapest read, shared by at most R's instances; an output's partial sums
+        that leave R beyond its size are written above and, to be accumulated again, read back
+        (Timeloop's reads = updates - partition) and written into R. Every tensor's size leaves
+        (an output's: enters) the outermost level once. The bound is the least total over every
+        kept set R allows, every dimension e, and every tile shape that fits; None where R is
+        unbounded or larger than CAPACITY_WORDS (the per-tensor bounds then stand alone)."""
+        R, w = self.nlev - 1, self.workload
+        lvl = self.arch.levels[R]
+        if R == 0 or lvl.size_words is None or lvl.size_words > self.CAPACITY_WORDS:
+            return None
+        S, macs = lvl.size_words, w.macs
+        dims = [d for d in range(self.D) if self.bounds[d] > 1]
+        sizes = [w.tensor_elements(t) for t in w.tensors]
+        top = np.where(self.rw, self.wpw[0], self.rpw[0])
+        above = np.where(self.rw, self.wpw[:R].min(), self.rpw[:R].min())      # cheapest level above R
+        share_r = lvl.instances / self.arch.levels[0].instances               # R instances per parent read
+        share_c = self.arch.compute.instances / self.arch.levels[0].instances
+        per_word_r = np.where(self.rw, self.wpw[R], self.rpw[R])              # R's own access per compute
+
+        read_above = self.rpw[:R].min()
+
+        def tensor_energy(t: int, kept: bool, words: float) -> float:
+            """``words``: words of t that enter R (an output: that leave it) over the run."""
+            if not kept:                                 # every compute takes t from above
+                return top[t] * sizes[t] + max(macs / share_c - sizes[t], 0.0) * above[t]
+            again = max(words / share_r - sizes[t], 0.0)     # words moved above R beyond the size
+            moved = top[t] * sizes[t] + per_word_r[t] * macs + again * above[t]
+            if self.rw[t]:     # a partial sum that left R comes back (read above, written into R)
+                return moved + again * read_above + self.wpw[R] * max(words - sizes[t], 0.0)
+            return moved + self.wpw[R] * words               # inputs are written into R
+
+        best: dict | None = None
+        best_total = math.inf
+        for mask in self.space.keep_masks[R]:
+            kept = [t for t in range(self.T) if mask >> t & 1]
+            # dimensions no kept tensor has take their whole bound at R (it only lowers refills);
+            # the others are enumerated over the tile shapes that fit in S
+            free = [d for d in dims if not any(self.rel[t][d] for t in kept)]
+            tied = [d for d in dims if d not in free]
+            shapes: list[dict[int, int]] = []
+
+            def grow(i: int, f: dict[int, int]) -> None:
+                shapes.append(dict(f))
+                for j in range(i, len(tied)):
+                    d = tied[j]
+                    for g in divisors(int(self.bounds[d]))[1:]:
+                        f[d] = g
+                        fits = sum(math.prod(f.get(dd, 1) for dd in tied if self.rel[t][dd]) for t in kept) <= S
+                        if fits:
+                            grow(j + 1, f)
+                        del f[d]
+                        if not fits:
+                            break
+
+            grow(0, {d: int(self.bounds[d]) for d in free})
+            for f in shapes:
+                tiles = [math.prod(f.get(d, 1) for d in dims if self.rel[t][d]) for t in range(self.T)]
+                inner = math.prod(f.values())
+                # e: the innermost loop above R (a dimension with a factor left above R); None: none
+                for e in [d for d in dims if f.get(d, 1) < self.bounds[d]] or [None]:
+                    parts = {}
+                    for t in range(self.T):
+                        words = sizes[t] if e is None or not self.rel[t][e] else macs * tiles[t] / inner
+                        parts[w.tensors[t].name] = tensor_energy(t, t in kept, max(words, sizes[t]))
+                    total = sum(parts.values())
+                    if total < best_total:
+                        best_total, best = total, parts
+        return best
 
     def _traffic_cycles(self, L: int, r, w):
         lvl = self.arch.levels[L]
