@@ -193,6 +193,10 @@ def test_reproduce_end_to_end_on_tiny_grids(tmp_path, monkeypatch):
     text = done["report"].read_text()
     assert "| cycles | 12,833,318,209 | 13,811,004,212 |" in text
     assert text.count("\n## ") >= 6 and "| rotation cores for 10 Gb/s | 6 | 6 |" in text
+    # how each sweep's searches ended, counted from the store
+    rows = [line for line in text.splitlines() if line.startswith(("| initial |", "| refined |"))]
+    assert len(rows) == 2 and rows[1].startswith("| refined | 1 |")
+    assert all(sum(int(c) for c in r.split("|")[3:7]) == int(r.split("|")[2]) for r in rows)
     assert json.loads((tmp_path / "cpu.json").read_text())["macs_per_s"] == 5e7
 
 

@@ -49,6 +49,20 @@ def _specs(quick: bool, root: Path) -> dict[str, dict]:
     return {"initial": initial, "refined": refined, "sizes": db}
 
 
+def _stops_table(sweeps: dict) -> list[str]:
+    """How each sweep's searches ended: proven optimal, within the energy gap of the bound,
+    converged (no improvement for twice the work), or stopped by the time limit; the worst gap."""
+    out = ["How the searches ended (`stopped`; the energy gap is to the energy lower bound):", "",
+           "| sweep | points | optimal | energy-gap | converged | time-limit | worst energy gap |",
+           "|---|---|---|---|---|---|---|"]
+    for name, df in sweeps.items():
+        counts = df["stopped"].value_counts()
+        out.append(f"| {name} | {len(df):,} | " + " | ".join(f"{int(counts.get(k, 0)):,}" for k in
+                                                          ("optimal", "energy-gap", "converged", "time-limit"))
+                   + f" | {100 * df['energy_gap'].max():.3f} % |")
+    return out + [""]
+
+
 def cpu_baseline(out: Path, quick: bool) -> dict:
     """Measure (or reuse) the CPU's MAC rate on a small OnionPIR database; kept in ``cpu.json``."""
     import platform
@@ -274,6 +288,7 @@ def report(frames: dict, cpu: dict, quick: bool, timing: dict, refined_spec: Pat
         f"{int(ref['cycles_optimal'].sum())} of {len(ref)} (refined), "
         f"{int(init['cycles_optimal'].sum()):,} of {len(init):,} (initial).",
         "",
+        *_stops_table({"initial": init, "refined": ref}),
         "Figures (PNG and PDF) are in `figures/`: " + ", ".join(f"Fig. 6-{i}" for i in range(1, 14))
         + ", and a roofline of the optimal design.",
         "",
