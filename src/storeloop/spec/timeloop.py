@@ -65,8 +65,11 @@ def _v04_as_tree(doc: LDict) -> LDict:
     Nodes are read top to bottom: a ``!Container`` opens a new subtree (its ``spatial: {meshX,
     meshY}`` replicates everything below it, as ``name[0..n-1]``), a ``!Component`` is a local
     component of the current subtree (its own ``spatial`` sets meshX/instances like v0.3's
-    ``name[0..n-1]``). v0.4 attribute names (``depth``, ``width``, ``datawidth``, bandwidths) are
-    the ones the v0.3 importer reads. ``!Hierarchical``/``!Parallel`` groupings are not supported.
+    ``name[0..n-1]``), ``!Parallel`` children are sibling levels in their order, and ``!Nothing``
+    is skipped. v0.4 attribute names (``depth``, ``width``, ``datawidth``, bandwidths) are the
+    ones the v0.3 importer reads. The result carries, beside the tree, each node's
+    ``constraints`` (for :func:`storeloop.mapper.constraints.arch_constraints`) and the
+    ``inter_<container>_spatial`` fanouts with their axes (for mappings and constraints).
     """
     root = doc["architecture"]
     top = LDict(name="system")
