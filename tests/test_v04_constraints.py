@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from storeloop.errors import SpecError
+from storeloop.errors import SpecError, StoreloopError
 from storeloop.mapper import map_workload
 from storeloop.mapper.constraints import arch_constraints, load_constraints
 from storeloop.mapper.space import Constraints
-from storeloop.spec.load import load_arch, load_mapping, load_workload
+from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload
 from storeloop.spec.types import ActionCosts, EnergyTable
 
 DESIGNS = Path(__file__).parent / "timeloop-exercises"
@@ -188,3 +188,29 @@ def test_bad_node_constraints_are_refused_at_their_line(tmp_path, where, text):
     with pytest.raises(SpecError) as e:
         matmul_case(tmp_path, text)
     assert "arch.yaml" in str(e.value) and e.value.line is not None, where
+
+
+@pytest.mark.parametrize("perm, spatial", [("NM", [("N", 8, "X"), ("M", 2, "Y")]),
+                                           ("N", [("N", 8, "X"), ("M", 2, "Y")]),
+                                           ("M", None)])
+def test_split_reads_as_timeloop_mapper_v3_0_3_reads_it(tmp_path, perm, spatial):
+    """On the corpus's 8x2 MAC mesh, with ``factors: M=2 N=8 K=1, split: 1`` at the GLB's fanout,
+    a real timeloop-mapper v3.0.3 (this session) put N along X and M along Y for the permutations
+    NM and N (the free M goes after the named N, past the split), and found no mapping for M
+    (then N=8 must run along the 2-wide Y)."""
+    from conftest import CORPUS
+
+    case = CORPUS / "a8-dram-glb-mac8x2-16b__matmul-64__b3-r3"
+    arch, work = load_arch(case / "arch.yaml"), load_workload(case / "problem.yaml")
+    energy = load_energy_table(arch, case / "ERT.yaml", case / "ART.yaml")
+    (tmp_path / "c.yaml").write_text(
+        "mapspace_constraints:\n"
+        f"- {{target: GLB, type: spatial, factors: M=2 N=8 K=1, permutation: {perm}, split: 1}}\n"
+        "- {target: DRAM, type: temporal, factors: M=32 N=8 K=64}\n")
+    cons = load_constraints(tmp_path / "c.yaml", arch, work)
+    if spatial is None:
+        with pytest.raises(StoreloopError, match="no valid mapping"):
+            map_workload(arch, work, energy, constraints=cons, time_limit=60)
+        return
+    out = map_workload(arch, work, energy, constraints=cons, time_limit=60)
+    assert [(work.dims[lp.dim], lp.factor, lp.axis) for lp in out.mapping.levels[1].spatial] == spatial
