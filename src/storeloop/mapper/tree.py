@@ -471,7 +471,7 @@ class Tree:
         self.stats["complete"] += m
         sx, sy = rows["sx"], rows["sy"]
         # The order of the last level's spatial loops on each axis decides which units have a mesh
-        # neighbour with the same operand (costs.units_share), so every order of the dimensions
+        # neighbour with the same operand (costs.unshared_operands), so every order of the dimensions
         # that are spatial here is priced (one order when at most one is).
         spatial = [d for d in range(sx.shape[1]) if (sx[:, d] > 1).any() or (sy[:, d] > 1).any()]
         orders = list(itertools.permutations(spatial)) if len(spatial) > 1 else [tuple(spatial)]
@@ -494,9 +494,9 @@ class Tree:
         cc = rows["P"]
         cnt = np.broadcast_to(n.cnt, (m,) + n.cnt.shape).copy()
         # Timeloop's compute-level deltas (model/costs.py): when the innermost loop is a spatial
-        # loop of the last level, a tensor whose every unit has a mesh neighbour with the same
-        # operand reaches the units only when it changes (rep), any other once per compute. The
-        # last level's nest is its Y loops then its X loops, each in ``order``.
+        # loop of the last level, an operand reaches the units only when it changes (rep), except
+        # at units without a mesh neighbour holding the same one (costs.unit_content). The last
+        # level's nest is its Y loops then its X loops, each in ``order``.
         nest = list(order) + [d for d in range(rows["sx"].shape[1]) if d not in order]
         sx, sy = rows["sx"][:, nest], rows["sy"][:, nest]
         inner_sp = (sx > 1).any(axis=1) | (sy > 1).any(axis=1)
@@ -505,9 +505,11 @@ class Tree:
         for t in range(T):
             pl = int(n.last[t])
             rel = np.asarray(self.rel[t])[nest][::-1]
-            share = costs.units_share(units, np.broadcast_to(np.concatenate([rel, rel]), units.shape), width)
-            only = costs.changes_only(inner_sp, share)
-            ca = costs.unit_deliveries(only, rows["rep"][:, t], cc) * rows["scat"][:, t]
+            rel_units = np.broadcast_to(np.concatenate([rel, rel]), units.shape)
+            shared = np.where(rel_units, units, 1).prod(axis=1)
+            unshared = np.where(inner_sp, costs.unshared_operands(units, rel_units, width), shared)
+            ca = costs.unit_content(inner_sp, np.where(inner_sp, rows["rep"][:, t], cc), cc, rows["scat"][:, t],
+                                    shared, unshared)
             cnt[:, pl, t, RD], _, cnt[:, pl, t, UP] = costs.keeper_accesses(self.rw[t], ca, 0, n.partl[t], False)
             if pl in self.pages:       # the compute units take one element at a time: runs of 1
                 for act in (RD, UP):

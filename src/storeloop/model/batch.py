@@ -121,7 +121,7 @@ class BatchModel:
         # innermost level (see nest.py); -1 where there is none
         last_s = np.where(big, col[None, :], -1).max(axis=1, initial=-1)
         inner_sp = (last_s >= 0) & sp[last_s] & (lv[last_s] == nlev - 1)
-        # the units' grid (costs.units_share): the innermost level's spatial slots in nest order
+        # the units' grid (costs.unshared_operands): the innermost level's spatial slots in nest order
         # (Y outside X, as LevelMapping.spatial_nest), inner first
         unit_slots = np.array(sorted(np.flatnonzero((lv == nlev - 1) & sp), key=lambda j: slots[j].axis != "Y")[::-1],
                               dtype=np.int64)
@@ -138,8 +138,11 @@ class BatchModel:
             idx = np.where(rel_t, col[None, :] + 1, 0)
             rep = [np.take_along_axis(prefix, idx[:, :first[L]].max(axis=1, initial=0)[:, None], axis=1)[:, 0]
                    for L in range(nlev + 1)]
-            changes_only = costs.changes_only(inner_sp, costs.units_share(
-                F[:, unit_slots], np.broadcast_to(relevant[unit_slots], (rows, len(unit_slots))), width))
+            # the compute units (costs.unit_content): the distinct elements under one innermost
+            # instance, and those held by units without a neighbour holding the same one
+            unit_f, unit_rel = F[:, unit_slots], np.broadcast_to(relevant[unit_slots], (rows, len(unit_slots)))
+            shared = np.where(unit_rel, unit_f, 1).prod(axis=1)
+            unshared = np.where(inner_sp, costs.unshared_operands(unit_f, unit_rel, width), shared)
             sp_rel = np.where(sp & relevant, F, 1)
             kept = [L for L in range(nlev) if structure.keep[L] is None or name in structure.keep[L]]
             arrivals = {}
@@ -153,15 +156,16 @@ class BatchModel:
                 child = kept[k + 1] if k + 1 < len(kept) else nlev
                 scatter = sp_rel[:, first[L]:first[child]].prod(axis=1)
                 if child < nlev:
-                    ca = arrivals[child]
+                    served = arrivals[child] * scatter
                 else:
-                    ca = costs.unit_deliveries(changes_only, rep[nlev], compute_cycles)
+                    served = costs.unit_content(inner_sp, np.where(inner_sp, rep[nlev], compute_cycles), compute_cycles,
+                                                scatter, shared, unshared)
                 part = 0
                 if rw:
                     part = np.ones(rows, dtype=np.int64)
                     for d in dims:
                         part = part * (self.workload.bounds[d] // above[L, d])
-                reads[L, ti], fills[L, ti], updates[L, ti] = costs.keeper_accesses(rw, ca * scatter, arrivals[L],
+                reads[L, ti], fills[L, ti], updates[L, ti] = costs.keeper_accesses(rw, served, arrivals[L],
                                                                                    part, k > 0)
 
         compute_cycles = compute_cycles * self.arch.compute.cycles_per_op    # from here on: time

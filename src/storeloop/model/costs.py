@@ -10,12 +10,13 @@ numbers and a change of semantics lands everywhere at once.
 
 The rules (checked against real Timeloop v3.0.3 runs, ``tests/corpus``):
 
-* **Operands at the compute units** (:func:`units_share`, :func:`unit_deliveries`): when the
+* **Operands at the compute units** (:func:`unshared_operands`, :func:`unit_content`): when the
   innermost loop of the nest is a spatial loop of the innermost storage level (its fanout to the
   units), a unit whose mesh neighbour held the same operand one step earlier gets it over a link
-  (Timeloop's ``ComputeNetworkLinkTransfers``); when every unit has such a neighbour for a tensor,
-  the tensor leaves its keeper only when its operand changes between consecutive temporal
-  iterations. Otherwise it is delivered once per compute.
+  (Timeloop's ``ComputeNetworkLinkTransfers``). So a tensor leaves its keeper when its operand
+  changes between consecutive temporal iterations, and at every other compute only for the units
+  with no neighbour holding the same element. Units not directly under a fanout take one operand
+  per compute.
 * **Accesses of a keeper** (:func:`keeper_accesses`): a level serves its child the words the child
   receives, times the child instances with distinct data (multicast counted once). For an output
   those are updates (write-backs, spatial reductions merged), and its reads are updates minus the
@@ -33,6 +34,7 @@ The rules (checked against real Timeloop v3.0.3 runs, ``tests/corpus``):
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -45,54 +47,60 @@ def _select(cond, a, b):
     return np.where(cond, a, b) if isinstance(cond, np.ndarray) else (a if cond else b)
 
 
-def changes_only(innermost_is_unit_fanout, units_share_operand):
-    """Whether a tensor reaches the compute units only when its operand changes (see module)."""
-    if isinstance(units_share_operand, np.ndarray):
-        return innermost_is_unit_fanout & units_share_operand
-    return bool(innermost_is_unit_fanout) and bool(units_share_operand)
-
-
-def units_share(factors, indexes, width):
-    """Whether every compute unit has a mesh neighbour holding the same element of a tensor.
-
-    ``factors``: the innermost level's spatial loops, innermost first (Timeloop's nest: X loops
-    inside Y loops; factor-1 entries are ignored); ``indexes``: whether each loop indexes the
-    tensor; ``width``: the grid's width, the larger of the physical mesh and the X loops. Timeloop
-    numbers the units in nest order and lays them out row-major, so a unit's row neighbour differs
-    in the innermost loop (when no row boundary splits its group) and its column neighbour in the
-    loop whose inner loops span exactly one row. Arrays (..., loops) work column-wise.
-    """
+def unshared_operands(factors, indexes, width):
+    """Distinct elements of a tensor held by compute units with no mesh neighbour holding the same
+    one (0 when every unit has one). ``factors``: the innermost level's spatial loops, innermost
+    first (Timeloop's nest: X loops inside Y loops; factor-1 entries are ignored); ``indexes``:
+    whether each loop indexes the tensor; ``width``: the grid's width, the larger of the physical
+    mesh and the X loops. Timeloop numbers the units in nest order and lays them out row-major; a
+    unit's neighbours are left, right, up and down, not toroidal. Timeloop reads those elements
+    from the keeper at every compute, the others only when the operand changes (links). Arrays
+    (..., loops) are taken row by row."""
     if isinstance(factors, np.ndarray):
-        F, idx = factors, np.asarray(indexes, dtype=bool)
-        if F.shape[-1] == 0:
-            return np.zeros(F.shape[:-1], dtype=bool)
-        big = F > 1
-        units = F.prod(axis=-1)
-        j0 = np.argmax(big, axis=-1)[..., None]
-        f0 = np.take_along_axis(F, j0, axis=-1)[..., 0]
-        row = big.any(axis=-1) & ~np.take_along_axis(idx, j0, axis=-1)[..., 0] & \
-            ((units <= width) | (width % f0 == 0))
-        inside = np.cumprod(F, axis=-1) // F
-        column = (big & ~idx & (inside == np.asarray(width)[..., None])).any(axis=-1)
-        return row | column
+        F = np.asarray(factors, dtype=np.int64)
+        if F.shape[-1] == 0:                      # no unit loops: one unit, no neighbour
+            return np.ones(F.shape[:-1], dtype=np.int64)
+        idx = np.broadcast_to(np.asarray(indexes, dtype=np.int64), F.shape)
+        W = np.broadcast_to(np.asarray(width, dtype=np.int64), F.shape[:-1])
+        keys = np.concatenate([F.reshape(-1, F.shape[-1]), idx.reshape(-1, F.shape[-1]), W.reshape(-1, 1)], axis=1)
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        n = F.shape[-1]
+        vals = np.array([_unshared(tuple(u[:n]), tuple(u[n:2 * n]), int(u[-1])) for u in uniq], dtype=np.int64)
+        return vals[inv.reshape(-1)].reshape(F.shape[:-1])
+    return _unshared(tuple(int(f) for f in factors), tuple(bool(i) for i in indexes), int(width))
+
+
+@functools.lru_cache(maxsize=4096)
+def _unshared(factors: tuple, indexes: tuple, width: int) -> int:
     loops = [(f, i) for f, i in zip(factors, indexes) if f > 1]
-    if not loops:
-        return False
     units = math.prod(f for f, _ in loops)
-    f0, i0 = loops[0]
-    if not i0 and (units <= width or width % f0 == 0):
-        return True
-    inside = 1
-    for f, i in loops:
-        if inside == width and not i:
-            return True
-        inside *= f
-    return False
+    keys = []
+    for u in range(units):                    # the innermost loop runs fastest
+        rest, key = u, []
+        for f, i in loops:
+            if i:
+                key.append(rest % f)
+            rest //= f
+        keys.append(tuple(key))
+    lonely = set()
+    for u in range(units):
+        h, v = u % width, u // width
+        near = [y * width + x for x, y in ((h - 1, v), (h + 1, v), (h, v - 1), (h, v + 1))
+                if 0 <= x < width and y >= 0 and y * width + x < units]
+        if not any(keys[n] == keys[u] for n in near):
+            lonely.add(keys[u])
+    return len(lonely)
 
 
-def unit_deliveries(only_changes, changes, compute_cycles):
-    """Words of a tensor one compute unit receives: its operand changes, or one per compute."""
-    return _select(only_changes, changes, compute_cycles)
+def unit_content(under_fanout, changes, compute_cycles, scatter, shared, unshared):
+    """Words of a tensor a keeper sends the compute units below it (Timeloop's compute-level
+    deltas with links): per group of units under the innermost level, its ``shared`` distinct
+    elements when the operand changes, and at every other compute the ``unshared`` ones whose
+    units have no neighbour holding them; times the ``scatter // shared`` groups with distinct
+    data. Units not directly under a fanout take one operand per compute."""
+    groups = scatter // shared
+    per_group = changes * shared + (compute_cycles - changes) * unshared
+    return _select(under_fanout, per_group * groups, compute_cycles * scatter)
 
 
 def keeper_accesses(read_write: bool, served, arrivals, partition, has_parent):

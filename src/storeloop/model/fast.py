@@ -82,7 +82,7 @@ class FastModel:
                 total, fx, fy = self.fanouts[li]
                 if x > fx or y > fy or x * y > total:
                     check_mapping(self.arch, self.workload, mapping)
-                if li == nlev - 1:       # the units' grid (costs.units_share): loops inner first
+                if li == nlev - 1:       # the units' grid (costs.unshared_operands): loops inner first
                     unit_loops = [(lp.factor, lp.dim) for lp in reversed(lm.spatial_nest()) if lp.factor > 1]
                     width = max(fx, x)
         if products != self.bounds:
@@ -151,11 +151,14 @@ class FastModel:
                 for j in range(L, child):
                     scatter *= sp_rel[j]
                 if child < nlev:
-                    ca = arrivals[child]
-                else:                    # the compute units (costs.unit_deliveries)
-                    only = inner_dim >= 0 and costs.units_share(
-                        [f for f, _ in unit_loops], [(mask >> d) & 1 for _, d in unit_loops], width)
-                    ca = costs.unit_deliveries(only, rep[nlev], compute_cycles)
+                    served = arrivals[child] * scatter
+                else:                    # the compute units (costs.unit_content)
+                    under = inner_dim >= 0
+                    factors, indexes = [f for f, _ in unit_loops], [(mask >> d) & 1 for _, d in unit_loops]
+                    shared = math.prod(f for f, i in zip(factors, indexes) if i)
+                    served = costs.unit_content(under, rep[nlev] if under else compute_cycles, compute_cycles, scatter,
+                                                shared, costs.unshared_operands(factors, indexes, width) if under
+                                                else shared)
                 part = 0
                 if rw:
                     arow = above[L]
@@ -163,7 +166,7 @@ class FastModel:
                     for d in dims:
                         part *= bounds[d] // arow[d]
                 reads[L][ti], fills[L][ti], updates[L][ti] = costs.keeper_accesses(
-                    rw, ca * scatter, arrivals[L], part, k > 0)
+                    rw, served, arrivals[L], part, k > 0)
 
         compute_cycles *= self.arch.compute.cycles_per_op      # from here on: time
         cycles = compute_cycles

@@ -149,22 +149,25 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
             child = kept[k + 1] if k + 1 < len(kept) else nlev     # nlev: the compute units
             between = [(li, d, f) for li, d, f, sp in loops if sp and L <= li < child]
             scatter = math.prod(f for _, d, f in between if d in relevant)
-            if child < nlev:
-                child_arrivals = arrivals[child]
-            elif units_under_spatial and window:
-                # a sliding window at units under a fanout: the exact link walk, per instance of
-                # the innermost level, times the instances with distinct data above it
-                child_arrivals, scatter = _unit_link_reads(t, loops, stride, unit_nest, width), math.prod(
-                    f for li, d, f in between if d in relevant and li < nlev - 1)
-            else:
-                only = costs.changes_only(units_under_spatial, costs.units_share(
-                    [lp.factor for lp in unit_nest], [lp.dim in relevant for lp in unit_nest], width))
-                child_arrivals = costs.unit_deliveries(only, _point_changes(t, loops, stride) if only else 0,
-                                                       compute_cycles)
             if window and child not in fanned and between and not (child == nlev and units_under_spatial):
                 # instances whose tiles coincide take one multicast (a window across them)
                 scatter = _distinct_tiles(t, loops, stride, L, child)
-            content = child_arrivals * scatter
+            if child < nlev:
+                content = arrivals[child] * scatter
+            elif units_under_spatial and window:
+                # a sliding window at units under a fanout: the exact link walk, per instance of
+                # the innermost level, times the instances with distinct data above it
+                content = _unit_link_reads(t, loops, stride, unit_nest, width) * math.prod(
+                    f for li, d, f in between if d in relevant and li < nlev - 1)
+            else:
+                # the compute units: operands only when they change, except at units without a
+                # neighbour holding the same one (costs.unit_content)
+                factors, indexes = [lp.factor for lp in unit_nest], [lp.dim in relevant for lp in unit_nest]
+                shared = math.prod(f for f, i in zip(factors, indexes) if i)
+                content = costs.unit_content(
+                    units_under_spatial, _point_changes(t, loops, stride) if units_under_spatial else compute_cycles,
+                    compute_cycles, scatter, shared,
+                    costs.unshared_operands(factors, indexes, width) if units_under_spatial else shared)
             if child in fanned:
                 # per instance of level child-1, times its instances with distinct data below L
                 content = fanned[child][0] * math.prod(f for li, d, f in between if d in relevant and li < child - 1)
