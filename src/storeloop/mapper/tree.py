@@ -507,9 +507,8 @@ class Tree:
             rel = np.asarray(self.rel[t])[nest][::-1]
             rel_units = np.broadcast_to(np.concatenate([rel, rel]), units.shape)
             shared = np.where(rel_units, units, 1).prod(axis=1)
-            unshared = np.where(inner_sp, costs.unshared_operands(units, rel_units, width), shared)
-            ca = costs.unit_content(inner_sp, np.where(inner_sp, rows["rep"][:, t], cc), cc, rows["scat"][:, t],
-                                    shared, unshared)
+            ca = costs.unit_content(inner_sp, rows["rep"][:, t], cc, rows["scat"][:, t], shared,
+                                    costs.unshared_operands(units, rel_units, width))
             cnt[:, pl, t, RD], _, cnt[:, pl, t, UP] = costs.keeper_accesses(self.rw[t], ca, 0, n.partl[t], False)
             if pl in self.pages:       # the compute units take one element at a time: runs of 1
                 for act in (RD, UP):

@@ -142,7 +142,7 @@ class BatchModel:
             # instance, and those held by units without a neighbour holding the same one
             unit_f, unit_rel = F[:, unit_slots], np.broadcast_to(relevant[unit_slots], (rows, len(unit_slots)))
             shared = np.where(unit_rel, unit_f, 1).prod(axis=1)
-            unshared = np.where(inner_sp, costs.unshared_operands(unit_f, unit_rel, width), shared)
+            unshared = costs.unshared_operands(unit_f, unit_rel, width)
             sp_rel = np.where(sp & relevant, F, 1)
             kept = [L for L in range(nlev) if structure.keep[L] is None or name in structure.keep[L]]
             arrivals = {}
@@ -158,8 +158,7 @@ class BatchModel:
                 if child < nlev:
                     served = arrivals[child] * scatter
                 else:
-                    served = costs.unit_content(inner_sp, np.where(inner_sp, rep[nlev], compute_cycles), compute_cycles,
-                                                scatter, shared, unshared)
+                    served = costs.unit_content(inner_sp, rep[nlev], compute_cycles, scatter, shared, unshared)
                 part = 0
                 if rw:
                     part = np.ones(rows, dtype=np.int64)

@@ -97,7 +97,8 @@ def unit_content(under_fanout, changes, compute_cycles, scatter, shared, unshare
     deltas with links): per group of units under the innermost level, its ``shared`` distinct
     elements when the operand changes, and at every other compute the ``unshared`` ones whose
     units have no neighbour holding them; times the ``scatter // shared`` groups with distinct
-    data. Units not directly under a fanout take one operand per compute."""
+    data. Units not directly under a fanout take one operand per compute (``changes`` and
+    ``unshared`` do not matter then)."""
     groups = scatter // shared
     per_group = changes * shared + (compute_cycles - changes) * unshared
     return _select(under_fanout, per_group * groups, compute_cycles * scatter)

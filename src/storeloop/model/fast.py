@@ -156,9 +156,8 @@ class FastModel:
                     under = inner_dim >= 0
                     factors, indexes = [f for f, _ in unit_loops], [(mask >> d) & 1 for _, d in unit_loops]
                     shared = math.prod(f for f, i in zip(factors, indexes) if i)
-                    served = costs.unit_content(under, rep[nlev] if under else compute_cycles, compute_cycles, scatter,
-                                                shared, costs.unshared_operands(factors, indexes, width) if under
-                                                else shared)
+                    served = costs.unit_content(under, rep[nlev], compute_cycles, scatter, shared,
+                                                costs.unshared_operands(factors, indexes, width) if under else 0)
                 part = 0
                 if rw:
                     arow = above[L]

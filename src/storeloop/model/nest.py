@@ -164,10 +164,9 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
                 # neighbour holding the same one (costs.unit_content)
                 factors, indexes = [lp.factor for lp in unit_nest], [lp.dim in relevant for lp in unit_nest]
                 shared = math.prod(f for f, i in zip(factors, indexes) if i)
-                content = costs.unit_content(
-                    units_under_spatial, _point_changes(t, loops, stride) if units_under_spatial else compute_cycles,
-                    compute_cycles, scatter, shared,
-                    costs.unshared_operands(factors, indexes, width) if units_under_spatial else shared)
+                under = units_under_spatial
+                content = costs.unit_content(under, _point_changes(t, loops, stride) if under else 0, compute_cycles,
+                                             scatter, shared, costs.unshared_operands(factors, indexes, width) if under else 0)
             if child in fanned:
                 # per instance of level child-1, times its instances with distinct data below L
                 content = fanned[child][0] * math.prod(f for li, d, f in between if d in relevant and li < child - 1)
