@@ -53,7 +53,7 @@ def unshared_operands(factors, indexes, width):
     first (Timeloop's nest: X loops inside Y loops; factor-1 entries are ignored); ``indexes``:
     whether each loop indexes the tensor; ``width``: the grid's width, the larger of the physical
     mesh and the X loops. Timeloop numbers the units in nest order and lays them out row-major; a
-    unit's neighbours are left, right, up and down, not toroidal. Timeloop reads those elements
+    unit's neighbours are :func:`grid_neighbours`. Timeloop reads those elements
     from the keeper at every compute, the others only when the operand changes (links). Arrays
     (..., loops) are taken row by row."""
     if isinstance(factors, np.ndarray):
@@ -70,6 +70,17 @@ def unshared_operands(factors, indexes, width):
     return _unshared(tuple(int(f) for f in factors), tuple(bool(i) for i in indexes), int(width))
 
 
+@functools.lru_cache(maxsize=256)
+def grid_neighbours(units: int, width: int) -> tuple[tuple[int, ...], ...]:
+    """Per instance of a fanout, its mesh neighbours as Timeloop's ``ComputeNetworkLinkTransfers``
+    sees them: instances numbered in nest order (innermost loop fastest), laid out row-major over
+    ``width`` columns; left, right, up and down, not toroidal."""
+    width = max(1, width)
+    return tuple(tuple(y * width + x for x, y in ((h - 1, v), (h + 1, v), (h, v - 1), (h, v + 1))
+                       if 0 <= x < width and y >= 0 and y * width + x < units)
+                 for h, v in ((u % width, u // width) for u in range(units)))
+
+
 @functools.lru_cache(maxsize=4096)
 def _unshared(factors: tuple, indexes: tuple, width: int) -> int:
     loops = [(f, i) for f, i in zip(factors, indexes) if f > 1]
@@ -82,14 +93,8 @@ def _unshared(factors: tuple, indexes: tuple, width: int) -> int:
                 key.append(rest % f)
             rest //= f
         keys.append(tuple(key))
-    lonely = set()
-    for u in range(units):
-        h, v = u % width, u // width
-        near = [y * width + x for x, y in ((h - 1, v), (h + 1, v), (h, v - 1), (h, v + 1))
-                if 0 <= x < width and y >= 0 and y * width + x < units]
-        if not any(keys[n] == keys[u] for n in near):
-            lonely.add(keys[u])
-    return len(lonely)
+    near = grid_neighbours(units, width)
+    return len({keys[u] for u in range(units) if not any(keys[n] == keys[u] for n in near[u])})
 
 
 def unit_content(under_fanout, changes, compute_cycles, scatter, shared, unshared):

@@ -225,12 +225,12 @@ def _partitions(t: Tensor, loops, inner, nlev: int) -> list[int]:
     return part
 
 
-def _fanout_reads(t: Tensor, loops, stride, inner, L: int, mesh_x: int) -> tuple[int, int]:
+def _fanout_reads(t: Tensor, loops, stride, inner, L: int, width: int) -> tuple[int, int]:
     """What level ``L`` sends through its spatial fanout, links included, as Timeloop v3 counts it.
 
     Timeloop compares, at every simulated step of the temporal loops above ``L``'s spatial fanout,
     the new data (delta) each child instance needs with the delta each of its mesh neighbours
-    (left, right, up, down; X innermost, row-major over ``mesh_x`` columns) received one step
+    (:func:`costs.grid_neighbours` over ``width`` columns) received one step
     earlier. Children whose delta a neighbour already holds get it over a link; if that lowers
     the words level ``L`` must send (multicast counted once), the links are used for that step.
     Steps follow Timeloop's extrapolation: every temporal loop runs iteration 0, then iteration 1
@@ -244,7 +244,6 @@ def _fanout_reads(t: Tensor, loops, stride, inner, L: int, mesh_x: int) -> tuple
     temporal = [(d, f, s) for (li, d, f, sp), s in zip(loops, stride) if li <= L and not sp]
     spans = inner[L + 1]
     npe = math.prod(f for _, f, _ in spatial)
-    nx = max(1, mesh_x)
     pe_offsets = []                                   # per child instance, its origin per dim
     for p in range(npe):
         off, rest = {}, p
@@ -252,11 +251,7 @@ def _fanout_reads(t: Tensor, loops, stride, inner, L: int, mesh_x: int) -> tuple
             off[d] = off.get(d, 0) + (rest % f) * s
             rest //= f
         pe_offsets.append(off)
-    neighbours = []
-    for p in range(npe):
-        h, v = p % nx, p // nx
-        cand = [(h, v - 1), (h, v + 1), (h - 1, v), (h + 1, v)]
-        neighbours.append([y * nx + x for x, y in cand if 0 <= x < nx and y >= 0 and y * nx + x < npe])
+    neighbours = costs.grid_neighbours(npe, width)
     widths = [sum(c * (spans[d] - 1) for d, c in rank) for rank in t.ranks]
 
     def box(origin):
@@ -350,9 +345,8 @@ def _unit_link_reads(t: Tensor, loops, stride, unit_nest, width: int) -> int:
 
     At every simulated step of the temporal loops (iteration 0, then iteration 1 standing for the
     other ``f - 1``), each unit needs the raw point of ``t`` its operation touches
-    (``FillSpatialDeltas`` at loop level 0). A unit whose point a grid neighbour (left, right, up,
-    down; units numbered in nest order, row-major over ``width`` columns) needed one step earlier
-    can take it over a link (``ComputeNetworkLinkTransfers``); the parent sends each distinct
+    (``FillSpatialDeltas`` at loop level 0). A unit whose point a grid neighbour (:func:`costs.grid_neighbours`, ``width``
+    columns) needed one step earlier can take it over a link (``ComputeNetworkLinkTransfers``); the parent sends each distinct
     point once (multicast), and the links are used in a step only when they lower that number
     (``ComputeSpatialWorkingSet``). A sliding window makes a neighbour's last point the next one.
     """
@@ -374,12 +368,7 @@ def _unit_link_reads(t: Tensor, loops, stride, unit_nest, width: int) -> int:
     units = [zero]
     for (d, f), s in zip(spatial, sstride):   # unit index: the innermost spatial loop runs fastest
         units = [tuple(a + b for a, b in zip(u, move(d, i * s))) for i in range(f) for u in units]
-    npe = len(units)
-    nbrs = []
-    for e in range(npe):
-        h, v = e % width, e // width
-        nbrs.append([y * width + x for x, y in ((h - 1, v), (h + 1, v), (h, v - 1), (h, v + 1))
-                     if 0 <= x < width and y >= 0 and y * width + x < npe])
+    nbrs = costs.grid_neighbours(len(units), width)
     reads, prev = 0, None
     for idx in itertools.product((0, 1), repeat=len(temporal)):
         weight, origin = 1, zero
