@@ -24,6 +24,10 @@ ARCH_CASES = {
     "negative-capacity": (ARCH.replace("capacity: 4 KiB ", "capacity: -4 KiB "), "utf-8", ":32", "negative"),
     "long-expression": (ARCH.replace("capacity: 4 KiB ", "capacity: " + "+".join(["1"] * 600) + " B "), "utf-8",
                         ":32", "characters"),
+    "placement-typo": (ARCH.replace("      class: SRAM\n", "      class: SRAM\n      placement: offchip\n"), "utf-8",
+                       ":31", "on_chip"),
+    "placement-as-list": (ARCH.replace("      class: SRAM\n", "      class: SRAM\n      placement: [off_chip]\n"),
+                          "utf-8", ":31", "placement"),
 }
 
 
