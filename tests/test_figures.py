@@ -86,17 +86,24 @@ def test_fig_6_4_keeps_only_fast_designs(frames):
     assert f"{len(fast)} designs" in ax.get_title()
 
 
-def test_fig_6_5_rf_depth_lines_relative_to_the_minimum(frames):
+def test_fig_6_5_rf_depth_lines_above_the_least_bound_with_bars_to_each_bound(frames):
     d = T.fast_only(T.frame(frames["refined"]))
     ax = T.fig_6_5(frames["refined"]).axes[0]
-    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    series = {c.get_label(): c for c in ax.containers}            # one errorbar per SRAM size
+    lines = {k: c.lines[0] for k, c in series.items()}
     sizes = sorted(d[T.SRAM + "#"].unique())[:4]
     assert len(lines) == len(sizes)
-    base = d[d[T.SRAM + "#"].isin(sizes)]["energy_J"].min()
+    shown = d[d[T.SRAM + "#"].isin(sizes)]
+    base = shown["lower_bound_energy_pJ"].min() / 1e12
     g = d[d[T.SRAM + "#"] == sizes[0]].sort_values(T.RF + "#")
     ln = lines[f"SRAM {T._label(T.SRAM, sizes[0])}"]
     assert list(ln.get_xdata()) == list(g[T.RF + "#"])
     assert all(math.isclose(a, (b - base) * 1e3) for a, b in zip(ln.get_ydata(), g["energy_J"]))
+    # each point's bar ends at its own energy lower bound
+    bars = series[f"SRAM {T._label(T.SRAM, sizes[0])}"].lines[2][0]
+    lows = sorted(min(seg[:, 1]) for seg in bars.get_segments())
+    want = sorted((g["lower_bound_energy_pJ"] / 1e12 - base) * 1e3)
+    assert all(math.isclose(a, b, abs_tol=1e-9) for a, b in zip(lows, want))
     assert ax.get_xscale() == "log" and ax.get_ylim()[0] == 0
     assert f"{base:.3f} J" in ax.get_ylabel()
 

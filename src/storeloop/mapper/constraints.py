@@ -25,7 +25,7 @@ import warnings
 from pathlib import Path
 
 from storeloop.mapper.space import Constraints, LevelConstraint
-from storeloop.spec.types import Arch, Workload
+from storeloop.spec.types import Arch, SourcedEntry, Workload
 from storeloop.spec.timeloop_schema import MODELLED_CONSTRAINTS, UNMODELLED_FIELDS, ConstraintEntry
 from storeloop.spec.validate import validate
 from storeloop.spec.yamlio import error_at, load, locate
@@ -77,7 +77,7 @@ def _tensors(value, workload: Workload, doc, loc) -> frozenset[str]:
 
 def _fanouts(arch: Arch) -> dict[str, str]:
     """Timeloop v0.4's ``inter_<container>_spatial`` levels -> the storage level whose fanout each is."""
-    return dict(arch.attributes.get("timeloop_spatial_levels") or {})
+    return dict(arch.timeloop.spatial_levels)
 
 
 def _level(name, arch: Arch, doc, loc) -> int:
@@ -154,27 +154,19 @@ def _timeloop(doc, arch: Arch, workload: Workload, source: str) -> Constraints:
         entries = entries.get(k) if isinstance(entries, dict) else None
     if not isinstance(entries, list):
         raise error_at(doc, key, "must be a list of constraints", allowed="{target, type, factors, permutation, keep, bypass}")
-    return timeloop_constraints(list(arch.timeloop_constraints) + [(doc, key + (i,), {}) for i in range(len(entries))],
-                                arch, workload, source)
+    given = [SourcedEntry(validate(ConstraintEntry, e, doc, key + (i,)), doc, key + (i,)) for i, e in enumerate(entries)]
+    return timeloop_constraints(list(arch.timeloop.constraints) + given, arch, workload, source)
 
 
 def arch_constraints(arch: Arch, workload: Workload) -> Constraints | None:
     """The map-space constraints a Timeloop v0.4 arch carries on its nodes (None: it has none)."""
-    if not arch.timeloop_constraints:
+    if not arch.timeloop.constraints:
         return None
-    return timeloop_constraints(list(arch.timeloop_constraints), arch, workload, arch.name)
+    return timeloop_constraints(list(arch.timeloop.constraints), arch, workload, arch.name)
 
 
-def _entry(doc, loc):
-    e = doc
-    for k in loc:
-        e = e[k]
-    return e
-
-
-def timeloop_constraints(items: list[tuple], arch: Arch, workload: Workload, source: str) -> Constraints:
-    """Timeloop constraint entries, each given as (document, path to the entry, the fields a v0.4
-    node implies: its target and type), read as Timeloop v3.0.3's ``Constraints::Parse`` reads
+def timeloop_constraints(items: list[SourcedEntry], arch: Arch, workload: Workload, source: str) -> Constraints:
+    """Typed Timeloop constraint entries (a v0.4 node's with the target and type it implies), read as Timeloop v3.0.3's ``Constraints::Parse`` reads
     them: a factor, permutation or split given twice for one level is an error ("a conflict
     between architecture and mapspace constraints"), a factor of 0 is the whole dimension, a
     permutation lists the innermost loops first and, after a ``_``, the outermost ones."""
@@ -190,10 +182,8 @@ def timeloop_constraints(items: list[tuple], arch: Arch, workload: Workload, sou
                            allowed="each factor, permutation and split once per level and type")
         first[what] = (doc, loc)
 
-    for doc, loc, implied in items:
-        e = _entry(doc, loc)
-        e = {**implied, **e} if implied else e
-        entry = validate(ConstraintEntry, e, doc, loc)
+    for item in items:
+        entry, doc, loc = item.entry, item.doc, item.loc
         target = entry.target if entry.target is not None else entry.name
         if target is None:
             raise error_at(doc, loc, "a constraint needs a 'target' level", allowed="target: <level name>")
@@ -237,7 +227,7 @@ def timeloop_constraints(items: list[tuple], arch: Arch, workload: Workload, sou
             once((target, kind, "split"), doc, loc + ("split",), "the split")
         # a v0.4 container that is a row or a column is a fanout level of its own in Timeloop: all
         # its loops run along its axis, and its factors are those of that axis
-        row = dict(arch.attributes.get("timeloop_spatial_axes") or {}).get(str(target)) if kind == "spatial" else None
+        row = arch.timeloop.spatial_axes.get(str(target)) if kind == "spatial" else None
         if kind == "spatial" and "split" in given and row is None:
             # Timeloop's spatial permutation is the prefix, the dims no one named, then the suffix;
             # its first ``split`` positions run along X, the others along Y (without a split,

@@ -181,62 +181,56 @@ class Tree:
     CAPACITY_WORDS = 256         # the joint bound enumerates tile shapes of innermost levels up to this size
 
     def _capacity_bound(self) -> dict | None:
-        """Per tensor, the energy of its accesses, jointly bounded by the innermost level's capacity.
+        """Per tensor, the energy of its accesses, jointly bounded by the innermost level's capacity
+        and by how the instances split the work.
 
-        Let R be the innermost level (no fanout below it, capacity S words per instance) and f_d
-        the product of dimension d's factors at R. A tensor t that R keeps holds a tile of
-        prod(f_d, d in t) words, and the kept tiles fit in S. Above R, the innermost loop (over a
-        dimension e) indexes every tensor that has e, so each of them is refilled on every
-        iteration above R: MACs / prod(f_d, d not in t) words in all. Only the tensors without e
-        can be reused across the loops above, and then need at least their size. A tensor R
-        bypasses is read (an output: updated) from above once per compute, shared by at most the
-        compute units. Words that enter R beyond a tensor's size come from a level above, at
-        least at its cheapest read, shared by at most R's instances; an output's partial sums
-        that leave R beyond its size are written above and, to be accumulated again, read back
-        (Timeloop's reads = updates - partition) and written into R. Every tensor's size leaves
-        (an output's: enters) the outermost level once. The bound is the least total over every
-        kept set R allows, every dimension e, and every tile shape that fits; None where R is
-        unbounded or larger than CAPACITY_WORDS (the per-tensor bounds then stand alone)."""
+        Let R be the innermost level (no fanout below it, capacity S words per instance), s_d the
+        product of dimension d's spatial factors above R and f_d the product of its factors at R.
+        A tensor t that R keeps holds a tile of prod(f_d, d in t)
+        words, and the kept tiles fit in S. Above R, the innermost loop (over a dimension e)
+        indexes every tensor that has e, so each of them is refilled on every iteration above R:
+        MACs / prod(f_d, d not in t) words in all. Only the tensors without e can be reused across
+        the loops above, and then need at least their size. A tensor R bypasses is read (an
+        output: updated) from above once per compute. Words that enter R beyond a tensor's size
+        come from a level above, at least at its cheapest read, each read shared at most by the
+        instances that hold the same tile: prod(s_d, d not in t) (multicast; for an output,
+        spatial reduction). An output's partial sums that leave R beyond its size are written
+        above and, to be accumulated again, read back (Timeloop's reads = updates - partition)
+        and written into R. Every tensor's size leaves (an output's: enters) the outermost level
+        once. The bound is the least total over every split s of R's instances (only the shares
+        it gives count: the limits it puts on f are relaxed), every kept set R allows, every
+        dimension e, and every tile shape that fits; None where R is unbounded or
+        larger than CAPACITY_WORDS (the per-tensor bounds then stand alone)."""
         R, w = self.nlev - 1, self.workload
         lvl = self.arch.levels[R]
-        if R == 0 or lvl.size_words is None or lvl.size_words > self.CAPACITY_WORDS:
+        if R == 0 or lvl.size_words is None or lvl.size_words > self.CAPACITY_WORDS or self.D == 0:
             return None
-        S, macs = lvl.size_words, w.macs
-        dims = [d for d in range(self.D) if self.bounds[d] > 1]
-        sizes = [w.tensor_elements(t) for t in w.tensors]
+        S, macs, T, D = lvl.size_words, float(w.macs), self.T, self.D
+        bounds = self.bounds
+        dims = [d for d in range(D) if bounds[d] > 1]
+        sizes = np.array([w.tensor_elements(t) for t in w.tensors], dtype=np.float64)
         top = np.where(self.rw, self.wpw[0], self.rpw[0])
         above = np.where(self.rw, self.wpw[:R].min(), self.rpw[:R].min())      # cheapest level above R
-        share_r = lvl.instances / self.arch.levels[0].instances               # R instances per parent read
-        share_c = self.arch.compute.instances / self.arch.levels[0].instances
-        per_word_r = np.where(self.rw, self.wpw[R], self.rpw[R])              # R's own access per compute
-
         read_above = self.rpw[:R].min()
+        per_word_r = np.where(self.rw, self.wpw[R], self.rpw[R])              # R's own access per compute
+        ratio = lvl.instances // self.arch.levels[0].instances                # R instances per top instance
+        share_c = self.arch.compute.instances / self.arch.levels[0].instances
 
-        def tensor_energy(t: int, kept: bool, words: float) -> float:
-            """``words``: words of t that enter R (an output: that leave it) over the run."""
-            if not kept:                                 # every compute takes t from above
-                return top[t] * sizes[t] + max(macs / share_c - sizes[t], 0.0) * above[t]
-            again = max(words / share_r - sizes[t], 0.0)     # words moved above R beyond the size
-            moved = top[t] * sizes[t] + per_word_r[t] * macs + again * above[t]
-            if self.rw[t]:     # a partial sum that left R comes back (read above, written into R)
-                return moved + again * read_above + self.wpw[R] * max(words - sizes[t], 0.0)
-            return moved + self.wpw[R] * words               # inputs are written into R
-
-        best: dict | None = None
-        best_total = math.inf
+        # rows: (kept mask, tile factors of the tied dimensions, which dimensions are free, e)
+        masks, ftied, free, es = [], [], [], []
         for mask in self.space.keep_masks[R]:
-            kept = [t for t in range(self.T) if mask >> t & 1]
-            # dimensions no kept tensor has take their whole bound at R (it only lowers refills);
-            # the others are enumerated over the tile shapes that fit in S
-            free = [d for d in dims if not any(self.rel[t][d] for t in kept)]
-            tied = [d for d in dims if d not in free]
+            kept = [t for t in range(T) if mask >> t & 1]
+            # dimensions no kept tensor has take all that the split leaves at R (it only lowers
+            # refills); the others are enumerated over the tile shapes that fit in S
+            fr = [d for d in dims if not any(self.rel[t][d] for t in kept)]
+            tied = [d for d in dims if d not in fr]
             shapes: list[dict[int, int]] = []
 
             def grow(i: int, f: dict[int, int]) -> None:
                 shapes.append(dict(f))
                 for j in range(i, len(tied)):
                     d = tied[j]
-                    for g in divisors(int(self.bounds[d]))[1:]:
+                    for g in divisors(int(bounds[d]))[1:]:
                         f[d] = g
                         fits = sum(math.prod(f.get(dd, 1) for dd in tied if self.rel[t][dd]) for t in kept) <= S
                         if fits:
@@ -245,19 +239,57 @@ class Tree:
                         if not fits:
                             break
 
-            grow(0, {d: int(self.bounds[d]) for d in free})
+            grow(0, {})
             for f in shapes:
-                tiles = [math.prod(f.get(d, 1) for d in dims if self.rel[t][d]) for t in range(self.T)]
-                inner = math.prod(f.values())
-                # e: the innermost loop above R (a dimension with a factor left above R); None: none
-                for e in [d for d in dims if f.get(d, 1) < self.bounds[d]] or [None]:
-                    parts = {}
-                    for t in range(self.T):
-                        words = sizes[t] if e is None or not self.rel[t][e] else macs * tiles[t] / inner
-                        parts[w.tensors[t].name] = tensor_energy(t, t in kept, max(words, sizes[t]))
-                    total = sum(parts.values())
-                    if total < best_total:
-                        best_total, best = total, parts
+                for e in dims + [-1]:
+                    masks.append(mask)
+                    ftied.append([f.get(d, 1) for d in range(D)])
+                    free.append([d in fr for d in range(D)])
+                    es.append(e)
+        masks, ftied, free, es = np.array(masks), np.array(ftied, np.int64), np.array(free, bool), np.array(es)
+        keptm = ((masks[:, None] >> np.arange(T)[None, :]) & 1).astype(bool)                 # (n, T)
+        rows = np.arange(len(es))
+        has_e = es >= 0
+        e_rel = np.where(has_e[:, None], self.rel.T[np.maximum(es, 0)], False)              # (n, T)
+
+        def splits(i: int, left: int, s: list[int]):
+            if i == len(dims):
+                yield np.array(s, np.int64)
+                return
+            d = dims[i]
+            for g in divisors(int(bounds[d])):
+                if g > left:
+                    break
+                s[d] = g
+                yield from splits(i + 1, left // g, s)
+            s[d] = 1
+
+        # only the splits with Pareto-largest shares can give the least total
+        shares = {tuple(math.prod(int(s[d]) for d in dims if not self.rel[t][d]) for t in range(T))
+                  for s in splits(0, ratio, [1] * D)}
+        shares = [a for a in shares if not any(b != a and all(x >= y for x, y in zip(b, a)) for b in shares)]
+        fe = np.where(free, bounds[None, :], ftied)
+        left = fe < bounds[None, :]                                                            # (n, D)
+        ok = np.where(has_e, left[rows, np.maximum(es, 0)], ~left.any(axis=1))
+        inner = fe.prod(axis=1).astype(np.float64)
+        tiles = np.stack([np.where(self.rel[t][None, :], fe, 1).prod(axis=1) for t in range(T)], axis=1)
+        words = np.maximum(np.where(e_rel, macs * tiles / inner[:, None], sizes[None, :]), sizes[None, :])
+        best: dict | None = None
+        best_total = math.inf
+        for sh in shares:
+            share = np.array(sh, dtype=np.float64)
+            again = np.maximum(words / share[None, :] - sizes[None, :], 0.0)      # moved above R beyond the size
+            kept_e = top * sizes + per_word_r * macs + again * above
+            kept_e = kept_e + np.where(self.rw, again * read_above + self.wpw[R] * np.maximum(words - sizes, 0.0),
+                                       self.wpw[R] * words)
+            # a tensor R does not keep: every compute takes it from above
+            by_e = top * sizes + np.maximum(macs / np.minimum(share, share_c) - sizes, 0.0) * above
+            energy = np.where(keptm, kept_e, by_e[None, :])
+            total = np.where(ok, energy.sum(axis=1), np.inf)
+            i = int(np.argmin(total))
+            if total[i] < best_total:
+                best_total = float(total[i])
+                best = {tensor.name: float(energy[i, t]) for t, tensor in enumerate(w.tensors)}
         return best
 
     def _traffic_cycles(self, L: int, r, w):

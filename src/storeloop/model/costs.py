@@ -133,9 +133,7 @@ def cluster_share(level, utilized_instances):
     cluster, ``min(utilized instances, instances / cluster_size)`` of them, and spread over its
     utilized instances. The factor per instance: utilized clusters / utilized instances (1 without
     clusters)."""
-    from storeloop.units import integer
-
-    size = integer(level.attributes.get("cluster_size", level.attributes.get("cluster-size", 1)))
+    size = level.cluster_size
     if size <= 1 or not utilized_instances:
         return 1.0
     return min(utilized_instances, level.instances // size) / utilized_instances

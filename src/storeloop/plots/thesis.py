@@ -168,22 +168,29 @@ def fig_6_4(refined):
 
 def fig_6_5(refined, sram_sizes: int = 4):
     """Figure 6-5: energy against RF depth for the smallest SRAM sizes (fast designs), drawn above
-    the panel's minimum so differences of a fraction of a joule are visible without offset ticks.
-    Differences this small are only meaningful from a search that ran to its end (energy gap 0, as
-    ``storeloop reproduce`` runs the refined sweep)."""
+    the panel's least energy lower bound so differences of a fraction of a joule are visible. Each
+    point's bar reaches down to its energy lower bound: the best mapping of that design lies in the
+    bar, so designs whose bars overlap are not told apart by the search."""
     d = fast_only(frame(refined))
     fig, (ax,) = _fig()
     cmap = plt.get_cmap("viridis")
     sizes = sorted(d[SRAM + "#"].unique())[:sram_sizes]
-    base = d[d[SRAM + "#"].isin(sizes)]["energy_J"].min()
+    shown = d[d[SRAM + "#"].isin(sizes)]
+    has_lb = "lower_bound_energy_pJ" in shown and shown["lower_bound_energy_pJ"].notna().all()
+    lb_J = shown["lower_bound_energy_pJ"] / 1e12 if has_lb else shown["energy_J"]
+    base = float(lb_J.min())
     for i, s in enumerate(sizes):
-        g = d[d[SRAM + "#"] == s].sort_values(RF + "#")
-        ax.plot(g[RF + "#"], (g["energy_J"] - base) * 1e3, marker="o", color=cmap(i / max(len(sizes) - 1, 1)),
-                label=f"SRAM {_label(SRAM, s)}")
+        g = shown[shown[SRAM + "#"] == s].sort_values(RF + "#")
+        y = (g["energy_J"] - base) * 1e3
+        below = (g["energy_J"] - g["lower_bound_energy_pJ"] / 1e12) * 1e3 if has_lb else None
+        ax.errorbar(g[RF + "#"], y,
+                    yerr=None if below is None else [below, 0 * below], marker="o", ms=4, capsize=2,
+                    color=cmap(i / max(len(sizes) - 1, 1)), label=f"SRAM {_label(SRAM, s)}")
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_ylim(bottom=0)
-    ax.set(xlabel="RF depth (words, log2 scale)", ylabel=f"energy above {base:.3f} J (mJ)")
+    ax.set(xlabel="RF depth (words, log2 scale)",
+           ylabel=f"energy above {base:.3f} J (mJ)" + ("; bars: down to the lower bound" if has_lb else ""))
     ax.legend(title="2 x SRAM of", title_fontsize=7)
     ax.set_title("Fig. 6-5  Register-file depth vs energy, smallest SRAMs (fast designs)")
     return fig

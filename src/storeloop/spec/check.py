@@ -55,6 +55,13 @@ def ops_problem(bounds) -> str | None:
     return None
 
 
+def cluster_size(attrs) -> int:
+    """Timeloop's ``cluster-size`` attribute (1 when absent), once check_attributes has passed."""
+    from storeloop.units import integer
+
+    return integer(attrs.get("cluster_size", attrs.get("cluster-size", 1)))
+
+
 def check_attributes(doc, loc: tuple, attrs: dict) -> None:
     """Numeric component attributes: counts and widths are positive whole numbers, ports whole
     numbers >= 0, bandwidths positive, energy overrides finite and >= 0 (errors at the attribute)."""

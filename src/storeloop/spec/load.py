@@ -29,7 +29,7 @@ def load_mapping(path: str | Path, arch: Arch, workload: Workload) -> Mapping:
     if timeloop.is_timeloop_mapping(doc):
         mapping = timeloop.mapping_from_timeloop(doc, arch, workload)
         names = [lvl.name for lvl in arch.levels]
-        dummies = arch.attributes.get("timeloop_spatial_levels") or {}
+        dummies = arch.timeloop.spatial_levels
         locs = {}
         for i, e in enumerate(doc["mapping"]):
             target = dummies.get(str(e["target"]), str(e["target"]))   # v0.4 fanouts: their level

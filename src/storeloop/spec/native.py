@@ -18,7 +18,7 @@ from storeloop.spec.types import (Arch, ComputeLevel, Placement, LevelMapping, L
                                   Workload)
 from storeloop.spec.validate import validate
 from storeloop.spec.yamlio import LDict, error_at, field_path, locate
-from storeloop.spec.check import check_attributes, ops_problem
+from storeloop.spec.check import check_attributes, cluster_size, ops_problem
 from storeloop.units import (ExpressionError, _words_per_cycle, bits_of, bytes_of, hertz_of, integer,
                              technology_nm, words_per_cycle)
 
@@ -218,7 +218,8 @@ def arch_from_native(doc: LDict) -> Arch:
         levels.append(StorageLevel(name=s.name, cls=s.cls, instances=s.instances, mesh_x=s.mesh_x, size_words=size,
                                    word_bits=wb, block_size=s.block_size, read_bandwidth=bw("read_bandwidth"),
                                    write_bandwidth=bw("write_bandwidth"), shared_bandwidth=bw("shared_bandwidth"),
-                                   page_bytes=page, attributes=dict(s.attributes), where=_where(doc, loc),
+                                   page_bytes=page, cluster_size=cluster_size(s.attributes),
+                                   attributes=dict(s.attributes), where=_where(doc, loc),
                                    placement=s.placement))
     c = spec.compute
     check_attributes(doc, ("arch", "compute", "attributes"), c.attributes)

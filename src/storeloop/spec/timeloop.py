@@ -12,8 +12,8 @@ from typing import Any
 
 from storeloop.errors import SpecError
 from storeloop.spec.types import (ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop,
-                                  Mapping, StorageLevel, Tensor, Workload)
-from storeloop.spec.check import check_attributes, ops_problem
+                                  Mapping, SourcedEntry, StorageLevel, Tensor, TimeloopV04, Workload)
+from storeloop.spec.check import check_attributes, cluster_size, ops_problem
 from storeloop.spec.timeloop_schema import (ARTBody, Architecture, ConstraintEntry, ERTBody, MappingEntry, Node,
                                             Problem, V04Node)
 from storeloop.spec.validate import validate
@@ -79,7 +79,7 @@ def _v04_as_tree(doc: LDict) -> LDict:
     axes: dict[str, str] = {}                  # ... -> "X" or "Y" when the container is a row or a column
     last_storage: str | None = None
     nodes = []                                 # !Parallel children are sibling levels, in their order
-    constraints: list[tuple] = []              # (doc, path, implied target and type) per node constraint
+    constraints: list[SourcedEntry] = []       # per node constraint, with its implied target and type
     for i, node in enumerate(root.get("nodes") or []):
         loc = ("architecture", "nodes", i)
         if getattr(node, "node_tag", None) == "!Parallel" and isinstance(node, dict):
@@ -116,9 +116,9 @@ def _v04_as_tree(doc: LDict) -> LDict:
             raise error_at(doc, loc + ("constraints",), "constraints on a compute unit constrain no loop",
                            allowed="constraints on storage components and containers")
         for kind in node.get("constraints") or {}:   # per-node constraints: map-space constraints
-            implied = {"target": target, "type": kind}
-            validate(ConstraintEntry, {**implied, **node["constraints"][kind]}, doc, loc + ("constraints", kind))
-            constraints.append((doc, loc + ("constraints", kind), implied))
+            at = loc + ("constraints", kind)
+            entry = validate(ConstraintEntry, {"target": target, "type": kind, **node["constraints"][kind]}, doc, at)
+            constraints.append(SourcedEntry(entry, doc, at))
         if tag == "!Container":
             sub = LDict(name=f"{node.get('name', 'container')}[0..{fan - 1}]" if fan > 1 else node.get("name", ""),
                         attributes=attrs)
@@ -131,7 +131,7 @@ def _v04_as_tree(doc: LDict) -> LDict:
             attrs.setdefault("meshX", mesh_x * own_x)
         if "width" in attrs and "datawidth" in attrs and not {"block_size", "block-size"} & set(attrs):
             # a row of `width` bits is shared by a cluster of `cluster_size` instances (Timeloop)
-            cluster = integer(_attr(attrs, "cluster_size", "cluster-size", default=1))
+            cluster = cluster_size(attrs)
             attrs["block_size"] = max(1, integer(attrs["width"]) // (integer(attrs["datawidth"]) * max(1, cluster)))
         comp = LDict(name=f"{node['name']}[0..{fan - 1}]" if fan > 1 else node.get("name"),
                      attributes=attrs, **{"class": node.get("class")})
@@ -142,7 +142,7 @@ def _v04_as_tree(doc: LDict) -> LDict:
             last_storage = str(node.get("name"))
     out = LDict(architecture=LDict(version="0.3", subtree=[top]))
     out.file = getattr(doc, "file", None)
-    out.constraints, out.spatial_levels, out.spatial_axes = tuple(constraints), aliases, axes
+    out.v04 = TimeloopV04(aliases, axes, tuple(constraints))
     return out
 
 
@@ -212,7 +212,7 @@ def arch_from_timeloop(doc: LDict) -> Arch:
                     mesh_x=integer(a["meshX"]) if "meshX" in a else None,
                     size_words=size_words, word_bits=word_bits, block_size=block,
                     read_bandwidth=bw["read_bandwidth"], write_bandwidth=bw["write_bandwidth"],
-                    shared_bandwidth=bw["shared_bandwidth"], attributes=dict(a),
+                    shared_bandwidth=bw["shared_bandwidth"], cluster_size=cluster_size(a), attributes=dict(a),
                     where=(*locate(doc, cloc), field_path(cloc))))
             except ExpressionError as exc:
                 raise error_at(doc, cloc + ("attributes",), str(exc)) from None
@@ -226,12 +226,9 @@ def arch_from_timeloop(doc: LDict) -> Arch:
                        allowed=f"one component of class {', '.join(COMPUTE_CLASSES)}")
     if not storage:
         raise error_at(doc, ("architecture",), "no storage levels")
-    aliases = getattr(doc, "spatial_levels", None)          # a v0.4 arch's inter_*_spatial fanouts
     return Arch(name=str(getattr(doc, "file", None) or "timeloop-arch"), levels=tuple(storage),
                 compute=computes[0], technology=str(technology) if technology else None,
-                attributes={"timeloop_spatial_levels": dict(aliases),
-                            "timeloop_spatial_axes": dict(doc.spatial_axes)} if aliases else {},
-                timeloop_constraints=getattr(doc, "constraints", ()))
+                timeloop=getattr(doc, "v04", None) or TimeloopV04())
 
 
 # -------------------------------------------------------------------------------- problem
@@ -334,7 +331,7 @@ def mapping_from_timeloop(doc: LDict, arch: Arch, workload: Workload) -> Mapping
     seen: dict[tuple[str, str], int] = {}
     # v0.4's dummy 'inter_<container>_spatial' levels: their spatial loops are the fanout of the
     # level above the container; they keep nothing and have no temporal loops of their own
-    dummies = dict(arch.attributes.get("timeloop_spatial_levels") or {})
+    dummies = dict(arch.timeloop.spatial_levels)
     nested: dict[int, dict[str, list[Loop]]] = {}
     for i, e in enumerate(doc["mapping"]):
         loc = ("mapping", i)

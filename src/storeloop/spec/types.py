@@ -80,6 +80,7 @@ class StorageLevel:
     write_bandwidth: float | None = None
     shared_bandwidth: float | None = None
     page_bytes: int | None = None      # access granularity: a transfer pays whole pages (None: per word)
+    cluster_size: int = 1              # instances sharing one wide access (Timeloop's cluster-size)
     attributes: MappingT[str, object] = field(default_factory=dict)
     # where the level was written (file, line, field path), for errors found after loading
     where: tuple | None = field(default=None, compare=False, repr=False)
@@ -111,6 +112,27 @@ class ComputeLevel:
 
 
 @dataclass(frozen=True)
+class SourcedEntry:
+    """One validated entry of an input file (a schema object) and where it is: the document (which
+    keeps file and line numbers for errors) and the path to the entry in it."""
+
+    entry: object
+    doc: object
+    loc: tuple
+
+
+@dataclass(frozen=True)
+class TimeloopV04:
+    """What a Timeloop v0.4 arch carries beyond its levels: the ``inter_<container>_spatial`` fanouts
+    (-> the storage level whose fanout each is), the axis of those that are a row or a column, and
+    the per-node map-space constraints, each typed with its implied target and type."""
+
+    spatial_levels: MappingT[str, str] = field(default_factory=dict)
+    spatial_axes: MappingT[str, str] = field(default_factory=dict)
+    constraints: tuple[SourcedEntry, ...] = ()
+
+
+@dataclass(frozen=True)
 class Arch:
     name: str
     levels: tuple[StorageLevel, ...]   # outermost first
@@ -118,9 +140,7 @@ class Arch:
     clock_hz: float | None = None
     technology: str | None = None
     attributes: MappingT[str, object] = field(default_factory=dict)
-    # a Timeloop v0.4 arch's per-node constraints, read with the workload by
-    # storeloop.mapper.constraints (each: the document, the path to it, its implied target and type)
-    timeloop_constraints: tuple = field(default=(), compare=False, repr=False)
+    timeloop: TimeloopV04 = field(default_factory=TimeloopV04, compare=False, repr=False)
 
     def level_index(self, name: str) -> int:
         for i, lvl in enumerate(self.levels):
