@@ -28,7 +28,7 @@ from storeloop.model.fast import FastModel
 from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
 
 DEFAULT_GAP = 1e-3           # energy gap at which a cycle-first search may stop (0.1 %)
-LOCAL_BUDGET = 3000          # model evaluations of the local search before the branch and bound
+LOCAL_BUDGET = 30000         # model evaluations of the local search before the branch and bound
 
 
 class SearchReport(dict):
