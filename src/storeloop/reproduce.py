@@ -56,8 +56,30 @@ def _stops_table(sweeps: dict) -> list[str]:
         counts = df["stopped"].value_counts()
         out.append(f"| {name} | {len(df):,} | " + " | ".join(f"{int(counts.get(k, 0)):,}" for k in
                                                           ("optimal", "energy-gap", "converged", "time-limit"))
-                   + f" | {100 * df['energy_gap'].max():.3f} % |")
+                   + f" | {100 * df['energy_gap'].max():.4f} % |")
     return out + [""]
+
+
+def _pick_proof(ref, best, pick: str) -> str:
+    """Whether more search could change the pick: a design beats it only if its proven cycles tie
+    and its on-chip area x energy *lower bound* is below the pick's area x energy."""
+    rivals = ref[(ref["cycles_optimal"] == 1) & (ref["cycles"] == best["cycles"])
+                 & (ref["params"] != best["params"])]
+    unproven = ref[(ref["cycles_optimal"] != 1) & (ref["lower_bound_cycles"] <= best["cycles"])]
+    if not len(rivals) and not len(unproven):
+        return "No other design reaches the pick's cycles."
+    ae = best["on_chip_area_um2"] * best["energy_pJ"]
+    bound = rivals["on_chip_area_um2"] * rivals["lower_bound_energy_pJ"]
+    below = int((bound < ae).sum())
+    if below or len(unproven):
+        return (f"The pick is not proven: {below} other design(s) at its cycles could still beat it (their area x "
+                f"energy lower bound is below the pick's area x energy), and {len(unproven)} design(s) have "
+                "unproven cycles; more search time could change it.")
+    nearest = rivals.loc[bound.idxmin()]
+    label = ", ".join(f"{k.split('.')[-2]} {v}" for k, v in sorted(json.loads(nearest["params"]).items()))
+    return (f"The pick is proven: every other design at its cycles has an on-chip area x energy lower bound above "
+            f"the pick's area x energy (the nearest, {label}, by {100 * (bound.min() / ae - 1):.3f} %), so no "
+            "search, however long, can change it.")
 
 
 def cpu_baseline(out: Path, quick: bool) -> dict:
@@ -284,6 +306,8 @@ def report(frames: dict, cpu: dict, quick: bool, timing: dict, refined_spec: Pat
         f"{best['on_chip_area_um2'] / 1e6:.2f} mm² on chip. Points whose cycles are proven optimal: "
         f"{int(ref['cycles_optimal'].sum())} of {len(ref)} (refined), "
         f"{int(init['cycles_optimal'].sum()):,} of {len(init):,} (initial).",
+        "",
+        _pick_proof(ref, best, pick),
         "",
         *_stops_table({"initial": init, "refined": ref}),
         "Figures (PNG and PDF) are in `figures/`: " + ", ".join(f"Fig. 6-{i}" for i in range(1, 14))

@@ -190,8 +190,8 @@ def fig_6_5(refined, sram_sizes: int = 4):
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_ylim(bottom=0)
     ax.set(xlabel="RF depth (words, log2 scale)",
-           ylabel=f"energy above {base:.3f} J (mJ)" + ("; bars: down to the lower bound" if has_lb else ""))
-    ax.legend(title="2 x SRAM of", title_fontsize=7)
+           ylabel=f"energy above {base:.3f} J (mJ)")
+    ax.legend(title="2 x SRAM of" + ("\n(bars: down to the energy lower bound)" if has_lb else ""), title_fontsize=7)
     ax.set_title("Fig. 6-5  Register-file depth vs energy, smallest SRAMs (fast designs)")
     return fig
 

@@ -38,25 +38,29 @@ def run_context(sweep: Sweep) -> dict:
         except PackageNotFoundError:
             return ""
 
-    if sweep.energy:
-        energy = {k: _digest(Path(v).read_bytes()) for k, v in sorted(sweep.energy.items())}
+    files = sweep.energy.model_dump(exclude_none=True)
+    if files:
+        energy = {k: _digest(Path(v).read_bytes()) for k, v in sorted(files.items())}
     else:
         from storeloop.energy import Registry
 
         energy = {"plugins": [(p.name, str(getattr(p, "version", ""))) for p in Registry.discover(use_cache=False).plugins],
                   "packages": {n: ver(n) for n in ("hwcomponents", "hwcomponents-cacti", "hwcomponents-library")}}
-    return {"mapper": sweep.mapper, "energy": energy, "storeloop": ver("storeloop")}
+    return {"mapper": sweep.mapper.model_dump(exclude_unset=True), "energy": energy, "storeloop": ver("storeloop")}
 
 
 def point_key(sweep: Sweep, params: dict, workload: Path, context: dict, files: dict | None = None,
-              doc: LDict | None = None) -> str:
+              doc: LDict | None = None, system=None) -> str:
     """A hash of everything that decides the point's result: its parameters, the arch after
     substitution (``doc`` when the caller has it), the workload file's content and ``context``
-    (:func:`run_context`). A changed input gives a new key, so the point runs again and the old
-    row is kept, marked stale."""
+    (:func:`run_context`); for a system sweep, the system loaded with the point's parameters
+    (``system``: (System or None, error) when the caller has it). A changed input gives a new key,
+    so the point runs again and the old row is kept, marked stale."""
     if sweep.system_file is not None:
-        return _digest(json.dumps({"params": params, "system": _system_inputs(sweep, params), **context},
-                                  sort_keys=True, default=str).encode())
+        loaded, _ = system if system is not None else point_system(sweep, params)
+        inputs = repr(loaded) if loaded is not None else \
+            _digest(sweep.system_file.read_bytes()) + json.dumps(params, sort_keys=True, default=str)
+        return _digest(json.dumps({"params": params, "system": inputs, **context}, sort_keys=True, default=str).encode())
     files = {} if files is None else files
     if workload not in files:
         files[workload] = _digest(Path(workload).read_bytes())
@@ -65,16 +69,15 @@ def point_key(sweep: Sweep, params: dict, workload: Path, context: dict, files: 
     return _digest(json.dumps(payload, sort_keys=True, default=str).encode())
 
 
-def _system_inputs(sweep: Sweep, params: dict) -> str:
-    """Everything a system point's result depends on: the loaded system (its devices, stages with
-    their arch and workload objects, flows) with the point's parameters, or the file and the
-    parameters when they do not load (the point then stores its error)."""
+def point_system(sweep: Sweep, params: dict) -> tuple:
+    """A system point's system, loaded once with its parameters (for its key and for its run):
+    (System, None), or (None, why it does not load; the point stores it)."""
     from storeloop.system import load_system
 
     try:
-        return repr(load_system(sweep.system_file, list(_expand(params))))
-    except StoreloopError:
-        return _digest(sweep.system_file.read_bytes()) + json.dumps(params, sort_keys=True, default=str)
+        return load_system(sweep.system_file, list(_expand(params))), None
+    except StoreloopError as exc:
+        return None, str(exc)
 
 
 def _expand(params: dict):
@@ -83,10 +86,13 @@ def _expand(params: dict):
             yield p, value
 
 
-def _run_system_point(sweep: Sweep, params: dict, row: dict) -> None:
-    from storeloop.system import evaluate_system, load_system
+def _run_system_point(sweep: Sweep, params: dict, row: dict, system) -> None:
+    from storeloop.system import evaluate_system
 
-    r = evaluate_system(load_system(sweep.system_file, list(_expand(params))), claims=False)
+    loaded, error = system if system is not None else point_system(sweep, params)
+    if error is not None:
+        raise StoreloopError(error)
+    r = evaluate_system(loaded, claims=False)
     b = r["bottleneck"]
     row.update(status="ok", throughput_Bps=None if r["throughput"] is None else r["throughput"]["bytes_per_s"],
                bottleneck=None if b is None else (f"stage {b['stage']}" if "stage" in b
@@ -109,10 +115,11 @@ def cached_sweep(path: str) -> Sweep:
     return _SWEEPS[key]
 
 
-def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ...] = ()) -> dict:
+def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ...] = (), system=None) -> dict:
     """Map one point; never raises for a bad point (the error is the result). Runs in workers.
     ``seeds``: mapping YAML texts (of neighbouring points) to start the search from; one that
-    does not fit this point is skipped. The row's status is one of :data:`STATUSES`; warnings
+    does not fit this point is skipped. ``system``: a system sweep's point as loaded for its key
+    (:func:`point_system`), so it is not loaded again. The row's status is one of :data:`STATUSES`; warnings
     (a plug-in that fell back to another, a component priced 0) are kept in its ``notes``."""
     sweep = cached_sweep(sweep_file)
     row = {"params": json.dumps(params, sort_keys=True), "workload": Path(workload).name, "finished": time.time(),
@@ -123,7 +130,7 @@ def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ..
 
         try:
             if sweep.system_file is not None:
-                _run_system_point(sweep, params, row)
+                _run_system_point(sweep, params, row, system)
             else:
                 _run_point(sweep, params, workload, seeds, row)
         except MapTimeout as exc:
@@ -151,8 +158,8 @@ def _run_point(sweep: Sweep, params: dict, workload: str, seeds, row: dict) -> N
 
     arch = point_arch(sweep, params)
     w = load_workload(workload)
-    if sweep.energy:
-        energy = load_energy_table(arch, sweep.energy.get("ert"), sweep.energy.get("art"))
+    if sweep.energy.ert or sweep.energy.art:
+        energy = load_energy_table(arch, sweep.energy.ert, sweep.energy.art)
     else:
         energy = price(arch)[0]
     starts = []
@@ -161,10 +168,9 @@ def _run_point(sweep: Sweep, params: dict, workload: str, seeds, row: dict) -> N
             starts.append(mapping_from_native(loads(text, "a neighbouring point's mapping"), arch, w))
         except (StoreloopError, yaml.YAMLError):
             pass                     # a neighbour's mapping that does not fit this arch
-    out = map_workload(arch, w, energy, time_limit=float(sweep.mapper.get("time_limit", 10)),
-                       objective=str(sweep.mapper.get("objective", "delay,energy")),
-                       algorithm=str(sweep.mapper.get("algorithm", "exhaustive")),
-                       energy_gap=sweep.mapper.get("energy_gap"), seeds=starts)
+    opts = sweep.mapper
+    out = map_workload(arch, w, energy, time_limit=opts.time_limit if "time_limit" in opts.model_fields_set else 10.0,
+                       objective=opts.objective, algorithm=opts.algorithm, energy_gap=opts.energy_gap, seeds=starts)
     r, s = out.result, out.search
     row.update(status="interrupted" if s["stopped"] == "interrupted" else "ok", cycles=r.cycles, energy_pJ=r.energy_pJ, area_um2=r.area_um2,
                on_chip_area_um2=r.on_chip_area_um2, computes=r.computes,
@@ -220,7 +226,7 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
                   **dict.fromkeys(STATUSES, 0))
     complete = False
 
-    def todo() -> Iterator[tuple[str, dict, Path]]:
+    def todo() -> Iterator[tuple]:
         """The grid's points not yet in the store, generated as they are needed (the grid is never
         held whole: a 10^9-point grid starts at once and memory stays flat). Their keys go to a
         temporary table, so that once the grid has been walked, rows of other keys are marked stale."""
@@ -231,7 +237,8 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
             if not satisfies(sweep, params, doc):
                 counts["excluded"] += 1
                 continue
-            key = point_key(sweep, params, w, context, files, doc)
+            system = point_system(sweep, params) if sweep.system_file is not None else None
+            key = point_key(sweep, params, w, context, files, doc, system)
             batch.append((key,))
             if len(batch) >= 1000:
                 db.executemany("insert or ignore into current values (?)", batch)
@@ -240,7 +247,7 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
             if key in done:
                 counts["done_before"] += 1
                 continue
-            yield key, params, w                 # an invalid arch is run anyway: its error is stored
+            yield key, params, w, system         # an invalid arch is run anyway: its error is stored
         db.executemany("insert or ignore into current values (?)", batch)
         db.commit()
         complete = True
@@ -274,7 +281,7 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
                               "before are kept, and running the sweep again resumes after them")
 
     def jobs():
-        for key, params, w in todo():
+        for key, params, w, system in todo():
             try:
                 claimed = _claim(db, sweep.name, key)
             except sqlite3.DatabaseError as exc:
@@ -282,7 +289,7 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
             if not claimed:
                 counts["taken"] += 1         # another sweep on this store is running it
                 continue
-            yield key, (str(sweep.file), params, str(w), neighbour_seeds(sweep, params, w, finished))
+            yield key, (str(sweep.file), params, str(w), neighbour_seeds(sweep, params, w, finished), system)
 
     try:
         if dask:
@@ -335,9 +342,11 @@ def _run_dask(address: str, workers: int, jobs, store) -> None:
 
         # workers forked from a server that has imported storeloop's sweep runner (and NumPy, the
         # mapper, the model) start at once; spawned ones import them first. No dashboard, no INFO
-        # lines on the terminal.
+        # lines on the terminal. The worker's statistical profiler samples the running task's stack
+        # every 10 ms under the GIL, which slows a pure-Python search; it is off here.
         multiprocessing.set_forkserver_preload(["storeloop.sweeps.run", "storeloop.mapper"])
-        with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
+        with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver",
+                              "distributed.worker.profile.enabled": False}):
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    dashboard_address=None, silence_logs=logging.WARNING)
     try:

@@ -35,8 +35,8 @@ class Sweep:
     workloads: list[Path]
     parameters: list[tuple[list[str], list[Any]]]        # (paths set together, values); scenarios too
     constraints: list[str]
-    mapper: dict = field(default_factory=dict)
-    energy: dict = field(default_factory=dict)
+    mapper: MapperOptions = field(default_factory=MapperOptions)    # time_limit unset: 10 s per point
+    energy: EnergyFiles = field(default_factory=lambda: EnergyFiles())  # paths resolved; none: the plug-ins
     scenarios: list[str] = field(default_factory=list)    # parameter keys that are the situation
     system_file: Path | None = None                       # a sweep over a system's fields (no arch)
 
@@ -159,9 +159,9 @@ def load_sweep(path: str | Path) -> Sweep:
                     raise error_at(doc, ("sweep", "constraints", i), f"unknown operand {side!r}",
                                    allowed=f"<level>.<attr> with level in {sorted(n for n in level_names if n)} "
                                            f"and attr in {', '.join(ATTRS)}")
-    mapper = dict(root.get("mapper") or {})          # as written: it is part of every point's key
-    energy = {k: str(rel(v, ("sweep", "energy", k))) for k, v in spec.energy.model_dump(exclude_none=True).items()}
-    return Sweep(spec.name, path, arch_file, arch_doc, workloads, params, constraints, mapper, energy, scenarios)
+    energy = EnergyFiles(**{k: str(rel(v, ("sweep", "energy", k)))
+                            for k, v in spec.energy.model_dump(exclude_none=True).items()})
+    return Sweep(spec.name, path, arch_file, arch_doc, workloads, params, constraints, spec.mapper, energy, scenarios)
 
 
 def _load_system_sweep(path: Path, doc: LDict, root: dict, spec: SweepSpec) -> Sweep:
@@ -184,7 +184,8 @@ def _load_system_sweep(path: Path, doc: LDict, root: dict, spec: SweepSpec) -> S
                                allowed=exc.allowed) from None
 
     params, scenarios = _grid(doc, root, check, "system fields", "devices.<name>.<field>")
-    return Sweep(spec.name, path, None, None, [system_file], params, [], {}, {}, scenarios, system_file)
+    return Sweep(spec.name, path, None, None, [system_file], params, [], MapperOptions(), EnergyFiles(), scenarios,
+                 system_file)
 
 
 def _grid(doc: LDict, root: dict, check, what: str, example: str) -> tuple[list, list[str]]:
