@@ -342,11 +342,16 @@ def _run_dask(address: str, workers: int, jobs, store) -> None:
 
         # workers forked from a server that has imported storeloop's sweep runner (and NumPy, the
         # mapper, the model) start at once; spawned ones import them first. No dashboard, no INFO
-        # lines on the terminal. The worker's statistical profiler samples the running task's stack
-        # every 10 ms under the GIL, which slows a pure-Python search; it is off here.
+        # lines on the terminal. A worker runs the search in a thread beside its event loop, whose
+        # periodic callbacks take the GIL from it: the statistical profiler (a stack sample every
+        # 10 ms) is off, and the event-loop health check (every 20 ms), the system and memory
+        # monitors run once a second, as do the scheduler's and nannies' (they share the cores).
         multiprocessing.set_forkserver_preload(["storeloop.sweeps.run", "storeloop.mapper"])
         with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver",
-                              "distributed.worker.profile.enabled": False}):
+                              "distributed.worker.profile.enabled": False,
+                              "distributed.admin.tick.interval": "1s",
+                              "distributed.admin.system-monitor.interval": "1s",
+                              "distributed.worker.memory.monitor-interval": "1s"}):
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    dashboard_address=None, silence_logs=logging.WARNING)
     try:
