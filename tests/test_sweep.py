@@ -2,6 +2,7 @@
 
 import shutil
 import sqlite3
+import os
 import subprocess
 import sys
 
@@ -70,6 +71,13 @@ def test_dask_local_cluster_runs_points(tmp_path):
     assert counts["ok"] == 2
     rows = sqlite3.connect(tmp_path / "d.sqlite").execute("select count(*) from points where status = 'ok'").fetchone()
     assert rows == (2,)
+    # from the command line: Dask's own log lines (cluster start, workers, shutdown) stay quiet
+    env = {k: v for k, v in os.environ.items() if k != "DASK_LOGGING__DISTRIBUTED"}
+    p = subprocess.run([sys.executable, "-m", "storeloop.cli", "sweep", str(spec), "--db", str(tmp_path / "c.sqlite"),
+                        "--dask", "local", "--workers", "2"], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "2 run now (2 mapped" in p.stdout + p.stderr
+    assert not [ln for ln in p.stderr.splitlines() if ln.startswith("INFO") or "distributed." in ln], p.stderr
 
 
 def test_plots_and_cli(tmp_path):

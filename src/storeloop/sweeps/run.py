@@ -331,11 +331,18 @@ def _run_dask(address: str, workers: int, jobs, store) -> None:
     """Points on a Dask cluster ('local': a LocalCluster of ``workers`` processes) in batches of
     :data:`DASK_BATCH`, at most two batches per worker in flight; a scheduler that cannot be
     reached is an error within 5 s."""
+    import logging
+
+    # Dask's INFO lines stay off the terminal (hwcomponents gives the root logger a handler, so
+    # they would print): in this process and, through the environment, in the cluster's processes
+    # (a user's DASK_LOGGING__DISTRIBUTED wins)
+    if "DASK_LOGGING__DISTRIBUTED" not in os.environ:
+        os.environ["DASK_LOGGING__DISTRIBUTED"] = "warning"
+        logging.getLogger("distributed").setLevel(logging.WARNING)
     from dask.distributed import Client, LocalCluster, as_completed
 
     cluster = None
     if address == "local":
-        import logging
         import multiprocessing
 
         import dask
