@@ -28,7 +28,8 @@ from storeloop.model.fast import FastModel
 from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
 
 DEFAULT_GAP = 1e-3           # energy gap at which a cycle-first search may stop (0.1 %)
-LOCAL_BUDGET = 30000         # model evaluations of the local search before the branch and bound
+LOCAL_BUDGET = 3000          # candidates the local search looks at before the branch and bound
+LOCAL_RETRY = 30000          # ... after a branch and bound that stopped improving without a proof
 
 
 class SearchReport(dict):
@@ -110,6 +111,9 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         remaining = None if time_limit is None else max(0.0, time_limit - (time.monotonic() - t0))
         found = branch_and_bound(tree, obj, time_limit=remaining, threads=threads, progress=progress,
                                  incumbent=incumbent, goal=goal, trace=trace)
+        if found.stopped == "converged" and found.mapping is not None and \
+                (time_limit is None or time.monotonic() - t0 < time_limit):
+            found = _retry(found, arch, workload, merged, members, energy, space, tree, obj, goal, seeds, local)
     elif algorithm in ("random", "random-pruned"):
         found = random_search(space, FastModel(arch, merged, energy), obj, victory=victory,
                               time_limit=time_limit, seed=seed, pruned=algorithm == "random-pruned")
@@ -137,13 +141,34 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     return MapResult(mapping, result, report)
 
 
-def _incumbent(arch, merged, members, energy, space, tree, obj, goal, seeds):
+def _retry(found: Found, arch, workload, merged, members, energy, space, tree, obj, goal, seeds, local) -> Found:
+    """After a branch and bound that stopped improving without a proof ('converged'): a longer
+    local search from the constructive starts, the seeds and the branch and bound's best (it
+    stops as soon as the goal is proven). Its mapping replaces the branch and bound's when
+    better, and the stop becomes the goal's when it reaches it."""
+    best = split_mapping(found.mapping, members, workload)
+    again, more, _ = _incumbent(arch, merged, members, energy, space, tree, obj, goal, list(seeds) + [best],
+                                budget=LOCAL_RETRY)
+    local["retry"] = more
+    local["seconds"] = round(local["seconds"] + more["seconds"], 3)
+    if again is None or not obj.better(again[0], again[1], (found.cycles, found.energy_pJ)):
+        return found
+    trace = found.stats["improvements"] + [(round(found.stats["seconds"] + more["seconds"], 3), again[0], again[1])]
+    why = goal.reached(obj, again[0], again[1])
+    found.cycles, found.energy_pJ, found.mapping = again[0], again[1], again[2]
+    found.stats["improvements"] = trace
+    if why:
+        found.stopped, found.complete = why, why == "optimal"
+    return found
+
+
+def _incumbent(arch, merged, members, energy, space, tree, obj, goal, seeds, budget: int = LOCAL_BUDGET):
     """The local search's best mapping as (cycles, energy, merged Mapping) or None, its report,
     and the cycle count that is at the bound up to floating-point rounding (or None)."""
     t0 = time.monotonic()
     searcher = Searcher(space, FastModel(arch, merged, energy), obj)
     starts = searcher.starts() + [s for s in (state_of(m, members, space) for m in seeds) if s is not None]
-    state, cost = searcher.search(starts, LOCAL_BUDGET,
+    state, cost = searcher.search(starts, budget,
                                   lambda c: c[0] == 0 and goal.reached(obj, c[-2], c[-1]) is not None)
     incumbent = (int(cost[-2]), float(cost[-1]), searcher.mapping(state)) if cost[0] == 0 else None
     rounded = None
