@@ -28,6 +28,11 @@ ARCH_CASES = {
                        ":31", "on_chip"),
     "placement-as-list": (ARCH.replace("      class: SRAM\n", "      class: SRAM\n      placement: [off_chip]\n"),
                           "utf-8", ":31", "placement"),
+    "block-larger-than-level": (ARCH.replace("block_size: 1\n      read_bandwidth: 3", "block_size: 64\n      "
+                                             "read_bandwidth: 3"), "utf-8", ":43", "larger than the level"),
+    "boolean-quantity": (ARCH.replace("read_bandwidth: 4 ", "read_bandwidth: true "), "utf-8", ":35", "bool True"),
+    "word-too-wide": (ARCH.replace("      word_bits: 64\n      block_size: 4", "      word_bits: 1e6\n      block_size: 4"),
+                      "utf-8", ":33", "65536 bits"),
 }
 
 
@@ -178,12 +183,22 @@ def test_timeloop_constraint_types_storeloop_does_not_model_are_noted(tmp_path, 
 @pytest.mark.parametrize("edit,needle", [
     (("bounds: {M: 1,", "bounds: {m: 8, M: 1,"), "same index"),
     (("= A[m,", "= A[0*m,"), "coefficient 0"),
-], ids=["bounds-case-duplicate", "zero-coefficient"])
+    (("N: 2048", "N: yes"), "bool True"),            # a YAML 1.1 boolean is not the bound 1
+    (("N: 2048", "N: true"), "bool True"),
+    (("bits: 64", "bits: 100000"), "65536 bits"),
+], ids=["bounds-case-duplicate", "zero-coefficient", "bound-yes", "bound-true", "bits-too-wide"])
 def test_bad_einsum_workloads(edit, needle, tmp_path, capsys):
     wl = tmp_path / "w.yaml"
     assert edit[0] in WORKLOAD
     wl.write_text(WORKLOAD.replace(edit[0], edit[1], 1))
     check(capsys, main(["model", str(ROOT / "arch" / "onionchopper.yaml"), str(wl), MAPPING]), "w.yaml:", needle)
+
+
+def test_a_dimension_with_two_loops_in_one_list_is_refused(tmp_path, capsys):
+    mapping = tmp_path / "m.yaml"
+    mapping.write_text(open(MAPPING).read().replace("temporal: D=32", "temporal: D=16 D=2"))
+    check(capsys, main(["model", str(ROOT / "arch" / "onionchopper.yaml"), str(ROOT / "workloads" / "onionpir-64GiB.yaml"),
+                        str(mapping)]), "m.yaml:8", "two loops")
 
 
 def test_yaml_alias_bomb_is_refused(tmp_path, capsys):

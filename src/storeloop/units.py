@@ -154,6 +154,9 @@ def bytes_of(value: object, *, default_unit: str = "B") -> float:
     return amount * SIZE_UNITS[unit]
 
 
+MAX_WORD_BITS = 2**16
+
+
 def bits_of(value: object) -> int:
     """A word width in bits: '64 bits', '8 B', or a bare number of bits."""
     amount, unit = split_unit(value)
@@ -165,6 +168,9 @@ def bits_of(value: object) -> int:
         raise ExpressionError(f"unknown unit {unit!r} for a width in bits")
     if not float(bits).is_integer() or bits <= 0:
         raise ExpressionError(f"a width in bits must be a positive whole number, got {value!r}")
+    if bits > MAX_WORD_BITS:
+        raise ExpressionError(f"a width of {value!r} is more than {MAX_WORD_BITS} bits (8 KiB), the widest word "
+                              "storeloop prices")
     return int(bits)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
 
 from storeloop.errors import MappingError, SpecError
 from storeloop.spec.check import check_mapping
@@ -22,7 +22,8 @@ from storeloop.spec.check import check_attributes, cluster_size, ops_problem
 from storeloop.units import (ExpressionError, _words_per_cycle, bits_of, bytes_of, hertz_of, integer,
                              technology_nm, words_per_cycle)
 
-Scalar = int | float | str
+# strict: YAML booleans (true, yes, on) are not numbers (lax parsing would read true as 1)
+Scalar = StrictInt | StrictFloat | StrictStr
 
 
 class _Spec(BaseModel):
@@ -198,6 +199,9 @@ def arch_from_native(doc: LDict) -> Arch:
             size = capacity_words(s.capacity, wb)
         except ExpressionError as exc:
             raise error_at(doc, loc + ("capacity",), str(exc)) from None
+        if size is not None and s.block_size > size:
+            raise error_at(doc, loc + ("block_size",), f"a block of {s.block_size} words is larger than the level "
+                           f"({size} words)", allowed=f"a block size of at most {size} words")
         page = None
         if s.page_size is not None:
             try:
@@ -296,12 +300,17 @@ def _loops(text: str | list[str], workload: Workload, doc, loc, *, spatial: bool
     toks = text.split() if isinstance(text, str) else [str(t) for t in text]
     loops = []
     dims = {d.upper(): i for i, d in enumerate(workload.dims)}
+    seen = set()
     for tok in toks:
         if "=" not in tok:
             raise error_at(doc, loc, f"loop {tok!r} is not DIM=FACTOR", allowed="e.g. 'C=2 K=2 D=128'")
         d, v = tok.split("=", 1)
         if d.upper() not in dims:
             raise error_at(doc, loc, f"unknown dimension {d!r}", allowed=", ".join(workload.dims))
+        if d.upper() in seen:
+            raise error_at(doc, loc, f"dimension {d} has two loops here ({text!r})",
+                           allowed="one loop per dimension in each temporal or spatial list (give their product)")
+        seen.add(d.upper())
         try:
             f = integer(v)
         except ExpressionError as exc:

@@ -21,11 +21,16 @@ def validate(model: type[BaseModel], value: Any, root: Any, loc: tuple) -> Any:
     try:
         return model.model_validate(value)
     except ValidationError as exc:
-        errors = exc.errors()               # an unknown key first: a typo explains the missing key after it
+        # one problem per field: a value no member of a union (a number or a quantity) takes is one
+        # problem, not one per member
+        errors = list({_field_loc(e["loc"]): e for e in reversed(exc.errors())}.values())[::-1]
         err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-        where = loc + tuple(err["loc"])
+        where = loc + _field_loc(err["loc"])
         msg, allowed = err["msg"].removeprefix("Value error, "), None
-        if err["type"] == "extra_forbidden":
+        if err["loc"] != _field_loc(err["loc"]) and err["type"] in _SCALAR_TYPES:
+            msg = f"expected a number or a quantity such as 64, 1.5 or '4 KiB', found {shape(err.get('input'))}"
+            allowed = _description(model, _field_loc(err["loc"]))
+        elif err["type"] == "extra_forbidden":
             key = str(err["loc"][-1])
             known = _fields(_model_at(model, err["loc"][:-1]))
             near = difflib.get_close_matches(key, known, n=1, cutoff=0.6) or \
@@ -44,10 +49,22 @@ def validate(model: type[BaseModel], value: Any, root: Any, loc: tuple) -> Any:
             msg = f"{err.get('input')!r} is not allowed"
         else:                                   # a value out of range or of the wrong type: say what goes
             allowed = _description(model, err["loc"])
-        more = len(exc.errors()) - 1
+        more = len(errors) - 1
         if more:
             msg += f" (and {more} more problem{'s' if more > 1 else ''})"
         raise error_at(root, where, msg, allowed) from None
+
+
+_SCALAR_TYPES = ("int_type", "float_type", "string_type")
+_MEMBERS = ("int", "float", "str")          # pydantic's names of a scalar union's members in an error's loc
+
+
+def _field_loc(loc: tuple) -> tuple:
+    """An error's location without the union member it names (``bounds.N.int`` -> ``bounds.N``)."""
+    loc = tuple(loc)
+    while loc and loc[-1] in _MEMBERS:
+        loc = loc[:-1]
+    return loc
 
 
 def shape(value: Any) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
 from storeloop.errors import SpecError
 from storeloop.spec.validate import shape as _shape
@@ -27,7 +27,7 @@ from storeloop.spec.yamlio import LDict, error_at, field_path, load, loads, loca
 from storeloop.units import (ExpressionError, bytes_of, evaluate, hertz_of, number, seconds_of, split_unit)
 from storeloop.units import rate_of as _any_rate
 
-Scalar = int | float | str
+Scalar = StrictInt | StrictFloat | StrictStr       # a YAML boolean is not a quantity
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
 # resource dimensions: what one unit of the resource is
