@@ -138,6 +138,15 @@ TIMELOOP_FAMILIES = [
     ("mapping", ("    permutation: JMNPQKCD\n", "    permutation: JMNPQKCD\n    split: '1'\n"), "split"),
     ("mapping", ("  - target: DRAM\n    type: spatial", "  - target: Disk\n    type: temporal\n    factors: M=1\n"
                  "  - target: DRAM\n    type: spatial"), "a second temporal entry"),
+    ("mapping", ("    permutation: NJMPQKCD", "    permutation: NJMPQKCD\n  - target: RF\n    type: bypass\n"
+                 "    bypass: [A]\n    keep: [A]"), "both kept and bypassed"),
+    ("workload", ("dimensions: [ M, N, P, Q, J, K, C, D ]", "dimensions: [ M, N, P, Q, J, K, C, D, D ]"),
+     "declared twice"),
+    ("workload", ("      - name: B\n", "      - name: A\n"), "data space A is declared twice"),
+    ("workload", ("          - [ [J] ]\n          - [ [P] ]", "          - [ ]\n          - [ [P] ]"), "no terms"),
+    ("workload", ("    N: 2048", "    N: true"), "bool True"),
+    ("workload", ("    N: 2048", "    NN: 2048"), "is 'NN' meant to be N?"),
+    ("ERT", ("version: 0.3", "version: 9"), "is not allowed"),
 ]
 
 

@@ -6,8 +6,10 @@ writes its own specs back as Timeloop v0.3 so a real Timeloop can cross-check an
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
+import warnings
 from typing import Any
 
 from storeloop.errors import SpecError
@@ -237,11 +239,21 @@ def workload_from_timeloop(doc: LDict) -> Workload:
     if (spec.shape.data_spaces is None) == (spec.shape.data_spaces_v03 is None):
         raise error_at(doc, ("problem", "shape"), "give the data spaces once",
                        allowed="'data-spaces' (v0.3) or 'data_spaces' (v0.4)")
+    key = "data_spaces" if spec.shape.data_spaces is not None else "data-spaces"      # v0.4 / v0.3
+    for d, name in enumerate(spec.shape.dimensions):
+        if name in spec.shape.dimensions[:d]:
+            raise error_at(doc, ("problem", "shape", "dimensions"), f"dimension {name} is declared twice",
+                           allowed="each dimension once")
     for i, ds in enumerate(spec.shape.data_spaces or spec.shape.data_spaces_v03):
+        if ds.name in [other.name for other in (spec.shape.data_spaces or spec.shape.data_spaces_v03)[:i]]:
+            raise error_at(doc, ("problem", "shape", key, i, "name"), f"data space {ds.name} is declared twice",
+                           allowed="one data space per name")
         for r, rank in enumerate(ds.projection):
+            if not rank:
+                raise error_at(doc, ("problem", "shape", key, i, "projection", r), "a rank with no terms",
+                               allowed="a rank is a list of terms, e.g. [ [P], [R] ] for P + R")
             for t, term in enumerate(rank):
                 if not 1 <= len(term) <= 2:
-                    key = "data_spaces" if spec.shape.data_spaces is not None else "data-spaces"
                     raise error_at(doc, ("problem", "shape", key, i, "projection", r, t),
                                    f"a projection term is [dimension] or [dimension, coefficient], not {list(term)}")
     shape = spec.shape                            # from here on: the typed problem only
@@ -251,10 +263,19 @@ def workload_from_timeloop(doc: LDict) -> Workload:
     for name in coeffs:
         if name in inst:
             coeffs[name] = inst[name]
+    # a bound of each dimension, or a coefficient's value; Timeloop ignores other keys (the tutorial
+    # files carry H, W, Hpad, ... for their front end), so they are named in a note, not refused
+    extra = [name for name in inst if name not in dims and name not in coeffs]
+    if extra:
+        warnings.warn(f"storeloop: {getattr(doc, 'file', None) or 'the problem'}: problem.instance "
+                      f"{', '.join(extra)} (line {locate(doc, ('problem', 'instance', extra[0]))[1]}) "
+                      "name no dimension or coefficient; ignored, as Timeloop does")
     bounds = []
     for d in dims:
         if d not in inst:
-            raise error_at(doc, ("problem", "instance"), f"no bound for dimension {d}",
+            near = difflib.get_close_matches(d, extra, n=1, cutoff=0.5) or [x for x in extra if x.upper() == d.upper()]
+            raise error_at(doc, ("problem", "instance"), f"no bound for dimension {d}"
+                           + (f" (is '{near[0]}' meant to be {d}?)" if near else ""),
                            allowed=f"a bound for each of {', '.join(dims)}")
         try:
             b = integer(inst[d])
@@ -268,7 +289,6 @@ def workload_from_timeloop(doc: LDict) -> Workload:
             raise error_at(doc, ("problem", "instance", d), ops_problem(bounds),
                            allowed="bounds whose product stays below 2**62")
     tensors = []
-    key = "data_spaces" if shape.data_spaces is not None else "data-spaces"      # v0.4 / v0.3
     for i, ds in enumerate(shape.data_spaces if shape.data_spaces is not None else shape.data_spaces_v03):
         ranks = []
         for r, rank in enumerate(ds.projection):
@@ -365,6 +385,10 @@ def mapping_from_timeloop(doc: LDict, arch: Arch, workload: Workload) -> Mapping
             unknown = (bypass | set(entry.keep or [])) - tensors
             if unknown:
                 raise error_at(doc, loc, f"unknown tensor(s) {sorted(unknown)}", allowed=", ".join(sorted(tensors)))
+            both = bypass & set(entry.keep or [])
+            if both:
+                raise error_at(doc, loc, f"{', '.join(sorted(both))} both kept and bypassed",
+                               allowed="each data space in keep or in bypass")
             keep[li] = frozenset(tensors - bypass)
             continue
         factors = _parse_factors(entry.factors or "", dims, doc, loc + ("factors",))

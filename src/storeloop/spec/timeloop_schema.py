@@ -13,9 +13,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
-Num = int | float | str                 # a number, or arithmetic such as "2**10" / "1e-09"
+# a number, or arithmetic such as "2**10" / "1e-09"; strict, so a YAML boolean is not read as 0 or 1
+Num = StrictInt | StrictFloat | StrictStr
+# the format versions of Timeloop and Accelergy files storeloop reads (0.3, 0.4; Accelergy 0.2 tables
+# have the same shape)
+Version = Literal[0.2, 0.3, 0.4, "0.2", "0.3", "0.4"]
 
 
 class _TL(BaseModel):
@@ -39,7 +43,7 @@ class Node(_TL):
 
 
 class Architecture(_TL):
-    version: Num | None = None
+    version: Version | None = None
     subtree: list[Node] | None = Field(None, description="v0.3: the tree of nodes")
     nodes: list[dict[str, Any]] | None = Field(None, description="v0.4: !Container / !Component / !Parallel nodes")
 
@@ -89,7 +93,7 @@ class Shape(_TL):
 
 
 class Problem(_TL):
-    version: Num | None = None
+    version: Version | None = None
     shape: Shape
     instance: dict[str, Num] = Field(description="dimension bounds (and coefficient values)")
 
@@ -156,7 +160,7 @@ class ERTTable(_TL):
 
 
 class ERTBody(_TL):
-    version: Num | None = None
+    version: Version | None = None
     tables: list[ERTTable] = Field(min_length=1)
 
 
@@ -166,7 +170,7 @@ class ARTTable(_TL):
 
 
 class ARTBody(_TL):
-    version: Num | None = None
+    version: Version | None = None
     tables: list[ARTTable] = Field(min_length=1)
 
 
