@@ -70,6 +70,13 @@ def test_bad_numbers_on_the_command_line(args, needle, capsys):
     check(capsys, main([args[0], *files, *args[1:]]), "command line", needle)
 
 
+@pytest.mark.parametrize("workers", ["0", "100000"])
+def test_sweep_workers_out_of_range_are_refused_before_any_process_starts(workers, tmp_path, capsys):
+    check(capsys, main(["sweep", str(ROOT / "sweeps" / "demo.yaml"), "--db", str(tmp_path / "r.sqlite"),
+                        "--workers", workers]), "--workers", "1 .. 256")
+    assert not (tmp_path / "r.sqlite").exists()
+
+
 def test_scheme_parameter_must_be_positive(capsys):
     check(capsys, main(["workload", "onionpir", "--db-size", "1GiB", "--param", "ell=-1"]), "--param", "at least 1")
 

@@ -176,9 +176,38 @@ def test_results_export_and_version(tmp_path, capsys):
     assert len(json.loads(capsys.readouterr().out)) == 6
     assert main(["results", str(tmp_path / "missing.sqlite")]) == 2
     assert main(["results", str(db), "--csv", str(tmp_path)]) == 2
+    pq = tmp_path / "r.parquet"                      # Parquet out of the box (pyarrow is a dependency)
+    assert main(["results", str(db), "--format", "parquet", "--out", str(pq)]) == 0
+    import pandas as pd
+
+    assert pd.read_parquet(pq).shape[0] == 6
+    capsys.readouterr()
+    assert main(["results", str(db), "--sweep", "no-such-sweep"]) == 2
+    assert "no rows of a sweep named 'no-such-sweep'" in capsys.readouterr().err
+    assert main(["results", str(db), "--format", "json", "--csv", str(out)]) == 2
     with pytest.raises(SystemExit) as exc:
         main(["--version"])
     assert exc.value.code == 0 and "storeloop" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("column,value,needle", [
+    ("cycles", "'lots'", "cycles is 'lots', not a number"),
+    ("params", "'not json'", "is not a JSON object"),
+    ("status", "'done'", "status 'done'"),
+], ids=["text-in-a-number-column", "params-not-json", "unknown-status"])
+def test_a_store_row_storeloop_would_not_write_is_refused_by_every_reader(column, value, needle, tmp_path, capsys):
+    spec = tiny(tmp_path)
+    db = tmp_path / "r.sqlite"
+    run_sweep(load_sweep(spec), db, progress=False)
+    con = sqlite3.connect(db)
+    con.execute(f"update points set {column} = {value} where rowid = (select min(rowid) from points)")
+    con.commit()
+    con.close()
+    capsys.readouterr()
+    for args in (["results", str(db)], ["plot", str(db), "--out", str(tmp_path / "fig")]):
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert "r.sqlite" in err and f"points.{column}" in err and needle in err and "Traceback" not in err
 
 
 def test_cacti_runs_outside_the_installed_package(tmp_path, monkeypatch):

@@ -266,8 +266,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     sweep = load_sweep(args.spec)
     db = Path(args.db) if args.db else Path("results") / f"{sweep.name}.sqlite"
-    if args.workers < 1:
-        raise SpecError(f"{args.workers} workers", field="--workers", allowed="1 or more")
+    _check_workers(args.workers)
     counts = run_sweep(sweep, db, workers=args.workers, dask=args.dask, progress=sys.stderr.isatty())
     print(f"{sweep.name}: {counts['points']} points in the grid, {counts['done_before']} already in {db}, "
           f"{counts['excluded']} excluded by constraints, {counts['run']} run now "
@@ -328,8 +327,7 @@ def _system_sweep_summary(ok, names: list[str]) -> None:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from storeloop import reproduce
 
-    if args.workers < 1:
-        raise SpecError(f"{args.workers} workers", field="--workers", allowed="1 or more")
+    _check_workers(args.workers)
     args.out = args.out or ("results/reproduction-quick" if args.quick else "results/reproduction")
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise SpecError("is a file", file=args.out, field="--out", allowed="a folder for the store, figures and reproduction.md")
@@ -349,29 +347,64 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+MAX_WORKERS = 256
+
+
+def _check_workers(n: int) -> None:
+    """Local worker processes: at least 1 and at most MAX_WORKERS (each is a Python process with
+    NumPy and the mapper: thousands of them would exhaust the machine before the first point)."""
+    if not 1 <= n <= MAX_WORKERS:
+        raise SpecError(f"{n} workers", field="--workers", allowed=f"1 .. {MAX_WORKERS} local processes")
+
+
+RESULT_FORMATS = ("table", "csv", "json", "parquet")
+
+
 def cmd_results(args: argparse.Namespace) -> int:
     from storeloop.sweeps import read_results
 
+    short = "csv" if args.csv else "parquet" if args.parquet else "json" if args.json else None
+    if short and args.format and args.format != short:
+        raise SpecError(f"--format {args.format} and --{short} ask for two formats", field="--format",
+                        allowed="one of them")
+    fmt, out = args.format or short or "table", args.out or args.csv or args.parquet
+    if out and Path(out).is_dir():
+        raise SpecError("is a folder", file=out, allowed="a file path to write")
+    if fmt == "parquet" and out is None and sys.stdout.isatty():
+        raise SpecError("Parquet is binary: it goes to a file or a pipe, not the terminal", field="--format",
+                        allowed="--out FILE, or a redirection (> rows.parquet)")
     df = read_results(args.db, args.sweep)          # any file that is not a store is refused there
+    if args.sweep and not len(df):
+        from storeloop.sweeps.results import sweep_names
+
+        raise SpecError(f"no rows of a sweep named {args.sweep!r}", file=args.db, field="--sweep",
+                        allowed=", ".join(sweep_names(args.db)) or "(the store is empty)")
     if not args.all:
         df = df[df["stale"] != 1].drop(columns=["mapping"]) if "stale" in df else df.drop(columns=["mapping"])
-    for out in (args.csv, args.parquet):
-        if out and Path(out).is_dir():
-            raise SpecError("is a folder", file=out, allowed="a file path to write")
-    if args.csv:
-        df.to_csv(args.csv, index=False)
-        print(f"wrote {len(df)} rows to {args.csv}")
-    elif args.parquet:
-        try:
-            df.to_parquet(args.parquet, index=False)
-        except ImportError:
-            raise SpecError("writing Parquet needs pyarrow, which is not installed", file=args.parquet,
-                            field="--parquet", allowed="pip install pyarrow, or --csv / --json") from None
-        print(f"wrote {len(df)} rows to {args.parquet}")
-    elif args.json:
-        print(df.to_json(orient="records", indent=1))
+    if fmt == "table":
+        text = df.drop(columns=[c for c in ("key", "params", "error") if c in df]).to_string(max_rows=60) + "\n"
+    elif fmt == "csv":
+        text = df.to_csv(index=False)
+    elif fmt == "json":
+        text = df.to_json(orient="records", indent=1) + "\n"
     else:
-        print(df.drop(columns=[c for c in ("key", "params", "error") if c in df]).to_string(max_rows=60))
+        import io
+
+        buf = io.BytesIO()
+        try:
+            df.to_parquet(buf, index=False)
+        except ImportError:
+            raise SpecError("writing Parquet needs pyarrow, which is not installed", field="--format",
+                            allowed="pip install pyarrow, or --format csv / json") from None
+        text = buf.getvalue()
+    if out is None:
+        if isinstance(text, bytes):
+            sys.stdout.buffer.write(text)
+        else:
+            sys.stdout.write(text)
+        return 0
+    Path(out).write_bytes(text if isinstance(text, bytes) else text.encode())
+    print(f"wrote {len(df)} rows to {out} ({fmt})")
     return 0
 
 
@@ -509,10 +542,13 @@ def build_parser() -> argparse.ArgumentParser:
     rs = sub.add_parser("results", help="export a sweep store (one row per point, parameters as columns)")
     rs.add_argument("db", help="results .sqlite written by storeloop sweep")
     rs.add_argument("--sweep", help="only this sweep's rows")
+    rs.add_argument("--format", choices=RESULT_FORMATS, default=None,
+                    help="table (default), csv, json or parquet; to --out FILE, else to standard output")
+    rs.add_argument("--out", metavar="FILE", help="write here instead of standard output")
     fmt = rs.add_mutually_exclusive_group()
-    fmt.add_argument("--csv", metavar="FILE", help="write CSV here")
-    fmt.add_argument("--parquet", metavar="FILE", help="write Parquet here (needs pyarrow)")
-    fmt.add_argument("--json", action="store_true", help="print JSON records")
+    fmt.add_argument("--csv", metavar="FILE", help="short for --format csv --out FILE")
+    fmt.add_argument("--parquet", metavar="FILE", help="short for --format parquet --out FILE")
+    fmt.add_argument("--json", action="store_true", help="short for --format json")
     rs.add_argument("--all", action="store_true", help="include stale rows (inputs changed since) and the mappings")
     rs.set_defaults(func=cmd_results)
     return p

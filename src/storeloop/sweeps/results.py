@@ -27,6 +27,7 @@ def read_results(db_path: str | Path, sweep: str | None = None):
         raise SpecError(f"cannot read it as a results store ({exc})", file=str(db_path), allowed=STORE_HELP) from None
     finally:
         db.close()
+    _check_rows(df, db_path)
     params = df["params"].map(json.loads).apply(pd.Series) if len(df) else pd.DataFrame()
     df = pd.concat([df, params], axis=1)
     for col in params.columns:                # "10 GB/s" -> 10.0 in <col>.value, "GB/s" in <col>.unit
@@ -35,6 +36,55 @@ def read_results(db_path: str | Path, sweep: str | None = None):
             df[f"{col}.value"] = [v for v, _ in split]
             df[f"{col}.unit"] = [u for _, u in split]
     return df
+
+
+def sweep_names(db_path: str | Path) -> list[str]:
+    """The names of the sweeps a store holds rows of."""
+    from storeloop.sweeps.store import read_store
+
+    db = read_store(db_path)
+    try:
+        return [n for (n,) in db.execute("select distinct sweep from points order by sweep")]
+    finally:
+        db.close()
+
+
+def _check_rows(df, db_path) -> None:
+    """Every row as storeloop writes it (a store edited by hand or by another program is refused at
+    the first bad cell): numbers in the numeric columns, a known status, the parameters and the
+    scenario as JSON objects."""
+    import pandas as pd
+
+    from storeloop.errors import SpecError
+    from storeloop.sweeps.store import NUMERIC, STATUSES, STORE_HELP
+
+    def bad(i: int, col: str, why: str, allowed: str) -> SpecError:
+        row = df.iloc[i]
+        return SpecError(f"row {i + 1} (sweep {row['sweep']!r}, parameters {str(row['params'])[:60]}): {why}",
+                         file=str(db_path), field=f"points.{col}", allowed=f"{allowed} ({STORE_HELP})")
+
+    for col in NUMERIC:
+        if col in df:
+            given = df[col].notna()
+            numbers = pd.to_numeric(df[col], errors="coerce")
+            wrong = given & (numbers.isna() | df[col].map(lambda v: isinstance(v, (bytes, bool))))
+            if wrong.any():
+                i = int(wrong.to_numpy().argmax())
+                raise bad(i, col, f"{col} is {df[col].iloc[i]!r}, not a number", "a number or empty")
+    wrong = ~df["status"].isin(STATUSES)
+    if wrong.any():
+        i = int(wrong.to_numpy().argmax())
+        raise bad(i, "status", f"status {df['status'].iloc[i]!r}", ", ".join(STATUSES))
+    for col in ("params", "scenario"):
+        for i, v in enumerate(df[col] if col in df else ()):
+            if v is None and col == "scenario":
+                continue
+            try:
+                ok = isinstance(json.loads(v), dict)
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise bad(i, col, f"{col} {str(v)[:40]!r} is not a JSON object", "a JSON object of parameter values")
 
 
 def _quantity(value) -> tuple[float | None, str | None]:

@@ -35,6 +35,10 @@ STATUSES = ("ok", "invalid", "error", "timeout", "interrupted")
 FINAL = ("ok", "invalid")
 
 
+# columns of numbers (integer or real): the readers check each cell
+NUMERIC = ("cycles", "energy_pJ", "area_um2", "on_chip_area_um2", "computes", "lower_bound_cycles", "gap", "optimal",
+           "cycles_optimal", "seconds", "clock_hz", "finished", "lower_bound_energy_pJ", "energy_gap", "stale",
+           "throughput_Bps")
 # columns every store has had since the first version: a 'points' table without them is not ours
 REQUIRED = ("sweep", "key", "params", "workload", "status")
 STORE_HELP = "a .sqlite file written by storeloop sweep"
