@@ -31,6 +31,8 @@ ARCH_CASES = {
     "block-larger-than-level": (ARCH.replace("block_size: 1\n      read_bandwidth: 3", "block_size: 64\n      "
                                              "read_bandwidth: 3"), "utf-8", ":43", "larger than the level"),
     "boolean-quantity": (ARCH.replace("read_bandwidth: 4 ", "read_bandwidth: true "), "utf-8", ":35", "bool True"),
+    "dram-type-no-plugin-prices": (ARCH.replace("type: LPDDR4", "type: LPDDR99"), "utf-8", ":22",
+                                   "attributes.type': type 'LPDDR99' is not one"),
     "word-too-wide": (ARCH.replace("      word_bits: 64\n      block_size: 4", "      word_bits: 1e6\n      block_size: 4"),
                       "utf-8", ":33", "65536 bits"),
 }

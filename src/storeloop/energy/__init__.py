@@ -5,7 +5,10 @@
 * ``name`` (str), ``priority`` (float; the highest that supports a class wins), ``classes``
   (component classes it prices, lower case), and
 * ``estimate(cls: str, attrs: dict) -> Estimate`` -- pJ per action, µm² per instance, leakage in W
-  and the source of the numbers (plug-in, parameters, datasheet or paper).
+  and the source of the numbers (plug-in, parameters, datasheet or paper), and optionally
+* ``choices(cls: str) -> {attribute: allowed values}`` for attributes whose values form a closed set
+  (a DRAM's ``type``). When every plug-in of a class declares an attribute's values, a value none
+  of them allows is an error at that attribute before any plug-in runs.
 
 Plug-ins are found through the Python entry-point group ``storeloop.energy`` (the packages in
 ``plugins/`` register there) plus storeloop's own hwcomponents adapter. A plug-in that fails to
@@ -94,6 +97,15 @@ class Registry:
         if not cands:
             raise failure(f"no energy plug-in prices component class {cls!r}",
                           f"a class some plug-in prices: {', '.join(self.known_classes())}")
+        for attr, value in attrs.items():            # closed sets the plug-ins declare (choices)
+            declared = [getattr(p, "choices", lambda c: {})(cls.lower()).get(attr) for p in cands]
+            if declared and all(d is not None for d in declared):
+                allowed = sorted({str(x) for d in declared for x in d})
+                if str(value).casefold() not in {x.casefold() for x in allowed}:
+                    field = f"{located[2]}.attributes.{attr}" if located is not None and located[2] else attr
+                    located = located and (located[0], located[1], field)
+                    raise failure(f"{attr} {value!r} is not one that the plug-ins for class {cls!r} price",
+                                  ", ".join(allowed))
         errors = []
         for p in cands:
             key = hashlib.sha256(json.dumps([p.name, getattr(p, "version", ""), cls.lower(), attrs],

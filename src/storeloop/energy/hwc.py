@@ -28,10 +28,24 @@ def cacti_scratch():
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def dram_table_types() -> tuple[str, ...]:
+    """The DRAM types hwcomponents-cacti has an energy table for (its DRAM model classes)."""
+    import inspect
+
+    import hwcomponents_cacti
+
+    return tuple(sorted(n for n, c in vars(hwcomponents_cacti).items()
+                        if inspect.isclass(c) and any(b.__name__ == "_DRAM" for b in c.__mro__[1:])))
+
+
 class HwComponentsPlugin:
     name = "hwcomponents"
     priority = 0.5
     classes = ("sram", "regfile", "intmac", "adder", "multiplier", "register", "dram")
+
+    def choices(self, cls: str) -> dict:
+        """Attribute values it prices, where they form a closed set (see the registry's contract)."""
+        return {"type": dram_table_types()} if cls == "dram" else {}
 
     def estimate(self, cls: str, a: dict) -> Estimate:
         tech = a["technology"]
@@ -54,9 +68,9 @@ class HwComponentsPlugin:
             import hwcomponents_cacti
 
             kind = str(a.get("type", "LPDDR4")).upper()
-            model = getattr(hwcomponents_cacti, kind, None)
-            if model is None:
+            if kind not in dram_table_types():
                 raise ValueError(f"DRAM type {kind!r} unknown to hwcomponents-cacti")
+            model = getattr(hwcomponents_cacti, kind)
             m = model()                    # its default bus; energy per bit does not depend on it
             bus = int(m.width)
             bits = int(a["word_bits"]) * int(a["block_size"])

@@ -128,6 +128,12 @@ class DRAMPlugin:
     priority = 1.0
     classes = ("dram",)
 
+    def choices(self, cls: str) -> dict:
+        """DRAM types it prices: CACTI-IO's interfaces and hwcomponents-cacti's tables; page policies."""
+        from storeloop.energy.hwc import dram_table_types
+
+        return {"type": tuple(sorted(set(CACTI_IO) | set(dram_table_types()))), "page_policy": ("open", "closed")}
+
     def estimate(self, cls: str, a: dict) -> Estimate:
         kind = str(a.get("type", "DDR4")).upper()
         width = int(a.get("width", 64))
