@@ -33,6 +33,8 @@ ARCH_CASES = {
     "boolean-quantity": (ARCH.replace("read_bandwidth: 4 ", "read_bandwidth: true "), "utf-8", ":35", "bool True"),
     "dram-type-no-plugin-prices": (ARCH.replace("type: LPDDR4", "type: LPDDR99"), "utf-8", ":22",
                                    "attributes.type': type 'LPDDR99' is not one"),
+    "sram-larger-than-cacti-models": (ARCH.replace("capacity: 4 KiB ", "capacity: 1e30 words "), "utf-8", ":29",
+                                      "levels[2].capacity': size_bits"),
     "word-too-wide": (ARCH.replace("      word_bits: 64\n      block_size: 4", "      word_bits: 1e6\n      block_size: 4"),
                       "utf-8", ":33", "65536 bits"),
 }

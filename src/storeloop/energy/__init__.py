@@ -7,8 +7,9 @@
 * ``estimate(cls: str, attrs: dict) -> Estimate`` -- pJ per action, µm² per instance, leakage in W
   and the source of the numbers (plug-in, parameters, datasheet or paper), and optionally
 * ``choices(cls: str) -> {attribute: allowed values}`` for attributes whose values form a closed set
-  (a DRAM's ``type``). When every plug-in of a class declares an attribute's values, a value none
-  of them allows is an error at that attribute before any plug-in runs.
+  (a DRAM's ``type``) or a range (:class:`Between`: an SRAM's ``size_bits`` CACTI can model). When
+  every plug-in of a class declares an attribute's values, a value none of them allows is an error
+  at that attribute (a size at the level's capacity) before any plug-in runs.
 
 Plug-ins are found through the Python entry-point group ``storeloop.energy`` (the packages in
 ``plugins/`` register there) plus storeloop's own hwcomponents adapter. A plug-in that fails to
@@ -32,6 +33,31 @@ from storeloop.errors import SpecError, StoreloopError
 from storeloop.spec.types import ActionCosts, Arch, EnergyTable
 
 GROUP = "storeloop.energy"
+
+
+@dataclass(frozen=True)
+class Between:
+    """A numeric range a plug-in prices (for ``choices``), with what it is."""
+
+    lo: float
+    hi: float
+    what: str = ""
+
+    def allows(self, value) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and self.lo <= value <= self.hi
+
+    def __str__(self) -> str:
+        return f"{self.lo:g} .. {self.hi:g}" + (f" ({self.what})" if self.what else "")
+
+
+def _allows(declared, value) -> bool:
+    if isinstance(declared, Between):
+        return declared.allows(value)
+    return str(value).casefold() in {str(x).casefold() for x in declared}
+
+
+# attributes storeloop derives from a level's fields: an error about them is an error at the field
+DERIVED = {"size_bits": "capacity", "depth": "capacity"}
 
 
 @dataclass(frozen=True)
@@ -99,13 +125,13 @@ class Registry:
                           f"a class some plug-in prices: {', '.join(self.known_classes())}")
         for attr, value in attrs.items():            # closed sets the plug-ins declare (choices)
             declared = [getattr(p, "choices", lambda c: {})(cls.lower()).get(attr) for p in cands]
-            if declared and all(d is not None for d in declared):
-                allowed = sorted({str(x) for d in declared for x in d})
-                if str(value).casefold() not in {x.casefold() for x in allowed}:
-                    field = f"{located[2]}.attributes.{attr}" if located is not None and located[2] else attr
-                    located = located and (located[0], located[1], field)
-                    raise failure(f"{attr} {value!r} is not one that the plug-ins for class {cls!r} price",
-                                  ", ".join(allowed))
+            if declared and all(d is not None for d in declared) and not any(_allows(d, value) for d in declared):
+                at = DERIVED.get(attr, f"attributes.{attr}")
+                field = f"{located[2]}.{at}" if located is not None and located[2] else at
+                located = located and (located[0], located[1], field)
+                allowed = sorted({str(x) for d in declared for x in ([d] if isinstance(d, Between) else d)})
+                raise failure(f"{attr} {value!r} is not one that the plug-ins for class {cls!r} price",
+                              ", ".join(allowed))
         errors = []
         for p in cands:
             key = hashlib.sha256(json.dumps([p.name, getattr(p, "version", ""), cls.lower(), attrs],

@@ -45,6 +45,10 @@ class HwComponentsPlugin:
 
     def choices(self, cls: str) -> dict:
         """Attribute values it prices, where they form a closed set (see the registry's contract)."""
+        if cls == "sram":      # CACTI fails on arrays of 2 GiB and more (its sizes are 32-bit ints)
+            from storeloop.energy import Between
+
+            return {"size_bits": Between(1, 2**33, "bits: CACTI models SRAMs of up to 1 GiB")}
         return {"type": dram_table_types()} if cls == "dram" else {}
 
     def estimate(self, cls: str, a: dict) -> Estimate:
