@@ -6,6 +6,7 @@ goes through :func:`validate`."""
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -23,12 +24,15 @@ def validate(model: type[BaseModel], value: Any, root: Any, loc: tuple) -> Any:
     except ValidationError as exc:
         # one problem per field: a value no member of a union (a number or a quantity) takes is one
         # problem, not one per member
-        errors = list({_field_loc(e["loc"]): e for e in reversed(exc.errors())}.values())[::-1]
+        everything = exc.errors()
+        errors = list({_field_loc(e["loc"]): e for e in reversed(everything)}.values())[::-1]
         err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         where = loc + _field_loc(err["loc"])
         msg, allowed = err["msg"].removeprefix("Value error, "), None
-        if err["loc"] != _field_loc(err["loc"]) and err["type"] in _SCALAR_TYPES:
-            msg = f"expected a number or a quantity such as 64, 1.5 or '4 KiB', found {shape(err.get('input'))}"
+        members = [e["loc"][-1] for e in everything if _field_loc(e["loc"]) == _field_loc(err["loc"]) != tuple(e["loc"])]
+        if members and all(e["type"] in _TYPE_ERRORS for e in everything if _field_loc(e["loc"]) == _field_loc(err["loc"])):
+            kinds = list(dict.fromkeys(_KIND[_MEMBER.match(m).group(1)] for m in members))
+            msg = f"expected {' or '.join(kinds)}, found {shape(err.get('input'))}"
             allowed = _description(model, _field_loc(err["loc"]))
         elif err["type"] == "extra_forbidden":
             key = str(err["loc"][-1])
@@ -55,14 +59,18 @@ def validate(model: type[BaseModel], value: Any, root: Any, loc: tuple) -> Any:
         raise error_at(root, where, msg, allowed) from None
 
 
-_SCALAR_TYPES = ("int_type", "float_type", "string_type")
-_MEMBERS = ("int", "float", "str")          # pydantic's names of a scalar union's members in an error's loc
+# a union's member as pydantic names it at the end of an error's loc, and what to call it
+_MEMBER = re.compile(r"^(int|float|str|bool|list|dict)(\[.*\])?$")
+_KIND = {"int": "a number", "float": "a number", "str": "a string", "bool": "true or false", "list": "a list",
+         "dict": "a mapping"}
+_TYPE_ERRORS = ("int_type", "int_parsing", "float_type", "float_parsing", "string_type", "bool_type",
+                "bool_parsing", "list_type", "dict_type")
 
 
 def _field_loc(loc: tuple) -> tuple:
     """An error's location without the union member it names (``bounds.N.int`` -> ``bounds.N``)."""
     loc = tuple(loc)
-    while loc and loc[-1] in _MEMBERS:
+    while loc and isinstance(loc[-1], str) and _MEMBER.match(loc[-1]):
         loc = loc[:-1]
     return loc
 
@@ -72,6 +80,8 @@ def shape(value: Any) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list"
+    if value is None:
+        return "nothing (null)"
     return f"the {type(value).__name__} {value!r}"[:80]
 
 
