@@ -221,6 +221,20 @@ def test_a_dimension_with_two_loops_in_one_list_is_refused(tmp_path, capsys):
                         str(mapping)]), "m.yaml:8", "two loops")
 
 
+def test_constraints_whose_smallest_tiles_overflow_a_kept_level_are_refused_at_once(tmp_path, capsys):
+    """The RF must keep C and run N >= 64 at itself: C's smallest tile (64 words) cannot fit in 32
+    words, so no mapping exists; this is said before any search (it used to run to the time limit)."""
+    import time
+
+    text = (ROOT / "mappings" / "onionchopper.constraints.yaml").read_text()
+    bad = tmp_path / "c.yaml"
+    bad.write_text(text.replace('temporal: {N: "1..16"}', 'temporal: {N: "64..2048"}'))
+    t0 = time.monotonic()
+    check(capsys, main(["map", str(ROOT / "arch" / "onionchopper.yaml"), str(ROOT / "workloads" / "onionpir-64GiB.yaml"),
+                        "--constraints", str(bad), "--time-limit", "60"]), "c.yaml", "RF must keep C", "it holds 32")
+    assert time.monotonic() - t0 < 10
+
+
 def test_yaml_alias_bomb_is_refused(tmp_path, capsys):
     lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
     for prev, name in zip("abcdefgh", "bcdefghi"):

@@ -214,6 +214,24 @@ def infeasible(arch: Arch, workload: Workload, constraints: Constraints) -> str 
         if least > workload.bounds[d] or workload.bounds[d] % fixed:
             return (f"the factors of {name} must multiply to at least {least}" if least > workload.bounds[d] else
                     f"the fixed factors of {name} multiply to {fixed}") + f", and its bound is {workload.bounds[d]}"
+    # a level that must keep tensors holds at least their smallest tiles: the least factors allowed
+    # at it and below (a level's tile spans its own loops, temporal and spatial, and all below)
+    for L, c in sorted(constraints.levels.items()):
+        size = arch.levels[L].size_words
+        if not c.keep or size is None:
+            continue
+        least = [1] * len(workload.dims)
+        for L2 in range(L, len(arch.levels)):
+            c2 = constraints.levels.get(L2)
+            for ranges in (c2.temporal, c2.spatial_x, c2.spatial_y, c2.spatial) if c2 is not None else ():
+                for d, (lo, _) in ranges.items():
+                    least[d] *= lo
+        tiles = {t.name: math.prod(least[d] for d in {d for rank in t.ranks for d, _ in rank})
+                 for t in workload.tensors if t.name in c.keep}
+        if sum(tiles.values()) > size:
+            factors = ", ".join(f"{workload.dims[d]}>={f}" for d, f in enumerate(least) if f > 1)
+            return (f"{arch.levels[L].name} must keep {', '.join(sorted(tiles))}, whose smallest tiles under the "
+                    f"constraints ({factors} at and below it) take {sum(tiles.values())} words; it holds {size}")
     return None
 
 
