@@ -190,6 +190,35 @@ def test_bad_node_constraints_are_refused_at_their_line(tmp_path, where, text):
     assert "arch.yaml" in str(e.value) and e.value.line is not None, where
 
 
+TUTORIAL = Path(__file__).resolve().parent / "timeloop-exercises" / "design-simple_weight_stationary"
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (("      depth: 192\n      width: 16\n      datawidth: 16", "      depth: 192\n      width: 16\n      datawidth: 0"),
+     "arch.yaml:49: field 'architecture.nodes[5].attributes.datawidth'"),
+    (("    name: pe_spad\n", "    name: shared_glb\n"), "arch.yaml:44: field 'architecture.nodes[5].name'"),
+    (("permutation: [C, M]", "permutation: [C, Z]"), "arch.yaml:39"),
+    (("bypass: [Inputs, Outputs], keep: [Weights]", "bypass: [Inputs, Weights], keep: [Weights]"), "both kept and bypassed"),
+], ids=["datawidth-zero", "name-twice", "node-permutation-unknown-dim", "node-keep-and-bypass"])
+def test_a_bad_v04_node_is_refused_at_its_line_by_model_too(edit, needle, tmp_path, capsys):
+    """``storeloop model`` prices a given mapping, but it reads the arch's node attributes and
+    constraints all the same: a bad one is an error at the node's own line (a zero datawidth used to
+    end in ZeroDivisionError, a bad constraint was never read)."""
+    import shutil
+
+    from storeloop.cli import main
+
+    case = tmp_path / "case"
+    shutil.copytree(TUTORIAL, case)
+    text = (case / "arch.yaml").read_text()
+    assert edit[0] in text
+    (case / "arch.yaml").write_text(text.replace(edit[0], edit[1], 1))
+    code = main(["model", str(case / "arch.yaml"), str(case / "problem.yaml"), str(case / "mapping.yaml"),
+                 "--ert", str(case / "ERT.yaml"), "--art", str(case / "ART.yaml")])
+    err = capsys.readouterr().err
+    assert code == 2 and needle in err and "Traceback" not in err, err
+
+
 @pytest.mark.parametrize("perm, spatial", [("NM", [("N", 8, "X"), ("M", 2, "Y")]),
                                            ("N", [("N", 8, "X"), ("M", 2, "Y")]),
                                            ("M", None)])

@@ -47,8 +47,11 @@ def render_table(r: Result, arch: Arch) -> str:
 def evaluate_args(args: argparse.Namespace):
     """(arch, workload, mapping, energy, result) of the command's files, or None (reason printed)
     when the mapping cannot run."""
+    from storeloop.mapper.constraints import arch_constraints
+
     arch = load_arch(args.arch)
     workload = load_workload(args.workload)
+    arch_constraints(arch, workload)     # a v0.4 arch's node constraints are read (checked) here too
     mapping = load_mapping(args.mapping, arch, workload)
     energy = energy_for(args, arch)
     try:

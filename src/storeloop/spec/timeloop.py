@@ -82,6 +82,7 @@ def _v04_as_tree(doc: LDict) -> LDict:
     last_storage: str | None = None
     nodes = []                                 # !Parallel children are sibling levels, in their order
     constraints: list[SourcedEntry] = []       # per node constraint, with its implied target and type
+    names: set[str] = set()
     for i, node in enumerate(root.get("nodes") or []):
         loc = ("architecture", "nodes", i)
         if getattr(node, "node_tag", None) == "!Parallel" and isinstance(node, dict):
@@ -103,7 +104,11 @@ def _v04_as_tree(doc: LDict) -> LDict:
         except ExpressionError as exc:
             raise error_at(doc, loc + ("spatial",), str(exc)) from None
         attrs = dict(node.get("attributes") or {})
+        check_attributes(doc, loc + ("attributes",), attrs)      # at the node's own line, before any use
         target = str(node.get("name"))
+        if tag == "!Component" and target in names:
+            raise error_at(doc, loc + ("name",), f"component name '{target}' is used twice", allowed="unique names")
+        names.add(target)
         if tag == "!Container":
             if fan > 1 and last_storage is not None:
                 target = f"inter_{node.get('name')}_spatial"
