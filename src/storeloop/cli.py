@@ -220,7 +220,8 @@ def cmd_workload(args: argparse.Namespace) -> int:
 
     schemes = {**pir.SCHEMES, **rotation.SCHEMES}
     if args.scheme not in schemes:
-        raise SpecError(f"unknown scheme {args.scheme!r}", field="scheme", allowed=", ".join(schemes))
+        raise SpecError(f"unknown scheme {args.scheme!r}", file="command line", field="scheme",
+                        allowed=", ".join(schemes))
     fn = schemes[args.scheme]
     params = _scheme_params(args, fn)
     db_bytes = None
@@ -234,7 +235,12 @@ def cmd_workload(args: argparse.Namespace) -> int:
         if not float(db_bytes).is_integer():
             raise SpecError(f"{args.db_size!r} is not a whole number of bytes", field="--db-size")
         db_bytes = int(db_bytes)
-        workloads = fn(db_bytes, **params)
+        try:
+            workloads = fn(db_bytes, **params)
+        except SpecError as exc:             # the scheme's db_size is this command's --db-size
+            if exc.field != "db_size":
+                raise
+            raise SpecError(exc.message, field="--db-size", allowed=exc.allowed) from None
     else:
         workloads = fn(**params)
     einsums = [{"name": w.name, "einsum": w.einsum, "bounds": w.bounds_dict(),
