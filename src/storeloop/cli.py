@@ -371,6 +371,7 @@ RESULT_FORMATS = ("table", "csv", "json", "parquet")
 
 def cmd_results(args: argparse.Namespace) -> int:
     from storeloop.sweeps import read_results
+    from storeloop.sweeps.results import render_results
 
     short = "csv" if args.csv else "parquet" if args.parquet else "json" if args.json else None
     if short and args.format and args.format != short:
@@ -390,22 +391,7 @@ def cmd_results(args: argparse.Namespace) -> int:
                         allowed=", ".join(sweep_names(args.db)) or "(the store is empty)")
     if not args.all:
         df = df[df["stale"] != 1].drop(columns=["mapping"]) if "stale" in df else df.drop(columns=["mapping"])
-    if fmt == "table":
-        text = df.drop(columns=[c for c in ("key", "params", "error") if c in df]).to_string(max_rows=60) + "\n"
-    elif fmt == "csv":
-        text = df.to_csv(index=False)
-    elif fmt == "json":
-        text = df.to_json(orient="records", indent=1) + "\n"
-    else:
-        import io
-
-        buf = io.BytesIO()
-        try:
-            df.to_parquet(buf, index=False)
-        except ImportError:
-            raise SpecError("writing Parquet needs pyarrow, which is not installed", field="--format",
-                            allowed="pip install pyarrow, or --format csv / json") from None
-        text = buf.getvalue()
+    text = render_results(df, fmt)
     if out is None:
         if isinstance(text, bytes):
             sys.stdout.buffer.write(text)

@@ -38,6 +38,27 @@ def read_results(db_path: str | Path, sweep: str | None = None):
     return df
 
 
+def render_results(df, fmt: str) -> str | bytes:
+    """A results frame as ``table`` (for reading), ``csv``, ``json`` (records) or ``parquet`` (bytes)."""
+    from storeloop.errors import SpecError
+
+    if fmt == "table":
+        return df.drop(columns=[c for c in ("key", "params", "error") if c in df]).to_string(max_rows=60) + "\n"
+    if fmt == "csv":
+        return df.to_csv(index=False)
+    if fmt == "json":
+        return df.to_json(orient="records", indent=1) + "\n"
+    import io
+
+    buf = io.BytesIO()
+    try:
+        df.to_parquet(buf, index=False)
+    except ImportError:
+        raise SpecError("writing Parquet needs pyarrow, which is not installed", field="--format",
+                        allowed="pip install pyarrow, or --format csv / json") from None
+    return buf.getvalue()
+
+
 def sweep_names(db_path: str | Path) -> list[str]:
     """The names of the sweeps a store holds rows of."""
     from storeloop.sweeps.store import read_store
