@@ -216,12 +216,12 @@ class Tree:
         ratio = lvl.instances // self.arch.levels[0].instances                # R instances per top instance
         share_c = self.arch.compute.instances / self.arch.levels[0].instances
 
-        # rows: (kept mask, tile factors of the tied dimensions, which dimensions are free, e)
-        masks, ftied, free, es = [], [], [], []
+        # rows: (kept mask, tile factors f at R, e; -1: no loop above R)
+        masks, fs, es = [], [], []
         for mask in self.space.keep_masks[R]:
             kept = [t for t in range(T) if mask >> t & 1]
-            # dimensions no kept tensor has take all that the split leaves at R (it only lowers
-            # refills); the others are enumerated over the tile shapes that fit in S
+            # dimensions no kept tensor has take their whole bound at R (it only lowers refills);
+            # the others are enumerated over the tile shapes that fit in S
             fr = [d for d in dims if not any(self.rel[t][d] for t in kept)]
             tied = [d for d in dims if d not in fr]
             shapes: list[dict[int, int]] = []
@@ -239,36 +239,31 @@ class Tree:
                         if not fits:
                             break
 
-            grow(0, {})
+            grow(0, {d: int(bounds[d]) for d in fr})
             for f in shapes:
                 for e in dims + [-1]:
                     masks.append(mask)
-                    ftied.append([f.get(d, 1) for d in range(D)])
-                    free.append([d in fr for d in range(D)])
+                    fs.append([f.get(d, 1) for d in range(D)])
                     es.append(e)
-        masks, ftied, free, es = np.array(masks), np.array(ftied, np.int64), np.array(free, bool), np.array(es)
+        masks, fe, es = np.array(masks), np.array(fs, np.int64), np.array(es)
         keptm = ((masks[:, None] >> np.arange(T)[None, :]) & 1).astype(bool)                 # (n, T)
         rows = np.arange(len(es))
         has_e = es >= 0
         e_rel = np.where(has_e[:, None], self.rel.T[np.maximum(es, 0)], False)              # (n, T)
 
-        def splits(i: int, left: int, s: list[int]):
+        def shares_of(i: int, left: int, s: dict[int, int]):
+            """Per split of at most ``left`` instances over dims[i:], each tensor's share."""
             if i == len(dims):
-                yield np.array(s, np.int64)
+                yield tuple(math.prod(g for d, g in s.items() if not self.rel[t][d]) for t in range(T))
                 return
-            d = dims[i]
-            for g in divisors(int(bounds[d])):
+            for g in divisors(int(bounds[dims[i]])):
                 if g > left:
                     break
-                s[d] = g
-                yield from splits(i + 1, left // g, s)
-            s[d] = 1
+                yield from shares_of(i + 1, left // g, {**s, dims[i]: g})
 
         # only the splits with Pareto-largest shares can give the least total
-        shares = {tuple(math.prod(int(s[d]) for d in dims if not self.rel[t][d]) for t in range(T))
-                  for s in splits(0, ratio, [1] * D)}
+        shares = set(shares_of(0, ratio, {}))
         shares = [a for a in shares if not any(b != a and all(x >= y for x, y in zip(b, a)) for b in shares)]
-        fe = np.where(free, bounds[None, :], ftied)
         left = fe < bounds[None, :]                                                            # (n, D)
         ok = np.where(has_e, left[rows, np.maximum(es, 0)], ~left.any(axis=1))
         inner = fe.prod(axis=1).astype(np.float64)
