@@ -2,6 +2,8 @@
 reproductions: encoding, YAML reader and nesting, arithmetic range, non-positive quantities,
 command-line numbers)."""
 
+import json
+
 import pytest
 
 from conftest import ROOT
@@ -341,3 +343,44 @@ def test_constraints_no_mapping_can_meet_are_refused_before_searching(levels, ne
     check(capsys, main(["map", str(ROOT / "arch" / "onionchopper.yaml"), str(ROOT / "workloads" / "onionpir-64GiB.yaml"),
                         "--constraints", str(cons), "--time-limit", "30"]), "c.yaml", needle)
     assert time.monotonic() - t0 < 10
+
+
+TIMELOOP_MAPPER = """\
+mapper:
+  algorithm: linear-pruned
+  optimization-metrics: [delay, energy]
+  num-threads: 1
+  victory-condition: 100
+  timeout: 15000
+  live-status: False
+  diagnostics: False
+"""
+
+
+def test_a_timeloop_mapper_config_sets_the_search_and_names_what_it_ignores(tmp_path, capsys):
+    """Timeloop v3.0.3's mapper section (as its tutorials write it): optimization-metrics choose the
+    objective, algorithm the search (linear-pruned: storeloop's complete branch and bound), and
+    the keys storeloop's search does not use are named in a note."""
+    cfg = tmp_path / "mapper.yaml"
+    cfg.write_text(TIMELOOP_MAPPER)
+    files = [str(ROOT / "arch" / "onionchopper.yaml"), str(ROOT / "workloads" / "onionpir-1GiB.yaml")]
+    with pytest.warns(UserWarning, match="diagnostics, live-status, timeout"):
+        assert main(["map", *files, "--mapper", str(cfg), "--json"]) == 0
+    search = json.loads(capsys.readouterr().out)["search"]
+    assert (search["algorithm"], search["objective"]) == ("exhaustive", "delay,energy")
+    assert main(["map", *files, "--mapper", str(cfg), "--objective", "energy", "--json"]) == 0   # a flag wins
+    assert json.loads(capsys.readouterr().out)["search"]["objective"] == "energy"
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (("victory-condition", "victory-conditon"), "did you mean 'victory-condition'"),
+    (("[delay, energy]", "[energy, delay]"), "no objective for the metrics"),
+    (("linear-pruned", "simulated-annealing"), "is not allowed"),
+    (("num-threads: 1", "num-threads: 0"), "num-threads"),
+    (("mapper:", "mappr:"), "did you mean 'mapper'"),
+], ids=["near-miss-key", "metric-order", "unknown-algorithm", "zero-threads", "near-miss-section"])
+def test_a_bad_timeloop_mapper_config_is_refused_at_its_line(edit, needle, tmp_path, capsys):
+    cfg = tmp_path / "mapper.yaml"
+    cfg.write_text(TIMELOOP_MAPPER.replace(*edit))
+    files = [str(ROOT / "arch" / "onionchopper.yaml"), str(ROOT / "workloads" / "onionpir-1GiB.yaml")]
+    check(capsys, main(["map", *files, "--mapper", str(cfg)]), "mapper.yaml:", needle)

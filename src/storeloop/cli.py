@@ -149,8 +149,16 @@ def cmd_map(args: argparse.Namespace) -> int:
 
     if args.time_limit is not None and args.time_limit == 0:
         args.time_limit = None                     # 0: no limit
-    opts = options(objective=args.objective, algorithm=args.algorithm, time_limit=args.time_limit,
-                   energy_gap=args.energy_gap, threads=args.threads)      # every flag checked before any work
+    given = {"objective": args.objective, "algorithm": args.algorithm, "threads": args.threads, "victory": args.victory}
+    if args.mapper:                                # a Timeloop mapper config fills what the flags leave open
+        from storeloop.spec.timeloop import mapper_options_from_timeloop
+
+        for k, v in mapper_options_from_timeloop(args.mapper).items():
+            given[k] = v if given[k] is None else given[k]
+    if given["victory"] is not None and given["victory"] < 1:
+        raise SpecError(f"{given['victory']}", field="--victory", allowed="1 or more non-improving samples")
+    opts = options(objective=given["objective"], algorithm=given["algorithm"], time_limit=args.time_limit,
+                   energy_gap=args.energy_gap, threads=given["threads"])   # every flag checked before any work
     arch = load_arch(args.arch)
     workload = load_workload(args.workload)
     energy = energy_for(args, arch)
@@ -159,7 +167,7 @@ def cmd_map(args: argparse.Namespace) -> int:
         raise SpecError("is a folder", file=args.out, field="--out", allowed="a file path for the mapping YAML")
     seeds = [load_mapping(f, arch, workload) for f in args.seed_mapping or []]
     out = map_workload(arch, workload, energy, constraints=constraints, **opts.model_dump(),
-                       seed=args.seed, victory=args.victory, progress=not args.json, seeds=seeds,
+                       seed=args.seed, victory=given["victory"] or 500, progress=not args.json, seeds=seeds,
                        converge=not args.no_converge)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -478,9 +486,12 @@ def build_parser() -> argparse.ArgumentParser:
     x.set_defaults(func=cmd_crosscheck)
     mp = inputs(sub.add_parser("map", help="find the best mapping, with a lower-bound certificate"), None)
     mp.add_argument("--constraints", help="constraints YAML (storeloop or Timeloop v0.3 mapspace_constraints)")
-    mp.add_argument("--objective", default="delay,energy",
+    mp.add_argument("--mapper", metavar="FILE",
+                    help="a Timeloop mapper config (mapper: {algorithm, optimization-metrics, num-threads, "
+                         "victory-condition}); options given here win")
+    mp.add_argument("--objective", default=None,
                     help="delay,energy (lexicographic, default), delay, energy, edp, area-energy")
-    mp.add_argument("--algorithm", default="exhaustive",
+    mp.add_argument("--algorithm", default=None,
                     help="exhaustive (branch and bound, default), random-pruned, random")
     mp.add_argument("--time-limit", type=float, default=60.0,
                     help="seconds (default 60; 0: none), a safety net: the search normally stops on a rule "
@@ -493,9 +504,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="do not stop when the search stops improving (search until optimal or the time limit)")
     mp.add_argument("--seed-mapping", action="append", metavar="FILE",
                     help="a mapping to start from (re-priced on this arch; may be given several times)")
-    mp.add_argument("--threads", type=int, default=1, help="processes for the exhaustive search")
+    mp.add_argument("--threads", type=int, default=None, help="processes for the exhaustive search (default 1)")
     mp.add_argument("--seed", type=int, default=0, help="seed of the random searches")
-    mp.add_argument("--victory", type=int, default=500, help="random searches stop after this many non-improving samples")
+    mp.add_argument("--victory", type=int, default=None,
+                    help="random searches stop after this many non-improving samples (default 500)")
     mp.add_argument("--json", action="store_true", help="the model's JSON plus a 'search' object")
     mp.add_argument("--out", help="write the best mapping here (storeloop mapping YAML)")
     mp.set_defaults(func=cmd_map)

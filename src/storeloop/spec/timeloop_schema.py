@@ -109,6 +109,41 @@ class MappingEntry(_TL):
     bypass: list[str] | None = None
 
 
+# --------------------------------------------------------------------------- mapper config
+class MapperConfig(_TL):
+    """Timeloop v3.0.3's ``mapper:`` section (applications/mapper/mapper.cpp reads these keys)."""
+
+    algorithm: Literal["exhaustive", "linear-pruned", "random", "random-pruned", "hybrid"] | None = None
+    optimization_metrics: list[str] | None = Field(None, alias="optimization-metrics",
+                                                   description="e.g. [delay, energy] (compared in this order)")
+    optimization_metric: str | None = Field(None, alias="optimization-metric")
+    num_threads: StrictInt | None = Field(None, alias="num-threads", ge=1, le=1024)
+    victory_condition: StrictInt | None = Field(None, alias="victory-condition", ge=1,
+                                                description="consecutive valid mappings without improvement")
+    # read by Timeloop, not part of storeloop's search: named in a note
+    timeout: StrictInt | None = Field(None, ge=0)
+    heartbeat: StrictInt | None = Field(None, ge=0)
+    search_size: StrictInt | None = Field(None, alias="search-size", ge=0)
+    search_size_old: StrictInt | None = Field(None, alias="search_size", ge=0)
+    sync_interval: StrictInt | None = Field(None, alias="sync-interval", ge=0)
+    log_interval: StrictInt | None = Field(None, alias="log-interval", ge=0)
+    log_oaves: bool | None = Field(None, alias="log-oaves")
+    log_oaves_mappings: bool | None = Field(None, alias="log-oaves-mappings")
+    log_stats: bool | None = Field(None, alias="log-stats")
+    log_suboptimal: bool | None = Field(None, alias="log-suboptimal")
+    log_all: bool | None = Field(None, alias="log-all")
+    live_status: bool | None = Field(None, alias="live-status")
+    diagnostics: bool | None = None
+    penalize_consecutive_bypass_fails: bool | None = Field(None, alias="penalize-consecutive-bypass-fails")
+    emit_whoop_nest: bool | None = Field(None, alias="emit-whoop-nest")
+    max_permutations_per_if_visit: StrictInt | None = Field(None, alias="max-permutations-per-if-visit", ge=1)
+    out_prefix: str | None = None
+
+
+#: the storeloop objective of each Timeloop optimization-metrics list
+MAPPER_METRICS = {("delay", "energy"): "delay,energy", ("delay",): "delay", ("energy",): "energy", ("edp",): "edp"}
+
+
 # --------------------------------------------------------------------------- constraints
 CONSTRAINT_TYPES = ("temporal", "spatial", "datatype", "dataspace", "bypass", "bypassing",
                     "max_overbooked_proportion", "no_link_transfer", "no_multicast", "no_reduction",
