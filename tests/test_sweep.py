@@ -149,3 +149,24 @@ def test_unreadable_parameter_value_is_refused_before_any_point(tmp_path, capsys
     df = read_results(tmp_path / "r.sqlite")
     bad = df[df["status"] == "invalid"]
     assert counts["ok"] >= 1 and len(bad) >= 1 and "cannot be spread" in bad["error"].iloc[0]
+
+
+def test_a_sweep_can_vary_an_attribute_the_plugins_read(tmp_path):
+    """levels.<level>.attributes.<key>: the SRAM's bank count changes its CACTI area; a DRAM type
+    no plug-in prices is stored as an invalid point with the reason, the others are mapped."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text(f"""sweep:
+  name: dram-types
+  arch: {ROOT / 'arch' / 'onionchopper.yaml'}
+  workloads: [{ROOT / 'workloads' / 'onionpir-1GiB.yaml'}]
+  parameters:
+    levels.SRAM.attributes.n_banks: [1, 4]
+    levels.DRAM.attributes.type: [LPDDR4, LPDDR99]
+""")
+    counts = run_sweep(load_sweep(spec), tmp_path / "r.sqlite", progress=False)
+    df = read_results(tmp_path / "r.sqlite")
+    assert (counts["ok"], counts["invalid"]) == (2, 2)
+    ok = df[df["status"] == "ok"].set_index("levels.SRAM.attributes.n_banks")
+    assert ok.loc[1, "on_chip_area_um2"] != ok.loc[4, "on_chip_area_um2"]
+    bad = df[df["status"] == "invalid"]
+    assert all("LPDDR99" in e and "attributes.type" in e for e in bad["error"])

@@ -218,9 +218,17 @@ def _is_number(s: str) -> bool:
 
 
 def arch_field(arch_doc: LDict, path: str, doc=None, loc=()) -> tuple[dict, str]:
-    """The mapping and key a parameter path sets: levels.<name>.<field>, compute.<field>, <field>."""
+    """The mapping and key a parameter path sets: levels.<name>.<field>, compute.<field>, <field>,
+    or an attribute the plug-ins read: levels.<name>.attributes.<key>, compute.attributes.<key>."""
     parts = path.split(".")
     a = arch_doc["arch"]
+    attribute = len(parts) >= 3 and parts[-2] == "attributes" and parts[-1] != ""
+    if attribute and parts[0] in ("levels", "compute"):
+        owner, _ = arch_field(arch_doc, ".".join(parts[:-1]), doc, loc)
+        attrs = owner.get("attributes")
+        if not isinstance(attrs, dict):
+            attrs = owner["attributes"] = LDict()
+        return attrs, parts[-1]
     if parts[0] == "levels" and len(parts) == 3:
         for lvl in a.get("levels") or []:
             if lvl.get("name") == parts[1]:
@@ -232,7 +240,8 @@ def arch_field(arch_doc: LDict, path: str, doc=None, loc=()) -> tuple[dict, str]
     if len(parts) == 1:
         return a, parts[0]
     raise error_at(doc, loc, f"cannot read parameter path {path!r}",
-                   allowed="levels.<level>.<field>, compute.<field> or <arch field>; join several with '+'")
+                   allowed="levels.<level>.<field>, compute.<field>, <arch field>, or levels.<level>.attributes.<key>; "
+                           "join several with '+'")
 
 
 def points(sweep: Sweep) -> Iterator[tuple[dict, Path]]:
