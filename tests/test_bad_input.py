@@ -176,6 +176,10 @@ CONSTRAINT_FAMILIES = [
      "does not divide its bound 4096"),
     (("    type: bypass", "    type: bypas"), "not allowed"),
     (("mapspace_constraints:", "constraints: {levels: []}\nmapspace_constraints:"), "only one of them"),
+    (("mapspace_constraints:\n", "mapspace_constraints:\n  - {target: DRAM, type: utilization, min: 2}\n"),
+     "a fraction of the compute units"),
+    (("mapspace_constraints:\n", "mapspace_constraints:\n  - {target: DRAM, type: utilization, min: 0.5}\n"
+      "  - {target: SRAM, type: parallelism, min: 1.0}\n"), "re-specification of min parallelism"),
 ]
 
 

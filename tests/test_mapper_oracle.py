@@ -103,6 +103,10 @@ def timeloop_case(rng: random.Random, arch: Arch, work):
         entries.append(f"- {{target: {arch.levels[-1].name}, type: spatial, factors: '{d}={f}', "
                        f"permutation: '{''.join(sperm)}', split: {split}}}")
         spec["spatial"] = (d, f, sperm, split)
+    if rng.random() < 0.5:                # Timeloop's min parallelism: a share of the compute units in use
+        share = rng.choice([0.5, 0.75, 1.0])
+        entries.append(f"- {{target: {arch.levels[0].name}, type: utilization, min: {share}}}")
+        spec["utilization"] = (share, arch.compute.instances)
     doc = loads("mapspace_constraints:\n" + "\n".join(entries) + "\n", "random.yaml")
     items = [SourcedEntry(validate(ConstraintEntry, doc["mapspace_constraints"][i], doc, ("mapspace_constraints", i)),
                           doc, ("mapspace_constraints", i)) for i in range(len(entries))]
@@ -116,6 +120,10 @@ def allowed(spec: dict, work, orders, spatial) -> bool:
     outermost; the spatial permutation is prefix + unnamed dims + suffix and its first ``split``
     positions are X."""
     dims = list(work.dims)
+    if "utilization" in spec:             # Uber: the product of the fanouts' utilizations >= min
+        share, units = spec["utilization"]
+        if math.prod(lp.factor for lp in spatial) < share * units:
+            return False
     if "perm" in spec:
         level, prefix, suffix = spec["perm"]
         inner_first = [dims[d] for d in reversed(orders[level])]
@@ -206,7 +214,7 @@ SEEDS = range(220)
 def test_the_map_space_matches_brute_force_whenever_map_says_optimal():
     """At least 200 random small cases; every one the mapper calls optimal agrees with the oracle,
     and most of them are proven (the test would be empty otherwise)."""
-    proven = shared_axis = nontrivial = infeasible = timeloop = 0
+    proven = shared_axis = nontrivial = infeasible = timeloop = parallelism = 0
     for seed in SEEDS:
         arch, work, energy, objective, constraints, spec = case(seed)
         try:
@@ -223,6 +231,7 @@ def test_the_map_space_matches_brute_force_whenever_map_says_optimal():
         proven += 1
         shared_axis += any(sum(lp.axis == a for lp in lm.spatial) > 1 for lm in out.mapping.levels for a in "XY")
         timeloop += "perm" in spec
+        parallelism += "utilization" in spec
         want = brute_force(arch, work, energy, objective, spec)
         naive = naive_score(arch, work, energy, objective)
         nontrivial += naive is None or naive > want
@@ -234,6 +243,7 @@ def test_the_map_space_matches_brute_force_whenever_map_says_optimal():
     assert proven >= 150, f"only {proven} of {len(SEEDS)} cases proven optimal"
     assert shared_axis >= 5, f"only {shared_axis} optimal mappings with two spatial loops on one axis"
     assert timeloop >= 30 and infeasible >= 5, f"{timeloop} proven, {infeasible} infeasible cases with Timeloop constraints"
+    assert parallelism >= 10, f"only {parallelism} proven cases under a Timeloop utilization constraint"
     assert nontrivial >= proven // 2, f"only {nontrivial} cases where the optimum beats the naive mapping"
 
 

@@ -29,7 +29,7 @@ from storeloop.spec.types import Arch, SourcedEntry, Workload
 from storeloop.spec.timeloop_schema import MODELLED_CONSTRAINTS, UNMODELLED_FIELDS, ConstraintEntry
 from storeloop.spec.validate import validate
 from storeloop.spec.yamlio import error_at, load, locate
-from storeloop.units import ExpressionError, integer
+from storeloop.units import ExpressionError, integer, number
 
 BOUND_HELP = "an integer factor, '<=N', '>=N' or 'A..B'"
 
@@ -197,6 +197,18 @@ def timeloop_constraints(items: list[SourcedEntry], arch: Arch, workload: Worklo
                           f"{locate(doc, loc)[1]}) is Timeloop's but not part of storeloop's map space; ignored")
         L = _level(target, arch, doc, loc + ("target",))
         kind, given = entry.type, entry.model_fields_set
+        if kind in ("utilization", "parallelism"):
+            # one minimum for the whole map space, whatever level names it (Constraints::Parse)
+            once(("*", "parallelism"), doc, loc, "min parallelism/utilization")
+            try:
+                share = float(number(entry.min)) if entry.min is not None else None
+            except ExpressionError as exc:
+                raise error_at(doc, loc + ("min",), str(exc), allowed="a fraction 0 .. 1") from None
+            if share is None or not 0.0 <= share <= 1.0:
+                raise error_at(doc, loc + ("min",), f"a {kind} constraint needs 'min', a fraction of the compute "
+                               f"units in use (got {entry.min!r})", allowed="a fraction 0 .. 1")
+            out.min_parallelism = share
+            continue
         if str(target) in _fanouts(arch) and kind != "spatial":
             continue                             # a v0.4 fanout level keeps nothing and has no temporal loops
         c = out.levels.setdefault(L, LevelConstraint())

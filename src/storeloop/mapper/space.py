@@ -145,6 +145,9 @@ class LevelConstraint:
 class Constraints:
     levels: dict[int, LevelConstraint] = field(default_factory=dict)
     min_spatial_utilization: float = 0.0
+    # Timeloop's 'utilization'/'parallelism' constraint: the product of every fanout's utilization,
+    # i.e. the share of the compute units a mapping uses (Uber::AssignSpatialTilingDirections)
+    min_parallelism: float = 0.0
     source: str = "none"
 
     def at(self, level: int) -> LevelConstraint:

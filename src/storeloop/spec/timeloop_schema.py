@@ -149,7 +149,8 @@ CONSTRAINT_TYPES = ("temporal", "spatial", "datatype", "dataspace", "bypass", "b
                     "max_overbooked_proportion", "no_link_transfer", "no_multicast", "no_reduction",
                     "no_multicast_no_reduction", "utilization", "parallelism")
 #: the types storeloop's map space honours; the others are noted and ignored
-MODELLED_CONSTRAINTS = ("temporal", "spatial", "datatype", "dataspace", "bypass", "bypassing")
+MODELLED_CONSTRAINTS = ("temporal", "spatial", "datatype", "dataspace", "bypass", "bypassing", "utilization",
+                       "parallelism")
 
 
 #: fields of a modelled constraint that Timeloop knows and storeloop's map space does not model
