@@ -243,3 +243,29 @@ def test_split_reads_as_timeloop_mapper_v3_0_3_reads_it(tmp_path, perm, spatial)
         return
     out = map_workload(arch, work, energy, constraints=cons, time_limit=60)
     assert [(work.dims[lp.dim], lp.factor, lp.axis) for lp in out.mapping.levels[1].spatial] == spatial
+
+
+@pytest.mark.parametrize("share, want", [("0.5", None), ("0.25", (66_560, 35.57e6))])
+def test_min_utilization_reads_as_timeloop_mapper_v3_0_3_reads_it(tmp_path, share, want):
+    """On the corpus's 8x2 MAC mesh with DRAM factors leaving M=2 N=2 for the GLB's 16-unit fanout,
+    a real timeloop-mapper v3.0.3 (exhaustive, delay then energy; run this session) found no
+    mapping under ``type: utilization, min: 0.5`` and, under ``min: 0.25``, 66,560 cycles and
+    35.57 uJ with N=2 along Y and M=2 along X. storeloop's map space says the same."""
+    from conftest import CORPUS
+
+    case = CORPUS / "a8-dram-glb-mac8x2-16b__matmul-64__b3-r3"
+    arch, work = load_arch(case / "arch.yaml"), load_workload(case / "problem.yaml")
+    energy = load_energy_table(arch, case / "ERT.yaml", case / "ART.yaml")
+    (tmp_path / "c.yaml").write_text(
+        "mapspace_constraints:\n"
+        "- {target: DRAM, type: temporal, factors: M=32 N=32 K=64}\n"
+        f"- {{target: GLB, type: utilization, min: {share}}}\n")
+    cons = load_constraints(tmp_path / "c.yaml", arch, work)
+    if want is None:
+        with pytest.raises(StoreloopError, match="no valid mapping"):
+            map_workload(arch, work, energy, constraints=cons, time_limit=60)
+        return
+    out = map_workload(arch, work, energy, constraints=cons, time_limit=60)
+    assert out.result.cycles == want[0]
+    assert out.result.energy_pJ == pytest.approx(want[1], rel=1e-3)
+    assert math.prod(lp.factor for lp in out.mapping.levels[1].spatial) == 4
