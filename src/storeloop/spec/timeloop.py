@@ -106,9 +106,11 @@ def _v04_as_tree(doc: LDict) -> LDict:
         attrs = dict(node.get("attributes") or {})
         check_attributes(doc, loc + ("attributes",), attrs)      # at the node's own line, before any use
         target = str(node.get("name"))
-        if tag == "!Component" and target in names:
-            raise error_at(doc, loc + ("name",), f"component name '{target}' is used twice", allowed="unique names")
-        names.add(target)
+        if tag == "!Component":
+            if target in names:
+                raise error_at(doc, loc + ("name",), f"component name '{target}' is used twice",
+                               allowed="unique names")
+            names.add(target)
         if tag == "!Container":
             if fan > 1 and last_storage is not None:
                 target = f"inter_{node.get('name')}_spatial"
