@@ -108,8 +108,8 @@ class Searcher:
                     return False
             if not c.allows_order([d for d in s.order[L] if s.tf[L][d] > 1]):
                 return False
-        units = math.prod(s.sx[L][d] * s.sy[L][d] for L in range(self.nlev) for d in range(self.D))
-        return units >= sp.constraints.min_parallelism * sp.arch.compute.instances / sp.arch.levels[0].instances
+        return not sp.min_units or \
+            math.prod(s.sx[L][d] * s.sy[L][d] for L in range(self.nlev) for d in range(self.D)) >= sp.min_units
 
     def mapping(self, s: State) -> Mapping:
         return Mapping(tuple(self.space.level_mapping(s.order[L], s.tf[L], s.sx[L], s.sy[L], s.keep[L])

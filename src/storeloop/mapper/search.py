@@ -315,8 +315,7 @@ def random_search(space: MapSpace, model: FastModel, objective: Objective, *, vi
                 break
             m = sample(space, rng, pruned)
             found.stats["candidates"] += 1
-            units = math.prod(lp.factor for lm in m.levels for lp in lm.spatial)
-            if units < space.constraints.min_parallelism * space.arch.compute.instances / space.arch.levels[0].instances:
+            if space.min_units and math.prod(lp.factor for lm in m.levels for lp in lm.spatial) < space.min_units:
                 found.stats["pruned_capacity"] += 1      # too few compute units in use (min parallelism)
                 continue
             try:

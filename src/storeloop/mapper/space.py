@@ -181,6 +181,9 @@ class MapSpace:
                 sigs.setdefault(("dim", d) if d in permuted else ts, (ts, []))[1].append(d)
         self.classes = list(sigs.values())                # [(tensor set, dims)]
         self.fanouts = [arch.fanout(i) for i in range(self.nlev)]
+        # compute units a mapping must use: Timeloop's min parallelism (the product of the fanouts'
+        # utilizations) is the share of the compute units in use
+        self.min_units = self.constraints.min_parallelism * arch.compute.instances / arch.levels[0].instances
         self.spatial_options = [self._spatial_options(L) for L in range(self.nlev)]
         self.orders = [self._orders(L) for L in range(self.nlev)]
         self.keep_masks = [self._keep_masks(L) for L in range(self.nlev)]

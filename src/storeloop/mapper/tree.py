@@ -98,9 +98,6 @@ class Tree:
         # energy per word of each action, for lower bounds
         self.rpw = np.array([c.read_pJ / lvl.block_size for c, lvl in zip(self.costs, self.arch.levels)])
         self.wpw = np.array([c.write_pJ / lvl.block_size for c, lvl in zip(self.costs, self.arch.levels)])
-        # compute units a mapping must use (Timeloop's min parallelism: the product of the fanouts'
-        # utilizations is the share of the compute units in use)
-        self.min_units = space.constraints.min_parallelism * self.arch.compute.instances / self.arch.levels[0].instances
         self.global_lb, self.bound_parts = self.lower_bound()
         self.stats = {"candidates": 0, "complete": 0, "pruned_capacity": 0, "pruned_bound": 0}
 
@@ -509,8 +506,8 @@ class Tree:
         priced = [self._price_leaves(n, rows, order) for order in orders]
         cycles = np.concatenate([c for c, _ in priced])
         energy = np.concatenate([e for _, e in priced])
-        if self.min_units:                   # Timeloop's min parallelism: too few compute units in use
-            few = np.tile(rows["util"] < self.min_units, len(orders))
+        if self.space.min_units:             # Timeloop's min parallelism: too few compute units in use
+            few = np.tile(rows["util"] < self.space.min_units, len(orders))
             cycles, energy = np.where(few, np.inf, cycles), np.where(few, np.inf, energy)
             self.stats["complete"] -= int(few[:m].sum())
             if few.all():
