@@ -219,6 +219,19 @@ def test_a_bad_v04_node_is_refused_at_its_line_by_model_too(edit, needle, tmp_pa
     assert code == 2 and needle in err and "Traceback" not in err, err
 
 
+def map_on_the_8x2_mesh(tmp_path, entries: list[str]):
+    """(workload, MapResult) of ``storeloop map`` on the corpus's 8x2 MAC mesh (matmul 64) under
+    the Timeloop ``mapspace_constraints`` entries given, as the real timeloop-mapper runs were."""
+    from conftest import CORPUS
+
+    case = CORPUS / "a8-dram-glb-mac8x2-16b__matmul-64__b3-r3"
+    arch, work = load_arch(case / "arch.yaml"), load_workload(case / "problem.yaml")
+    energy = load_energy_table(arch, case / "ERT.yaml", case / "ART.yaml")
+    (tmp_path / "c.yaml").write_text("mapspace_constraints:\n" + "".join(f"- {e}\n" for e in entries))
+    cons = load_constraints(tmp_path / "c.yaml", arch, work)
+    return work, map_workload(arch, work, energy, constraints=cons, time_limit=60)
+
+
 @pytest.mark.parametrize("perm, spatial", [("NM", [("N", 8, "X"), ("M", 2, "Y")]),
                                            ("N", [("N", 8, "X"), ("M", 2, "Y")]),
                                            ("M", None)])
@@ -227,21 +240,13 @@ def test_split_reads_as_timeloop_mapper_v3_0_3_reads_it(tmp_path, perm, spatial)
     a real timeloop-mapper v3.0.3 (this session) put N along X and M along Y for the permutations
     NM and N (the free M goes after the named N, past the split), and found no mapping for M
     (then N=8 must run along the 2-wide Y)."""
-    from conftest import CORPUS
-
-    case = CORPUS / "a8-dram-glb-mac8x2-16b__matmul-64__b3-r3"
-    arch, work = load_arch(case / "arch.yaml"), load_workload(case / "problem.yaml")
-    energy = load_energy_table(arch, case / "ERT.yaml", case / "ART.yaml")
-    (tmp_path / "c.yaml").write_text(
-        "mapspace_constraints:\n"
-        f"- {{target: GLB, type: spatial, factors: M=2 N=8 K=1, permutation: {perm}, split: 1}}\n"
-        "- {target: DRAM, type: temporal, factors: M=32 N=8 K=64}\n")
-    cons = load_constraints(tmp_path / "c.yaml", arch, work)
+    entries = [f"{{target: GLB, type: spatial, factors: M=2 N=8 K=1, permutation: {perm}, split: 1}}",
+               "{target: DRAM, type: temporal, factors: M=32 N=8 K=64}"]
     if spatial is None:
         with pytest.raises(StoreloopError, match="no valid mapping"):
-            map_workload(arch, work, energy, constraints=cons, time_limit=60)
+            map_on_the_8x2_mesh(tmp_path, entries)
         return
-    out = map_workload(arch, work, energy, constraints=cons, time_limit=60)
+    work, out = map_on_the_8x2_mesh(tmp_path, entries)
     assert [(work.dims[lp.dim], lp.factor, lp.axis) for lp in out.mapping.levels[1].spatial] == spatial
 
 
@@ -251,21 +256,13 @@ def test_min_utilization_reads_as_timeloop_mapper_v3_0_3_reads_it(tmp_path, shar
     a real timeloop-mapper v3.0.3 (exhaustive, delay then energy; run this session) found no
     mapping under ``type: utilization, min: 0.5`` and, under ``min: 0.25``, 66,560 cycles and
     35.57 uJ with N=2 along Y and M=2 along X. storeloop's map space says the same."""
-    from conftest import CORPUS
-
-    case = CORPUS / "a8-dram-glb-mac8x2-16b__matmul-64__b3-r3"
-    arch, work = load_arch(case / "arch.yaml"), load_workload(case / "problem.yaml")
-    energy = load_energy_table(arch, case / "ERT.yaml", case / "ART.yaml")
-    (tmp_path / "c.yaml").write_text(
-        "mapspace_constraints:\n"
-        "- {target: DRAM, type: temporal, factors: M=32 N=32 K=64}\n"
-        f"- {{target: GLB, type: utilization, min: {share}}}\n")
-    cons = load_constraints(tmp_path / "c.yaml", arch, work)
+    entries = ["{target: DRAM, type: temporal, factors: M=32 N=32 K=64}",
+               f"{{target: GLB, type: utilization, min: {share}}}"]
     if want is None:
         with pytest.raises(StoreloopError, match="no valid mapping"):
-            map_workload(arch, work, energy, constraints=cons, time_limit=60)
+            map_on_the_8x2_mesh(tmp_path, entries)
         return
-    out = map_workload(arch, work, energy, constraints=cons, time_limit=60)
+    _, out = map_on_the_8x2_mesh(tmp_path, entries)
     assert out.result.cycles == want[0]
     assert out.result.energy_pJ == pytest.approx(want[1], rel=1e-3)
     assert math.prod(lp.factor for lp in out.mapping.levels[1].spatial) == 4
