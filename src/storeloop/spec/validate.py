@@ -27,13 +27,15 @@ def validate(model: type[BaseModel], value: Any, root: Any, loc: tuple) -> Any:
         everything = exc.errors()
         errors = list({_field_loc(e["loc"]): e for e in reversed(everything)}.values())[::-1]
         err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-        where = loc + _field_loc(err["loc"])
+        field = _field_loc(err["loc"])
+        where = loc + field
         msg, allowed = err["msg"].removeprefix("Value error, "), None
-        members = [e["loc"][-1] for e in everything if _field_loc(e["loc"]) == _field_loc(err["loc"]) != tuple(e["loc"])]
-        if members and all(e["type"] in _TYPE_ERRORS for e in everything if _field_loc(e["loc"]) == _field_loc(err["loc"])):
+        here = [e for e in everything if _field_loc(e["loc"]) == field]      # one per union member, if any
+        members = [e["loc"][-1] for e in here if tuple(e["loc"]) != field]
+        if members and all(e["type"] in _TYPE_ERRORS for e in here):
             kinds = list(dict.fromkeys(_KIND[_MEMBER.match(m).group(1)] for m in members))
             msg = f"expected {' or '.join(kinds)}, found {shape(err.get('input'))}"
-            allowed = _description(model, _field_loc(err["loc"]))
+            allowed = _description(model, field)
         elif err["type"] == "extra_forbidden":
             key = str(err["loc"][-1])
             known = _fields(_model_at(model, err["loc"][:-1]))
