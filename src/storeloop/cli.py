@@ -451,6 +451,33 @@ def cmd_system(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ssd(args: argparse.Namespace) -> int:
+    from storeloop.model.ssd import Stream, energy_per_request, performance
+    from storeloop.spec.ssd import load_ssd
+    from storeloop.units import ExpressionError, bytes_of
+
+    ssd = load_ssd(args.ssd)
+    try:
+        size = bytes_of(args.request_size)
+    except ExpressionError as exc:
+        raise SpecError(str(exc), field="--request-size", allowed="a size such as 4KiB or 128 KiB") from None
+    if size < 1 or size != int(size):
+        raise SpecError(f"{args.request_size!r} is not a whole number of bytes >= 1", field="--request-size")
+    if args.queue_depth < 1 or args.queue_depth > 1 << 20:
+        raise SpecError(f"{args.queue_depth}", field="--queue-depth", allowed="1 .. 1048576 requests in flight")
+    if not 0.0 <= args.read_fraction <= 1.0:
+        raise SpecError(f"{args.read_fraction}", field="--read-fraction", allowed="a fraction in 0 .. 1")
+    stream = Stream(int(size), args.pattern, args.queue_depth, args.read_fraction)
+    perf = performance(ssd, stream, args.placement)
+    energy = energy_per_request(ssd, stream, args.placement)
+    out = {**perf.as_dict(), "request_bytes": int(size), "pattern": args.pattern, "queue_depth": args.queue_depth,
+           "read_fraction": args.read_fraction,
+           "energy_J_per_byte": sum(energy.values()) / size, "energy_J_per_request": energy,
+           "energy_source": ssd.energy.source}
+    print(json.dumps(out, indent=None if args.json else 1))
+    return 0
+
+
 def inputs(parser: argparse.ArgumentParser, mapping: str | None) -> argparse.ArgumentParser:
     """The arch and workload arguments, the mapping ("required", "optional" or None) and --ert/--art."""
     parser.add_argument("arch", help="architecture YAML (storeloop or Timeloop v0.3)")
@@ -546,6 +573,18 @@ def build_parser() -> argparse.ArgumentParser:
     sy.add_argument("--claims", action="store_true", help="print the claims table (published, storeloop, difference, why)")
     sy.add_argument("--json", action="store_true", help="everything as one JSON object (SI units)")
     sy.set_defaults(func=cmd_system)
+    sd = sub.add_parser("ssd", help="an SSD under a request stream: bandwidth, IOPS, mean latency, the binding "
+                        "resource and energy (one JSON object)")
+    sd.add_argument("ssd", help="SSD YAML (a top-level ssd: block, the same block a Disk level takes)")
+    sd.add_argument("--pattern", choices=("sequential", "random"), default="sequential")
+    sd.add_argument("--request-size", default="128KiB", help="bytes per request, e.g. 4KiB (default 128KiB)")
+    sd.add_argument("--queue-depth", type=int, default=32, help="requests in flight (default 32)")
+    sd.add_argument("--read-fraction", type=float, default=1.0, help="share of reads, 0 .. 1 (default 1)")
+    sd.add_argument("--placement", choices=("internal", "host"), default="host",
+                    help="who issues the requests: an accelerator on the flash channels (internal) or a host "
+                    "behind the PCIe link (default)")
+    sd.add_argument("--json", action="store_true", help="one line instead of an indented object")
+    sd.set_defaults(func=cmd_ssd)
     rs = sub.add_parser("results", help="export a sweep store (one row per point, parameters as columns)")
     rs.add_argument("db", help="results .sqlite written by storeloop sweep")
     rs.add_argument("--sweep", help="only this sweep's rows")

@@ -1,0 +1,296 @@
+"""An SSD below the Disk: flash geometry, request streams, queue depth and device energy.
+
+An analytical model from the device's structure, checked against MQSim (CMU-SAFARI, FAST'18) in
+``tests/test_ssd.py`` (``tests/data/ssd-reference``, every case within 15 % but one, see
+``docs/ssd.md``). A request stream (size, sequential or random, queue depth, read fraction) is
+priced by four resources and one bottleneck rule (:func:`performance`):
+
+* **Flash rounds** (the dies and the channels together). A channel serves its flash units (chips,
+  or dies with ``die_interleaving``) in rounds: every unit with pending reads takes one command
+  (``command_time`` on the channel each), senses its pages (``read_latency``, once for all the
+  planes of a multi-plane read), and the channel then moves the data out one unit after the
+  other; a unit holds its data until it is out, so a round lasts
+  ``k command_time + tR + bytes / channel rate``. Sequential streams are striped page by page
+  over channels, then chips, dies and planes (MQSim's CWDP order), so the pages of a stripe row
+  on one die go in one multi-plane read; random pages land on uniform random units and read
+  alone. The pending work of a round is what the queue depth puts there: for sequential streams
+  the pages of ``queue_depth`` consecutive requests, for random ones the expectation over where
+  ``queue_depth`` requests fall (binomial per channel, occupancy per unit).
+* **Little's law**: no stream is faster than ``queue_depth / unloaded latency``.
+* **Host link** (only for an accelerator behind it): PCIe lanes x per-lane rate x payload share.
+* **Controller**: an optional IOPS limit.
+
+The throughput is the least of the four and names the bottleneck; the mean latency follows from
+Little's law. A request smaller than a page senses the whole page and moves only its own bytes.
+Writes are acknowledged from the write cache and drained by programs (``program_latency`` per
+multi-plane program; sequential streams fill every plane, random writes one page each); a read
+and write mix shares the flash units' time (harmonic mean of the two rates).
+
+Energy (:func:`energy_per_request`) is per page sensed and programmed (voltage x current x time,
+from a NAND datasheet's operating currents), per byte on the channel and the host link, plus the
+controller's active power over the busy time; the thesis's 25 W system figure is the named
+alternative ``thesis``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+PATTERNS = ("sequential", "random")
+PLACEMENTS = ("internal", "host")
+
+# PCIe payload bytes per second per lane, after line coding (gen 1-2: 8b/10b; 3-5: 128b/130b;
+# 6: 242/256 FLIT), PCI-SIG base specifications 1.0a-6.0.
+PCIE_LANE_BPS = {1: 2.5e9 * 8 / 10 / 8, 2: 5e9 * 8 / 10 / 8, 3: 8e9 * 128 / 130 / 8, 4: 16e9 * 128 / 130 / 8,
+                 5: 32e9 * 128 / 130 / 8, 6: 64e9 * 242 / 256 / 8}
+
+
+@dataclass(frozen=True, slots=True)
+class SsdEnergy:
+    """Device energy: NAND array currents (datasheet), per-byte interface energies, controller power."""
+    vcc_V: float
+    read_current_A: float
+    program_current_A: float
+    channel_J_per_B: float
+    host_J_per_B: float
+    active_W: float
+    idle_W: float
+    system_J_per_B: float | None       # a whole-system figure per byte (the thesis's), replaces the rest
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class SSD:
+    channels: int
+    chips_per_channel: int
+    dies_per_chip: int
+    planes_per_die: int
+    page_bytes: int
+    read_s: float
+    program_s: float
+    channel_Bps: float                 # bytes per second of one channel
+    host_Bps: float                    # payload bytes per second of the host link
+    die_interleaving: bool
+    command_s: float                   # channel time of one command (command and address cycles)
+    controller_s: float                # controller overhead per request (added to its latency)
+    max_iops: float | None             # controller limit, None: none
+    write_cache_bytes: int
+    energy: SsdEnergy
+    where: tuple = field(default=(None, None, ""), compare=False)
+
+    @property
+    def units_per_channel(self) -> int:
+        """Flash units that take commands at once on one channel: chips, or dies when they interleave."""
+        return self.chips_per_channel * (self.dies_per_chip if self.die_interleaving else 1)
+
+    @property
+    def flash_Bps(self) -> float:
+        """The flash channels' raw rate (bytes/s), all channels."""
+        return self.channels * self.channel_Bps
+
+    def peak_read_Bps(self, placement: str = "internal") -> float:
+        """The most any read stream gets: long sequential runs at a deep queue (an upper bound)."""
+        return performance(self, Stream(self.page_bytes * self.channels * self.units_per_channel * self.planes_per_die,
+                                        "sequential", 1 << 16, 1.0), placement).bandwidth_Bps
+
+
+@dataclass(frozen=True, slots=True)
+class Stream:
+    request_bytes: int
+    pattern: str = "sequential"
+    queue_depth: int = 1
+    read_fraction: float = 1.0
+
+    def __post_init__(self):
+        if self.pattern not in PATTERNS:
+            raise ValueError(f"pattern {self.pattern!r} is not one of {', '.join(PATTERNS)}")
+        if self.request_bytes < 1 or self.queue_depth < 1 or not 0.0 <= self.read_fraction <= 1.0:
+            raise ValueError("a stream needs request_bytes >= 1, queue_depth >= 1 and 0 <= read_fraction <= 1")
+
+
+@dataclass(frozen=True, slots=True)
+class Performance:
+    bandwidth_Bps: float
+    iops: float
+    latency_s: float                   # mean, submission to completion (Little's law)
+    bottleneck: str                    # the binding resource
+    limits: dict                       # requests/s each resource allows: flash rounds, queue depth
+                                       # (Little's law), host link, controller
+    placement: str
+
+    def as_dict(self) -> dict:
+        return {"bandwidth_Bps": self.bandwidth_Bps, "iops": self.iops, "latency_s": self.latency_s,
+                "bottleneck": self.bottleneck, "placement": self.placement,
+                "limits_iops": {k: v for k, v in self.limits.items()}}
+
+
+# ------------------------------------------------------------------------------ flash rounds
+def _pages(ssd: SSD, stream: Stream) -> tuple[int, float]:
+    """Pages a request touches (aligned to its size) and the bytes each moves on the channel."""
+    n = max(1, math.ceil(stream.request_bytes / ssd.page_bytes))
+    return n, stream.request_bytes / n
+
+
+def _round(ssd: SSD, commands: int, moved_bytes: float) -> float:
+    return commands * ssd.command_s + ssd.read_s + moved_bytes / ssd.channel_Bps
+
+
+def _sequential_reads(ssd: SSD, stream: Stream) -> tuple[float, float]:
+    """(request reads/s, share of the round the channel is busy) for ``queue_depth`` consecutive
+    requests striped over channels, chips, dies and planes; the first round of every channel."""
+    C, W, D, P = ssd.channels, ssd.chips_per_channel, ssd.dies_per_chip, ssd.planes_per_die
+    npg, moved = _pages(ssd, stream)
+    s = stream.request_bytes
+    # the window's page reads: a request reads every page it touches (sub-page requests each
+    # read their page again); beyond a few full stripes, more pending work changes no round
+    stripe = C * W * D * P
+    reqs = min(stream.queue_depth, max(1, math.ceil(2 * stripe * ssd.page_bytes / s)))
+    first = np.arange(reqs, dtype=np.int64) * s // ssd.page_bytes
+    lpa = (first[:, None] + np.arange(npg)[None, :]).ravel()
+    ch, chip, die, plane = lpa % C, (lpa // C) % W, (lpa // (C * W)) % D, (lpa // (C * W * D)) % P
+    unit = chip * D + die if ssd.die_interleaving else chip
+    total_rate = busy = 0.0
+    for c in range(C):
+        sel = ch == c
+        if not sel.any():
+            continue
+        cmds, pages = 0, 0
+        u, d, p = unit[sel], die[sel], plane[sel]
+        for uu in np.unique(u):
+            on = u == uu
+            front_die = d[on][0]                              # the oldest read decides the die
+            pages += len(np.unique(p[on & (d == front_die)]))  # one multi-plane read, distinct planes
+            cmds += 1
+        t = _round(ssd, cmds, pages * moved)
+        total_rate += pages * moved / t
+        busy += (cmds * ssd.command_s + pages * moved / ssd.channel_Bps) / t
+    return total_rate / s, busy / max(1, len(np.unique(ch)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _occupancy(n: int, units: int) -> tuple[float, ...]:
+    """P(k distinct units hold work | n reads on uniform random units), k = 0..units."""
+    p = np.zeros(units + 1)
+    p[0] = 1.0
+    for _ in range(n):
+        stay = p * np.arange(units + 1) / units
+        move = np.zeros_like(p)
+        move[1:] = p[:-1] * (units - np.arange(units)) / units
+        p = stay + move
+        if p[units] > 1 - 1e-12:
+            break
+    return tuple(p)
+
+
+def _random_reads(ssd: SSD, stream: Stream) -> tuple[float, float]:
+    """(request reads/s, channel-busy share) for ``queue_depth`` requests at uniform random places:
+    the expectation over how many land on each channel and how many units they occupy there."""
+    C, U = ssd.channels, ssd.units_per_channel
+    npg, moved = _pages(ssd, stream)
+    M = stream.queue_depth * npg                      # page reads pending
+    lo, hi = max(1, int(M / C - 10 * math.sqrt(M / C) - 10)), min(M, int(M / C + 10 * math.sqrt(M / C) + 10))
+    n = np.arange(lo, hi + 1)
+    logp = (np.array([math.lgamma(M + 1) - math.lgamma(x + 1) - math.lgamma(M - x + 1) for x in n])
+            + n * math.log(1 / C) + (M - n) * math.log1p(-1 / C)) if C > 1 else np.zeros(len(n))
+    pn = np.exp(logp) if C > 1 else (n == M).astype(float)
+    rate = busy = 0.0
+    k = np.arange(U + 1)
+    t = _round(ssd, k, k * moved)
+    for x, px in zip(n, pn):
+        if px < 1e-14:
+            continue
+        pk = np.array(_occupancy(int(min(x, 64 * U)), U))
+        rate += px * float(np.sum(pk * k * moved / t))
+        busy += px * float(np.sum(pk[1:] * (k[1:] * (ssd.command_s + moved / ssd.channel_Bps)) / t[1:]))
+    return C * rate / stream.request_bytes, busy
+
+
+def _write_rate(ssd: SSD, stream: Stream) -> float:
+    """Request writes/s the programs drain: each unit programs a multi-plane stripe (sequential
+    streams fill every plane from the write cache) or one page (random writes) per
+    ``command + data-in + tPROG``; the channel's data-in must keep up too."""
+    npg, moved = _pages(ssd, stream)
+    planes = ssd.planes_per_die if stream.pattern == "sequential" and ssd.write_cache_bytes else 1
+    unit_cycle = ssd.command_s + planes * moved / ssd.channel_Bps + ssd.program_s
+    units = ssd.channels * ssd.units_per_channel
+    pages_per_s = min(units * planes / unit_cycle, ssd.channels * ssd.channel_Bps / moved)
+    return pages_per_s / npg
+
+
+def unloaded_latency(ssd: SSD, stream: Stream, placement: str = "internal") -> float:
+    """One request alone: command, sense, its pages on one channel out, the host link, the controller."""
+    npg, moved = _pages(ssd, stream)
+    per_channel = math.ceil(npg / ssd.channels)
+    if stream.read_fraction > 0:
+        t = ssd.command_s + ssd.read_s + per_channel * moved / ssd.channel_Bps
+    else:                                             # a write is acknowledged from the cache
+        t = ssd.command_s + (0.0 if ssd.write_cache_bytes else per_channel * moved / ssd.channel_Bps + ssd.program_s)
+    host = stream.request_bytes / ssd.host_Bps if placement == "host" else 0.0
+    return t + host + ssd.controller_s
+
+
+def performance(ssd: SSD, stream: Stream, placement: str = "internal") -> Performance:
+    """Bandwidth, IOPS, mean latency and the binding resource of ``stream`` on ``ssd``.
+
+    ``placement``: ``internal`` (an accelerator on the flash channels, as OnionChopper) or
+    ``host`` (behind the host link)."""
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement {placement!r} is not one of {', '.join(PLACEMENTS)}")
+    f = stream.read_fraction
+    limits: dict[str, float] = {}
+    flash_name = "channels"
+    if f > 0:
+        reads, busy = (_sequential_reads if stream.pattern == "sequential" else _random_reads)(ssd, stream)
+        deep, deep_busy = (_sequential_reads if stream.pattern == "sequential" else _random_reads)(
+            ssd, Stream(stream.request_bytes, stream.pattern, 1 << 16, 1.0))
+        # the flash side of a round binds; which part: the channel's transfers or the units' sensing
+        flash_name = "channels" if deep_busy >= 0.5 else ("dies" if ssd.die_interleaving else "chips")
+        if reads < 0.9 * deep:
+            flash_name = "queue_depth"                # too few requests in flight to fill the rounds
+    else:
+        reads = math.inf
+    writes = _write_rate(ssd, stream) if f < 1 else math.inf
+    flash = 1.0 / (f / reads + (1 - f) / writes)
+    if f < 1 and (1 - f) / writes > f / reads:
+        flash_name = "programs"
+    limits["flash"] = flash
+    limits["queue_depth"] = stream.queue_depth / unloaded_latency(ssd, stream, placement)   # Little's law
+    if placement == "host":
+        limits["host_link"] = ssd.host_Bps / stream.request_bytes
+    if ssd.max_iops:
+        limits["controller"] = ssd.max_iops
+    binding = min(limits, key=limits.get)
+    iops = limits[binding]
+    bottleneck = flash_name if binding == "flash" else binding
+    return Performance(bandwidth_Bps=iops * stream.request_bytes, iops=iops, latency_s=stream.queue_depth / iops,
+                       bottleneck=bottleneck, limits=limits, placement=placement)
+
+
+# ------------------------------------------------------------------------------------ energy
+def energy_per_request(ssd: SSD, stream: Stream, placement: str = "internal") -> dict[str, float]:
+    """Joules per request of ``stream``, by part: pages sensed and programmed (a request smaller
+    than a page senses or programs the whole page), bytes over the channel and the host link, and
+    the controller's active power over the request's share of busy time."""
+    e = ssd.energy
+    s = stream.request_bytes
+    if e.system_J_per_B is not None:
+        return {"system": e.system_J_per_B * s}
+    npg, _ = _pages(ssd, stream)
+    f = stream.read_fraction
+    perf = performance(ssd, stream, placement)
+    out = {
+        "array_read": f * npg * e.vcc_V * e.read_current_A * ssd.read_s,
+        "array_program": (1 - f) * npg * e.vcc_V * e.program_current_A * ssd.program_s,
+        "channel": s * e.channel_J_per_B,
+        "host_link": s * e.host_J_per_B if placement == "host" else 0.0,
+        "controller": e.active_W / perf.iops,
+    }
+    return out
+
+
+def joules_per_byte(ssd: SSD, stream: Stream, placement: str = "internal") -> float:
+    return sum(energy_per_request(ssd, stream, placement).values()) / stream.request_bytes

@@ -1,0 +1,148 @@
+"""The SSD model against MQSim (tests/data/ssd-reference: a copy of shared/ssd-reference, MQSim
+commit 7ec40e3 runs of one SSD and four variants), and the ssd: block's errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from storeloop.cli import main
+from storeloop.errors import SpecError
+from storeloop.model.ssd import Stream, performance
+from storeloop.spec.ssd import load_ssd, ssd_from_doc
+from storeloop.spec.yamlio import loads
+
+REF = Path(__file__).parent / "data" / "ssd-reference"
+# MQSim's sequential 128 KiB writes drain at 2.73 GB/s; the model's programs fill all four planes
+# from the write cache (3.15 GB/s). MQSim issues 13,369 of its 93,369 programs as single-plane
+# ones (results_detailed.csv; the same count at QD 128 and with no initial occupancy), which cost
+# it 13 % of its chip time; docs/ssd.md has the numbers. Named here, not widened.
+KNOWN = {"seqW128K_qd32": "MQSim splits a share of its multi-plane programs (docs/ssd.md)"}
+
+
+def mqsim_ssd(config: Path) -> dict:
+    """The ssd: block of an MQSim ssdconfig.xml (the mapping of shared/ssd-reference/README.md)."""
+    x = ET.parse(config).getroot()
+    g = lambda key: x.find(f".//{key}").text.strip()   # noqa: E731
+    return {"ssd": {
+        "channels": int(g("Flash_Channel_Count")), "chips_per_channel": int(g("Chip_No_Per_Channel")),
+        "dies_per_chip": int(g("Die_No_Per_Chip")), "planes_per_die": int(g("Plane_No_Per_Die")),
+        "page_size": f"{g('Page_Capacity')} B", "read_latency": f"{g('Page_Read_Latency_LSB')} ns",
+        "program_latency": f"{g('Page_Program_Latency_LSB')} ns",
+        "channel_rate": f"{g('Channel_Transfer_Rate')} MT/s", "channel_width": f"{int(g('Flash_Channel_Width')) * 8} bits",
+        "host": {"pcie_gen": {"0.985": 3, "1.969": 4, "3.938": 5}[g("PCIe_Lane_Bandwidth")],
+                 "lanes": int(g("PCIe_Lane_Count"))},
+        "die_interleaving": False, "channel_timing": "mqsim",
+        "write_cache": f"{g('Data_Cache_Capacity')} B"}}
+
+
+def mqsim_stream(workload: Path) -> Stream:
+    x = ET.parse(workload).getroot()
+    g = lambda key: x.find(f".//{key}").text.strip()   # noqa: E731
+    return Stream(int(g("Average_Request_Size")) * 512,
+                  "sequential" if g("Address_Distribution") == "STREAMING" else "random",
+                  int(g("Average_No_of_Reqs_in_Queue")), int(g("Read_Percentage")) / 100)
+
+
+def cases():
+    for row in csv.DictReader(open(REF / "results.csv")):
+        yield row["case"], REF / "ssdconfig.xml", REF / "workloads" / f"workload_{row['case']}.xml", row
+    for row in csv.DictReader(open(REF / "variants" / "results.csv")):
+        v = row["variant"]
+        config = next(p for p in (REF / "variants").glob("ssdconfig_*.xml") if v.endswith(p.stem[len("ssdconfig_"):]))
+        yield v, config, REF / "variants" / f"workload_{v}.xml", row
+
+
+CASES = list(cases())
+
+
+def test_every_case_of_the_reference_is_checked():
+    assert len(CASES) == 13 + 4
+
+
+@pytest.mark.parametrize("case,config,workload,row", CASES, ids=[c[0] for c in CASES])
+def test_bandwidth_and_iops_agree_with_mqsim_within_15_percent(case, config, workload, row):
+    doc = loads(json.dumps(mqsim_ssd(config)), str(config))
+    ssd = ssd_from_doc(doc, doc["ssd"], ("ssd",))
+    stream = mqsim_stream(workload)
+    perf = performance(ssd, stream, "host")
+    bw, iops = float(row["bandwidth_Bps"]), float(row["iops"])
+    err_bw, err_iops = perf.bandwidth_Bps / bw - 1, perf.iops / iops - 1
+    if case in KNOWN:
+        assert abs(err_bw) > 0.15, f"{case} now agrees ({err_bw:+.1%}): drop it from KNOWN"
+        assert 0.15 < err_bw < 0.16          # the documented deviation, and no drift beyond it
+        pytest.xfail(KNOWN[case])
+    assert abs(err_bw) <= 0.15, f"{case}: bandwidth {perf.bandwidth_Bps:.4g} vs MQSim {bw:.4g} ({err_bw:+.1%})"
+    assert abs(err_iops) <= 0.15
+    # the mean latency follows from Little's law on both sides
+    assert perf.latency_s == pytest.approx(stream.queue_depth / perf.iops)
+
+
+def test_the_binding_resource_moves_with_the_stream():
+    ssd = load_ssd(Path(__file__).parents[1] / "arch" / "ssd" / "mqsim-reference.yaml")
+    assert performance(ssd, Stream(128 << 10, "sequential", 1)).bottleneck == "queue_depth"
+    assert performance(ssd, Stream(128 << 10, "sequential", 128)).bottleneck == "channels"
+    assert performance(ssd, Stream(4096, "random", 512)).bottleneck == "chips"
+    assert performance(ssd, Stream(128 << 10, "sequential", 0 + 1, 0.0)).bottleneck in ("queue_depth", "programs")
+    fast = load_ssd(Path(__file__).parents[1] / "arch" / "ssd" / "mqsim-reference.yaml")
+    # behind the host link a fast flash array is bound by PCIe, inside the SSD it is not
+    assert performance(fast, Stream(128 << 10, "sequential", 128), "host").bandwidth_Bps <= fast.host_Bps
+    # sequential beats random at the same size and depth; a deeper queue never hurts
+    seq = performance(ssd, Stream(16384, "sequential", 32)).bandwidth_Bps
+    rnd = performance(ssd, Stream(16384, "random", 32)).bandwidth_Bps
+    assert seq > rnd
+    bws = [performance(ssd, Stream(4096, "random", q)).bandwidth_Bps for q in (1, 2, 4, 8, 16, 32, 64, 128, 256)]
+    assert bws == sorted(bws)
+
+
+def test_die_interleaving_adds_concurrency():
+    doc = loads(json.dumps(mqsim_ssd(REF / "ssdconfig.xml")), "x.yaml")
+    mq = ssd_from_doc(doc, doc["ssd"], ("ssd",))
+    doc["ssd"]["die_interleaving"] = True
+    real = ssd_from_doc(doc, doc["ssd"], ("ssd",))
+    s = Stream(4096, "random", 512)
+    assert performance(real, s).iops > 1.5 * performance(mq, s).iops
+
+
+BAD = [
+    ("  chanel_width: 8 bits\n", 8, "ssd.chanel_width", "did you mean 'channel_width'"),
+    ("  channel_rate: 1000 MB/s\n", None, "ssd.channel_rate", "MT/s"),
+    ("  read_latency: -5 us\n", None, "ssd.read_latency", "negative"),
+    ("  channels: 0\n", None, "ssd.channels", "greater than or equal to 1"),
+    ("  channels: true\n", None, "ssd.channels", "int"),
+    ("  host: {pcie_gen: 7, lanes: 4}\n", None, "ssd.host.pcie_gen", "1, 2, 3, 4, 5 or 6"),
+    ("  energy: {read_current: 5 V}\n", None, "ssd.energy.read_current", "current"),
+    ("  channel_width: 12 bits\n", None, "ssd.channel_width", "whole bytes"),
+    ("  page_size: 100 B\n", None, "ssd.page_size", "512 B"),
+]
+BASE = {"channels": "8", "chips_per_channel": "4", "page_size": "16 KiB", "read_latency": "60 us",
+        "program_latency": "600 us", "channel_rate": "1000 MT/s"}
+
+
+@pytest.mark.parametrize("line,lineno,field,words", BAD, ids=[b[2] for b in BAD])
+def test_a_bad_ssd_file_is_one_screen_at_its_line(tmp_path, capsys, line, lineno, field, words):
+    key = line.split(":")[0].strip()
+    body = "".join(f"  {k}: {v}\n" for k, v in BASE.items() if k != key) + line
+    path = tmp_path / "ssd.yaml"
+    path.write_text("ssd:\n" + body)
+    assert main(["ssd", str(path)]) == 2
+    err = capsys.readouterr().err
+    want_line = lineno or (body.splitlines().index(line.rstrip("\n")) + 2)
+    assert f"{path}:{want_line}: field '{field}'" in err, err
+    assert words in err, err
+    assert len(err.splitlines()) <= 6 and "Traceback" not in err
+
+
+def test_the_cli_prints_one_json_object(capsys):
+    ssd = str(Path(__file__).parents[1] / "arch" / "ssd" / "mqsim-reference.yaml")
+    assert main(["ssd", ssd, "--pattern", "random", "--request-size", "4KiB", "--queue-depth", "32",
+                 "--read-fraction", "0.7", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"bandwidth_Bps", "iops", "latency_s", "bottleneck"} <= set(out)
+    assert out["bandwidth_Bps"] == pytest.approx(out["iops"] * 4096)
+    with pytest.raises(SpecError):
+        load_ssd(Path(__file__))
