@@ -468,8 +468,9 @@ def cmd_ssd(args: argparse.Namespace) -> int:
     if not 0.0 <= args.read_fraction <= 1.0:
         raise SpecError(f"{args.read_fraction}", field="--read-fraction", allowed="a fraction in 0 .. 1")
     stream = Stream(int(size), args.pattern, args.queue_depth, args.read_fraction)
-    perf = performance(ssd, stream, args.placement)
-    energy = energy_per_request(ssd, stream, args.placement)
+    placement = args.placement or ssd.accelerator
+    perf = performance(ssd, stream, placement)
+    energy = energy_per_request(ssd, stream, placement)
     out = {**perf.as_dict(), "request_bytes": int(size), "pattern": args.pattern, "queue_depth": args.queue_depth,
            "read_fraction": args.read_fraction,
            "energy_J_per_byte": sum(energy.values()) / size, "energy_J_per_request": energy,
@@ -580,9 +581,9 @@ def build_parser() -> argparse.ArgumentParser:
     sd.add_argument("--request-size", default="128KiB", help="bytes per request, e.g. 4KiB (default 128KiB)")
     sd.add_argument("--queue-depth", type=int, default=32, help="requests in flight (default 32)")
     sd.add_argument("--read-fraction", type=float, default=1.0, help="share of reads, 0 .. 1 (default 1)")
-    sd.add_argument("--placement", choices=("internal", "host"), default="host",
+    sd.add_argument("--placement", choices=("internal", "host"), default=None,
                     help="who issues the requests: an accelerator on the flash channels (internal) or a host "
-                    "behind the PCIe link (default)")
+                    "behind the PCIe link (default: the file's accelerator:, internal)")
     sd.add_argument("--json", action="store_true", help="one line instead of an indented object")
     sd.set_defaults(func=cmd_ssd)
     rs = sub.add_parser("results", help="export a sweep store (one row per point, parameters as columns)")

@@ -215,6 +215,9 @@ def price(arch: Arch, registry: Registry | None = None) -> tuple[EnergyTable, li
         storage[comp.name] = ActionCosts(r, w, e.area_um2, src)
     ce = comps[-1].estimate
     mac = ce.actions.get("mac", ce.actions.get("compute", ce.actions.get("read", 0.0)))
-    table = EnergyTable(storage, ActionCosts(mac, 0.0, ce.area_um2, f"{comps[-1].plugin}: {ce.source}"),
-                        source="energy plug-ins")
+    from storeloop.model.disk import with_ssd_prices
+
+    table = with_ssd_prices(arch, EnergyTable(storage, ActionCosts(mac, 0.0, ce.area_um2,
+                                                                   f"{comps[-1].plugin}: {ce.source}"),
+                                              source="energy plug-ins"))
     return table, comps

@@ -10,6 +10,8 @@ numbers). The report carries the cycle and energy lower bounds, the gaps and why
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 import time
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ from storeloop.mapper.options import options
 from storeloop.mapper.search import Found, Goal, branch_and_bound, random_search
 from storeloop.mapper.space import Constraints, MapSpace, require_plain_indices
 from storeloop.mapper.tree import Tree
+from storeloop.model.disk import with_ssd_prices
 from storeloop.model.evaluate import Result, evaluate, exact_cycles
 from storeloop.model.fast import FastModel
 from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
@@ -69,7 +72,8 @@ class MapTimeout(StoreloopError):
 def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constraints: Constraints | None = None,
                  objective: str = "delay,energy", algorithm: str = "exhaustive", time_limit: float | None = None,
                  threads: int = 1, seed: int = 0, victory: int = 500, progress: bool = False,
-                 energy_gap: float | None = None, seeds: list[Mapping] = (), converge: bool = True) -> MapResult:
+                 energy_gap: float | None = None, seeds: list[Mapping] = (), converge: bool = True,
+                 paged_retry: bool = True) -> MapResult:
     """The best mapping of ``workload`` on ``arch`` priced with ``energy``.
 
     ``objective``: see :data:`storeloop.mapper.objective.NAMES`. ``time_limit`` (seconds, None:
@@ -87,6 +91,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     if energy_gap is None:
         energy_gap = DEFAULT_GAP if objective in ("delay,energy", "delay") else 0.0
     require_plain_indices(workload)              # before merge(), which would make windows plain
+    energy = with_ssd_prices(arch, energy)       # SSD-backed levels: search and bound their flat stand-in
     if constraints is None:                      # a Timeloop v0.4 arch's own per-node constraints, if any
         constraints = arch_constraints(arch, workload) or Constraints()
     problem = infeasible(arch, workload, constraints)
@@ -126,8 +131,42 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         raise StoreloopError(_nothing_valid(found, tree))
     mapping = split_mapping(found.mapping, members, workload)
     mapping = Mapping(mapping.levels, name=f"storeloop map ({algorithm}, {obj.name})")
-    result = evaluate(arch, workload, mapping, energy)
+    result = evaluate(arch, workload, mapping, energy, ssd=False)
     report = _search_json(found, tree, obj, result, algorithm, energy_lb, energy_parts)
+    if any(lvl.ssd is not None for lvl in arch.levels):
+        result, report["ssd"] = _ssd_certificate(arch, workload, mapping, energy, result, report)
+        if not report["ssd"]["certificate_holds"] and paged_retry:
+            # the stand-in's best reads the SSD in short runs: search again with every SSD-backed
+            # level paged by its stripe (a page on every channel: the shortest run the SSD streams
+            # at its peak), which favours streaming tiles, and keep the better SSD-priced
+            # mapping; the bounds stay the flat ones
+            paged_arch = dataclasses.replace(arch, levels=tuple(
+                dataclasses.replace(lvl, ssd=None, page_bytes=lvl.ssd.page_bytes * lvl.ssd.channels)
+                if lvl.ssd is not None else lvl
+                for lvl in arch.levels))
+            again = map_workload(paged_arch, workload, energy, constraints=constraints, objective=objective,
+                                 algorithm=algorithm, time_limit=time_limit, threads=threads, seed=seed,
+                                 victory=victory, energy_gap=energy_gap, seeds=seeds, converge=converge)
+            second = evaluate(arch, workload, again.mapping, energy)
+            report["ssd"]["paged_search"] = {"cycles": second.cycles, "energy_pJ": second.energy_pJ,
+                                             "stopped": again.search["stopped"],
+                                             "seconds": again.search["seconds"]}
+            report["seconds"] = round(report["seconds"] + again.search["seconds"], 3)
+            if obj.better(second.cycles, second.energy_pJ, (result.cycles, result.energy_pJ)):
+                mapping, result = Mapping(again.mapping.levels, name=mapping.name), second
+                flat = evaluate(arch, workload, mapping, energy, ssd=False)
+                report["stopped"] = again.search["stopped"]
+                _, cert = _ssd_certificate(arch, workload, mapping, energy, flat, report)
+                report["ssd"] = {**cert, "paged_search": report["ssd"]["paged_search"]}
+            lb, elb = report["lower_bound_cycles"], report["lower_bound_energy_pJ"]
+            report["ssd"]["cycles_above_bound"] = result.cycles / lb - 1
+            report["ssd"]["energy_above_bound"] = result.energy_pJ / elb - 1
+            report["cycles_optimal"] = result.cycles <= lb + 1
+            if report["ssd"]["certificate_holds"]:          # the SSD-priced result is the stand-in's
+                report["stopped"] = again.search["stopped"]
+                report["optimal"] = again.search["optimal"] and result.cycles <= lb + 1
+            report["gap"] = result.cycles / lb - 1
+            report["energy_gap"] = result.energy_pJ / elb - 1
     # what the certificate covers: every mapping of Timeloop's map space (factorizations, loop
     # orders, spatial X/Y assignments and orders, keep/bypass), under the user's constraints if any
     report["space"] = {"complete": True, "user_constraints": constraints != Constraints()}
@@ -139,6 +178,31 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     if local is not None:                   # the whole search: local search and branch and bound
         report["seconds"] = round(local["seconds"] + report["seconds"], 3)
     return MapResult(mapping, result, report)
+
+
+def _ssd_certificate(arch, workload, mapping, energy, flat, report) -> tuple:
+    """The SSD-priced result of the stand-in's best mapping, and what the certificate covers.
+
+    The search and its bounds ran on the flat stand-in of every SSD-backed level (its peak
+    bandwidth and least energy per byte), which no mapping beats under the SSD model: each
+    mapping's SSD-priced cycles and energy are at least its stand-in's. So the stand-in's bounds
+    bound the SSD-priced optimum, and when the SSD-priced result of the mapping found equals its
+    stand-in price, the stop rule's claim holds for the SSD model as it stands; otherwise the
+    report says how far above the bound the SSD-priced result is."""
+    true = evaluate(arch, workload, mapping, energy)
+    streams = [{"level": lr.name, "tensor": s.tensor, "direction": s.direction, "words": s.words,
+                "request_bytes": s.stream.request_bytes, "pattern": s.stream.pattern,
+                "queue_depth": s.stream.queue_depth, "bandwidth_Bps": s.bandwidth_Bps, "bottleneck": s.bottleneck}
+               for lr in true.levels for s in lr.streams]
+    holds = true.cycles == flat.cycles and true.energy_pJ <= flat.energy_pJ * (1 + 1e-9)
+    out = {"streams": streams, "stand_in_cycles": flat.cycles, "stand_in_energy_pJ": flat.energy_pJ,
+           "certificate_holds": holds,
+           "cycles_above_bound": true.cycles / report["lower_bound_cycles"] - 1,
+           "energy_above_bound": true.energy_pJ / report["lower_bound_energy_pJ"] - 1}
+    if not holds:
+        report["optimal"] = report["cycles_optimal"] = False
+        report["stopped"] = f"{report['stopped']} on the stand-in; the SSD-priced result is above it"
+    return true, out
 
 
 def _retry(found: Found, arch, workload, merged, members, energy, space, tree, obj, goal, seeds, local) -> Found:

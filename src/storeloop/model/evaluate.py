@@ -20,8 +20,8 @@ from fractions import Fraction
 from dataclasses import dataclass, field
 
 from storeloop.errors import MappingError
-from storeloop.model import costs
-from storeloop.model.nest import NestAnalysis, analyze
+from storeloop.model import costs, disk
+from storeloop.model.nest import NestAnalysis, analyze, tile_runs
 from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
 
 
@@ -65,6 +65,7 @@ class LevelResult:
     energy_source: str
     tensors: dict[str, TensorResult]
     off_chip: bool = False           # the level's placement (StorageLevel.off_chip)
+    streams: list = field(default_factory=list)   # an SSD-backed level's request streams (model.disk)
 
     @property
     def energy_pJ(self) -> float:
@@ -177,28 +178,47 @@ def exact_cycles(r: Result, arch: Arch) -> Fraction:
     return out
 
 
-def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTable) -> Result:
-    """Evaluate one mapping. Raises MappingError when it cannot run (capacity, fanout, factors)."""
+def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTable, ssd: bool = True) -> Result:
+    """Evaluate one mapping. Raises MappingError when it cannot run (capacity, fanout, factors).
+    ``ssd=False`` prices SSD-backed levels by their flat stand-in (peak bandwidth, least energy
+    per byte: :func:`storeloop.model.disk.stand_in`), the model the mapper bounds."""
     nest = analyze(arch, workload, mapping)
     check_capacity(arch, nest)
     levels = []
     compute_cycles = nest.compute_cycles * arch.compute.cycles_per_op
     cycles = compute_cycles
-    for lvl, st in zip(arch.levels, nest.levels):
+    ssd_levels = [L for L, lvl in enumerate(arch.levels) if lvl.ssd is not None and ssd]
+    runs = tile_runs(arch, workload, mapping, ssd_levels) if ssd_levels else {}
+    for L, (lvl, st) in enumerate(zip(arch.levels, nest.levels)):
         ts = st.tensors.values()
-        cyc, slowdown = costs.throttle(lvl, [t.reads for t in ts], [t.fills for t in ts], [t.updates for t in ts],
-                                       compute_cycles)
-        cycles = max(cycles, cyc)
         price = energy.storage[lvl.name]
+        streams: list = []
+        if L in ssd_levels:        # an SSD below the level: its cycles and energy from each tile's access pattern
+            streams = disk.price(lvl, {n: (t.reads * st.utilized_instances,
+                                           (t.fills + t.updates) * st.utilized_instances)
+                                       for n, t in st.tensors.items() if t.kept},
+                                 {n: runs[(L, n)] for n in st.tensors if (L, n) in runs})
+            cyc = max(compute_cycles, disk.cycles(streams, arch.clock_hz))
+            slowdown = compute_cycles / cyc
+            source = f"SSD model: {lvl.ssd.energy.source}"
+        else:
+            cyc, slowdown = costs.throttle(lvl, [t.reads for t in ts], [t.fills for t in ts], [t.updates for t in ts],
+                                           compute_cycles)
+            source = price.source
+        cycles = max(cycles, cyc)
         tensors = {}
         share = costs.cluster_share(lvl, st.utilized_instances)
         for name, t in st.tensors.items():
-            e = costs.access_energy(t.reads, t.fills, t.updates, lvl.block_size, price.read_pJ, price.write_pJ) * share
+            if streams:
+                e = sum(s.energy_pJ for s in streams if s.tensor == name) / st.utilized_instances
+            else:
+                e = costs.access_energy(t.reads, t.fills, t.updates, lvl.block_size, price.read_pJ,
+                                        price.write_pJ) * share
             tensors[name] = TensorResult(t.kept, t.tile, t.partition,
                                          st.utilized_instances,
                                          t.reads, t.fills, t.updates, e if t.kept else 0.0)
         levels.append(LevelResult(lvl.name, lvl.cls, lvl.instances, st.utilized_instances, cyc, slowdown,
-                                  price.area_um2, price.source, tensors, lvl.off_chip))
+                                  price.area_um2, source, tensors, lvl.off_chip, streams))
     c = arch.compute
     return Result(cycles=cycles, computes=nest.computes, compute_cycles=compute_cycles,
                   compute_name=c.name, compute_instances=c.instances,

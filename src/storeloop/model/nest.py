@@ -461,35 +461,42 @@ def _arrivals(t: Tensor, loops, stride, L: int, extents: list[int], tile: int) -
     return tile + walk(0, None)[0]
 
 
-def page_factors(arch: Arch, workload: Workload, mapping: Mapping,
-                 inner: list[list[int]] | None = None) -> dict[tuple[int, str], Fraction]:
-    """Access-granularity inflation per (level, tensor) for levels with a page size.
+def tile_runs(arch: Arch, workload: Workload, mapping: Mapping, levels,
+              inner: list[list[int]] | None = None) -> dict[tuple[int, str], tuple[int, int]]:
+    """(contiguous run, child tile) in words of every tensor kept at each of ``levels``.
 
-    A level with ``page_bytes`` (an SSD's page or request size) serves each child tile as
-    contiguous runs of its own tile, laid out row-major in the tensor's rank order (last rank
-    fastest). A run is the child tile's extent along the last rank, times the ranks before it as
-    long as the child spans the level's whole extent there. Every run is rounded up to whole
-    pages (runs are taken as page-aligned), so the words the level moves per child tile are
-    ``runs x ceil(run / page) x page``; the factor is that over the tile's words (1 when runs are
-    whole pages, e.g. sequential streaming; up to page/word for word-by-word access).
-    :func:`analyze` multiplies the level's reads and updates by it, so bandwidth and energy pay
-    for whole pages.
-    Delta slabs of sliding windows are priced with the full tile's shape.
-    """
+    A level serves each child tile as contiguous runs of its own tile, laid out row-major in the
+    tensor's rank order (last rank fastest): a run is the child tile's extent along the last
+    rank, times the ranks before it as long as the child spans the level's whole extent there
+    (:func:`storeloop.model.costs.run_words`). The compute units take one element at a time."""
     nlev = len(arch.levels)
-    pages = {L: lvl.page_bytes for L, lvl in enumerate(arch.levels) if lvl.page_bytes}
-    if not pages:
-        return {}
     inner = inner or _spans(_flatten(mapping), nlev, len(workload.dims))
     out = {}
-    for L, page in pages.items():
-        bits = arch.levels[L].word_bits
+    for L in levels:
         for t in workload.tensors:
             if not mapping.levels[L].keeps(t.name):
                 continue
             child = next((C for C in range(L + 1, nlev) if mapping.levels[C].keeps(t.name)), nlev)
             full = _extents(t, inner[L])
-            # the child's tile: its own loops; the compute units take one element at a time
             part = _extents(t, inner[child]) if child < nlev else [1] * len(t.ranks)
-            out[(L, t.name)] = costs.page_ratio(costs.run_words(part, full), bits, page)
+            out[(L, t.name)] = (costs.run_words(part, full), math.prod(part))
     return out
+
+
+def page_factors(arch: Arch, workload: Workload, mapping: Mapping,
+                 inner: list[list[int]] | None = None) -> dict[tuple[int, str], Fraction]:
+    """Access-granularity inflation per (level, tensor) for levels with a page size.
+
+    A level with ``page_bytes`` (an SSD's page or request size) serves each child tile as
+    contiguous runs (:func:`tile_runs`), every run rounded up to whole pages (runs are taken as
+    page-aligned), so the words the level moves per child tile are ``runs x ceil(run / page) x
+    page``; the factor is that over the tile's words (1 when runs are whole pages, e.g.
+    sequential streaming; up to page/word for word-by-word access). :func:`analyze` multiplies
+    the level's reads and updates by it, so bandwidth and energy pay for whole pages.
+    Delta slabs of sliding windows are priced with the full tile's shape.
+    """
+    pages = {L: lvl.page_bytes for L, lvl in enumerate(arch.levels) if lvl.page_bytes}
+    if not pages:
+        return {}
+    return {(L, name): costs.page_ratio(run, arch.levels[L].word_bits, pages[L])
+            for (L, name), (run, _) in tile_runs(arch, workload, mapping, pages, inner).items()}

@@ -80,6 +80,8 @@ class SSD:
     max_iops: float | None             # controller limit, None: none
     write_cache_bytes: int
     energy: SsdEnergy
+    accelerator: str = "internal"      # who issues the requests: on the flash channels, or behind the host link
+    queue_depth: int = 256             # requests an accelerator keeps in flight at most
     where: tuple = field(default=(None, None, ""), compare=False)
 
     @property
@@ -92,10 +94,14 @@ class SSD:
         """The flash channels' raw rate (bytes/s), all channels."""
         return self.channels * self.channel_Bps
 
-    def peak_read_Bps(self, placement: str = "internal") -> float:
-        """The most any read stream gets: long sequential runs at a deep queue (an upper bound)."""
-        return performance(self, Stream(self.page_bytes * self.channels * self.units_per_channel * self.planes_per_die,
-                                        "sequential", 1 << 16, 1.0), placement).bandwidth_Bps
+    def peak_stream(self) -> "Stream":
+        """Long sequential runs at a deep queue: the stream that gets the most of the device."""
+        return Stream(self.page_bytes * self.channels * self.units_per_channel * self.planes_per_die,
+                      "sequential", 1 << 16, 1.0)
+
+    def peak_read_Bps(self) -> float:
+        """The most any read stream gets where the accelerator sits (an upper bound)."""
+        return performance(self, self.peak_stream(), self.accelerator).bandwidth_Bps
 
 
 @dataclass(frozen=True, slots=True)

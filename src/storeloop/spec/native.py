@@ -72,6 +72,9 @@ class StorageSpec(_Spec):
     page_size: Scalar | None = Field(None, description="access granularity, e.g. '4 KiB' (SSD page): a transfer "
                                      "whose contiguous run is shorter pays for whole pages")
     attributes: dict[str, Any] = Field(default_factory=dict, description="free attributes for energy/area models")
+    ssd: dict[str, Any] | None = Field(None, description="an SSD behind this level (the ssd: block of "
+                                       "'storeloop ssd'): cycles and energy from its flash model and each tile's "
+                                       "access pattern, instead of a flat bandwidth")
     placement: Placement | None = Field(None, description="on_chip or off_chip: whether the level counts in the "
                                         "accelerator's on-chip area (default: off_chip for DRAM, Disk, SSD, "
                                         "NVMe, NIC and network classes)")
@@ -212,6 +215,9 @@ def arch_from_native(doc: LDict) -> Arch:
                 raise error_at(doc, loc + ("page_size",), f"page size {page:g} B is smaller than a word, not whole, "
                                f"or larger than 1 GiB", allowed=f"a whole number of bytes in {wb // 8} .. 2**30")
             page = int(page)
+        ssd = shared = None
+        if s.ssd is not None:
+            ssd, shared = _ssd_level(doc, loc, s, wb, clock)
         if s.mesh_x is not None and s.instances % s.mesh_x:
             raise error_at(doc, loc + ("mesh_x",), f"mesh_x {s.mesh_x} does not divide the {s.instances} instances",
                            allowed=f"a divisor of {s.instances}")
@@ -221,8 +227,8 @@ def arch_from_native(doc: LDict) -> Arch:
                            allowed=f"a multiple of {spec.levels[i - 1].instances}")
         levels.append(StorageLevel(name=s.name, cls=s.cls, instances=s.instances, mesh_x=s.mesh_x, size_words=size,
                                    word_bits=wb, block_size=s.block_size, read_bandwidth=bw("read_bandwidth"),
-                                   write_bandwidth=bw("write_bandwidth"), shared_bandwidth=bw("shared_bandwidth"),
-                                   page_bytes=page, cluster_size=cluster_size(s.attributes),
+                                   write_bandwidth=bw("write_bandwidth"), shared_bandwidth=shared if ssd else bw("shared_bandwidth"),
+                                   page_bytes=page, ssd=ssd, cluster_size=cluster_size(s.attributes),
                                    attributes=dict(s.attributes), where=_where(doc, loc),
                                    placement=s.placement))
     c = spec.compute
@@ -239,6 +245,24 @@ def arch_from_native(doc: LDict) -> Arch:
                            attributes=dict(c.attributes), where=_where(doc, ("arch", "compute")))
     return Arch(name=spec.name, levels=tuple(levels), compute=compute, clock_hz=clock,
                 technology=spec.technology, attributes=dict(spec.attributes))
+
+
+def _ssd_level(doc: LDict, loc: tuple, s: StorageSpec, word_bits: int, clock: float | None):
+    """The SSD of a level's ``ssd:`` block and its peak read bandwidth in words/cycle."""
+    from storeloop.spec.ssd import ssd_from_doc
+
+    raw = doc
+    for key in loc:
+        raw = raw[key]
+    for f in ("read_bandwidth", "write_bandwidth", "shared_bandwidth", "page_size"):
+        if getattr(s, f) is not None:
+            raise error_at(doc, loc + (f,), f"a level with an ssd: block takes its bandwidth and access granularity "
+                           f"from the SSD model", allowed=f"either ssd: or {f}, not both")
+    if clock is None:
+        raise error_at(doc, ("arch", "clock"), "a level with an ssd: block needs the arch's clock",
+                       allowed="clock: '2 GHz'")
+    ssd = ssd_from_doc(doc, raw["ssd"], loc + ("ssd",))
+    return ssd, ssd.peak_read_Bps() / (word_bits / 8) / clock
 
 
 # ------------------------------------------------------------------------------- workload

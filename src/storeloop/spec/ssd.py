@@ -120,6 +120,10 @@ class SsdSpec(_Spec):
     max_iops: StrictInt | StrictFloat | None = Field(None, gt=0, description="controller limit on requests/s")
     write_cache: Scalar = Field("256 MiB", description="DRAM that acknowledges writes; '0 B': writes wait for programs")
     energy: EnergySpec = Field(default_factory=EnergySpec)
+    accelerator: Literal["internal", "host"] = Field("internal", description="where the accelerator that reads "
+                                                     "this SSD sits: on its flash channels, or behind the host link")
+    queue_depth: StrictInt = Field(256, ge=1, le=1 << 20, description="requests an accelerator keeps in flight at "
+                                   "most (the model also limits them to two child tiles' worth)")
 
     _s = field_validator("page_size", "channel_width", "write_cache")(_check(bytes_of))
     _t = field_validator("read_latency", "program_latency", "command_time", "controller_overhead")(_check(seconds_of))
@@ -166,7 +170,8 @@ def ssd_from_spec(spec: SsdSpec, doc, loc: tuple) -> SSD:
                program_s=seconds_of(spec.program_latency), channel_Bps=channel_Bps, host_Bps=host_Bps,
                die_interleaving=spec.die_interleaving, command_s=seconds_of(spec.command_time),
                controller_s=seconds_of(spec.controller_overhead), max_iops=spec.max_iops,
-               write_cache_bytes=int(bytes_of(spec.write_cache)), energy=energy, where=(file, line, field_path(loc)))
+               write_cache_bytes=int(bytes_of(spec.write_cache)), energy=energy,
+               accelerator=spec.accelerator, queue_depth=spec.queue_depth, where=(file, line, field_path(loc)))
 
 
 def ssd_from_doc(doc, value, loc: tuple) -> SSD:

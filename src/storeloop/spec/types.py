@@ -85,6 +85,10 @@ class StorageLevel:
     # where the level was written (file, line, field path), for errors found after loading
     where: tuple | None = field(default=None, compare=False, repr=False)
     placement: Placement | None = None  # None: by class (default_placement)
+    # an SSD behind the level (storeloop.model.ssd.SSD): its cycles and energy come from the SSD
+    # model and the access pattern of each tile (storeloop.model.disk); shared_bandwidth then holds
+    # the SSD's peak (the flat stand-in the mapper bounds with)
+    ssd: object | None = None
 
     @property
     def mesh_x_or_default(self) -> int:

@@ -1,0 +1,94 @@
+"""A storage level backed by an SSD: its cycles and energy from the access pattern of each tile.
+
+For every tensor the level keeps, the mapping decides the contiguous runs its child tiles occupy
+in the level's row-major layout (:func:`storeloop.model.nest.tile_runs`). A run at least one
+stripe long (a page on every channel) is read as a sequential stream in stripe-sized requests;
+a shorter one is a random request of the run's bytes (a request smaller than a page still senses
+the whole page). The requests in flight are the SSD's ``queue_depth``, at most two child tiles'
+worth (the tile being used and the next). Each stream's time is its bytes over the SSD model's
+bandwidth for it (:func:`storeloop.model.ssd.performance`), the level's time is the sum (the
+tensors share the device) and its energy is each stream's joules per byte.
+
+The level's ``shared_bandwidth`` holds the SSD's peak and its price the cheapest joules per byte
+(:func:`stand_in`): a flat level that no SSD-priced mapping can beat, so the mapper's bounds on
+it are bounds on the SSD-priced cost too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from storeloop.model.ssd import Stream, joules_per_byte, performance
+from storeloop.spec.types import ActionCosts
+
+
+@dataclass(frozen=True, slots=True)
+class DiskStream:
+    tensor: str
+    direction: str                    # read or write
+    words: int
+    stream: Stream
+    bandwidth_Bps: float
+    bottleneck: str
+    seconds: float
+    energy_pJ: float
+
+
+def stream_of(ssd, run_bytes: int, tile_bytes: int, read: bool) -> Stream:
+    stripe = ssd.page_bytes * ssd.channels
+    if run_bytes >= stripe:
+        size, pattern = stripe, "sequential"
+    else:
+        size, pattern = max(1, run_bytes), "random"
+    depth = max(1, min(ssd.queue_depth, 2 * tile_bytes // size))
+    return Stream(size, pattern, depth, 1.0 if read else 0.0)
+
+
+def price(level, counts: dict[str, tuple[int, int]], runs: dict[str, tuple[int, int]]) -> list[DiskStream]:
+    """Streams of an SSD-backed ``level``: ``counts`` (words read, words written) per tensor for
+    the whole level, ``runs`` (run, child tile) in words per tensor."""
+    ssd, wbytes = level.ssd, level.word_bits / 8
+    out = []
+    for name, (read, written) in counts.items():
+        run, tile = runs.get(name, (1, 1))
+        for direction, words in (("read", read), ("write", written)):
+            if not words:
+                continue
+            st = stream_of(ssd, int(run * wbytes), int(tile * wbytes), direction == "read")
+            perf = performance(ssd, st, ssd.accelerator)
+            nbytes = words * wbytes
+            out.append(DiskStream(name, direction, words, st, perf.bandwidth_Bps, perf.bottleneck,
+                                  nbytes / perf.bandwidth_Bps, nbytes * joules_per_byte(ssd, st, ssd.accelerator) * 1e12))
+    return out
+
+
+def cycles(streams: list[DiskStream], clock_hz: float) -> int:
+    return math.ceil(sum(s.seconds for s in streams) * clock_hz)
+
+
+def stand_in(level) -> ActionCosts:
+    """Per-access price of the flat stand-in: the cheapest joules per byte of any stream (the
+    peak stream's, reads and writes alike at their least)."""
+    ssd = level.ssd
+    best = ssd.peak_stream()
+    read = joules_per_byte(ssd, best, ssd.accelerator)
+    write = joules_per_byte(ssd, Stream(best.request_bytes, "sequential", best.queue_depth, 0.0), ssd.accelerator)
+    block = level.word_bits / 8 * level.block_size
+    return ActionCosts(read * block * 1e12, write * block * 1e12, 0.0, ssd.energy.source)
+
+
+def with_ssd_prices(arch, table):
+    """``table`` with every SSD-backed level priced by its flat stand-in (:func:`stand_in`)."""
+    import dataclasses
+
+    if not any(lvl.ssd is not None for lvl in arch.levels):
+        return table
+    storage = dict(table.storage)
+    for lvl in arch.levels:
+        if lvl.ssd is not None:
+            st = stand_in(lvl)
+            old = storage.get(lvl.name)
+            storage[lvl.name] = ActionCosts(st.read_pJ, st.write_pJ, old.area_um2 if old else 0.0,
+                                            f"SSD model (least energy per byte): {st.source}")
+    return dataclasses.replace(table, storage=storage)
