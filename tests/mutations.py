@@ -16,14 +16,15 @@ CASE = ROOT / "tests" / "corpus" / "thesis__ssd-einsum__pir-onion"
 NATIVE = {"arch": ROOT / "arch" / "onionchopper.yaml", "workload": ROOT / "workloads" / "onionpir-64GiB.yaml",
           "mapping": ROOT / "mappings" / "onionchopper-thesis-best.yaml",
           "ert": ROOT / "arch" / "onionchopper.ERT.yaml", "art": ROOT / "arch" / "onionchopper.ART.yaml",
-          "constraints": ROOT / "mappings" / "onionchopper.constraints.yaml", "sweep": ROOT / "sweeps" / "demo.yaml"}
+          "constraints": ROOT / "mappings" / "onionchopper.constraints.yaml", "sweep": ROOT / "sweeps" / "demo.yaml",
+          "ssd": ROOT / "arch" / "ssd" / "mqsim-reference.yaml"}
 TIMELOOP = {"arch": CASE / "arch.yaml", "workload": CASE / "problem.yaml", "mapping": CASE / "mapping.yaml",
             "ert": CASE / "ERT.yaml", "art": CASE / "ART.yaml",
             "constraints": ROOT / "mappings" / "onionchopper.timeloop-constraints.yaml"}
 SYSTEMS = {f"system:{p.stem}": p for p in sorted((ROOT / "systems").glob("*.yaml"))}
 # the subcommands each input is run through
 COMMANDS = {"arch": ("model", "export"), "workload": ("model", "export"), "mapping": ("model", "export"),
-            "ert": ("model",), "art": ("model",), "constraints": ("map",), "sweep": ("sweep",),
+            "ert": ("model",), "art": ("model",), "constraints": ("map",), "sweep": ("sweep",), "ssd": ("ssd",),
             **{role: ("system",) for role in SYSTEMS}}
 # keys whose values are free-form (names, notes, model attributes that storeloop passes through)
 FREE = {"name", "source", "einsum", "class", "type", "technology", "version", "target", "level", "clock",
@@ -131,7 +132,8 @@ def run(case: Case, folder: Path) -> tuple[int | None, str, float, BaseException
             "map": ["map", str(NATIVE["arch"]), str(NATIVE["workload"]), "--ert", str(NATIVE["ert"]),
                     "--art", str(NATIVE["art"]), "--constraints", str(files["constraints"]), "--time-limit", "5"],
             "sweep": ["sweep", str(files.get("sweep", "")), "--db", str(folder / "sweep.sqlite")],
-            "system": ["system", str(files.get(case.role, ""))]}[case.command]
+            "system": ["system", str(files.get(case.role, ""))],
+            "ssd": ["ssd", str(files.get("ssd", ""))]}[case.command]
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         try:
             code = main(args)

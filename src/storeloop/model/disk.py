@@ -51,7 +51,7 @@ def price(level, counts: dict[str, tuple[int, int]], runs: dict[str, tuple[int, 
     ssd, wbytes = level.ssd, level.word_bits / 8
     out = []
     for name, (read, written) in counts.items():
-        run, tile = runs.get(name, (1, 1))
+        run, tile = runs[name]
         for direction, words in (("read", read), ("write", written)):
             if not words:
                 continue

@@ -46,12 +46,13 @@ def capacity_words(value: Scalar | None, word_bits: int) -> int | None:
     return words
 
 
-def _check(fn, v):
-    _check_value(fn, v)
+def checked(fn, v):
+    """``v``, once ``fn`` reads it (its ExpressionError as the ValueError pydantic reports)."""
+    check_value(fn, v)
     return v
 
 
-def _check_value(fn, v):
+def check_value(fn, v):
     try:
         return fn(v)
     except ExpressionError as exc:
@@ -82,19 +83,19 @@ class StorageSpec(_Spec):
     @field_validator("word_bits")
     @classmethod
     def _bits(cls, v):
-        return _check(bits_of, v)
+        return checked(bits_of, v)
 
     @field_validator("capacity")
     @classmethod
     def _cap(cls, v):
-        return _check(lambda x: capacity_words(x, 1), v)
+        return checked(lambda x: capacity_words(x, 1), v)
 
     @field_validator("read_bandwidth", "write_bandwidth", "shared_bandwidth")
     @classmethod
     def _bw(cls, v):
         if v is None:
             return v
-        return _check(lambda x: _words_per_cycle(x, word_bits=64, clock_hz=1.0), v)   # syntax; range with the clock
+        return checked(lambda x: _words_per_cycle(x, word_bits=64, clock_hz=1.0), v)   # syntax; range with the clock
 
 
 class ComputeSpec(_Spec):
@@ -110,7 +111,7 @@ class ComputeSpec(_Spec):
     @field_validator("word_bits")
     @classmethod
     def _bits(cls, v):
-        return _check(bits_of, v)
+        return checked(bits_of, v)
 
 
 class ArchSpec(_Spec):
@@ -124,14 +125,14 @@ class ArchSpec(_Spec):
     @field_validator("clock")
     @classmethod
     def _clock(cls, v):
-        if v is not None and not 1 <= _check_value(hertz_of, v) <= 1e12:
+        if v is not None and not 1 <= check_value(hertz_of, v) <= 1e12:
             raise ValueError(f"clock {v!r} is outside 1 Hz .. 1 THz")
         return v
 
     @field_validator("technology")
     @classmethod
     def _tech(cls, v):
-        return v if v is None else _check(technology_nm, v)
+        return v if v is None else checked(technology_nm, v)
 
 
 class WorkloadSpec(_Spec):
@@ -158,7 +159,7 @@ class MappingSpec(_Spec):
     levels: list[LevelMappingSpec]
 
 
-def _validate(model: type[BaseModel], doc: LDict, key: str) -> Any:
+def top_level(model: type[BaseModel], doc: LDict, key: str) -> Any:
     if not isinstance(doc, dict) or key not in doc:
         top = ", ".join(map(str, doc)) if isinstance(doc, dict) else type(doc).__name__
         raise SpecError(f"expected a top-level '{key}:' mapping, found: {top}", file=getattr(doc, "file", None),
@@ -177,7 +178,7 @@ def _where(doc: LDict, loc: tuple) -> tuple:
 
 
 def arch_from_native(doc: LDict) -> Arch:
-    spec: ArchSpec = _validate(ArchSpec, doc, "arch")
+    spec: ArchSpec = top_level(ArchSpec, doc, "arch")
     clock = hertz_of(spec.clock) if spec.clock is not None else None
     levels = []
     names = set()
@@ -267,7 +268,7 @@ def _ssd_level(doc: LDict, loc: tuple, s: StorageSpec, word_bits: int, clock: fl
 
 # ------------------------------------------------------------------------------- workload
 def workload_from_native(doc: LDict) -> Workload:
-    spec: WorkloadSpec = _validate(WorkloadSpec, doc, "workload")
+    spec: WorkloadSpec = top_level(WorkloadSpec, doc, "workload")
     try:
         dims, tensors = parse_einsum(spec.einsum)
     except EinsumError as exc:
@@ -346,7 +347,7 @@ def _loops(text: str | list[str], workload: Workload, doc, loc, *, spatial: bool
 
 
 def mapping_from_native(doc: LDict, arch: Arch, workload: Workload) -> Mapping:
-    spec: MappingSpec = _validate(MappingSpec, doc, "mapping")
+    spec: MappingSpec = top_level(MappingSpec, doc, "mapping")
     names = [lvl.name for lvl in arch.levels]
     tensors = [t.name for t in workload.tensors]
     per_level: dict[int, LevelMapping] = {}

@@ -15,8 +15,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, field_validator
 
 from storeloop.model.ssd import PCIE_LANE_BPS, SSD, SsdEnergy
+from storeloop.spec.native import checked, top_level
 from storeloop.spec.validate import validate
-from storeloop.spec.yamlio import LDict, error_at, field_path, load, locate
+from storeloop.spec.yamlio import error_at, field_path, load, locate
 from storeloop.units import ExpressionError, bits_of, bytes_of, number, seconds_of, split_unit
 
 Scalar = StrictInt | StrictFloat | StrictStr
@@ -52,15 +53,8 @@ TRANSFERS = {"MT/s": 1e6, "GT/s": 1e9}
 
 
 def _check(fn):
-    def check(cls, v):
-        if v is None:
-            return v
-        try:
-            fn(v)
-        except ExpressionError as exc:
-            raise ValueError(str(exc)) from None
-        return v
-    return classmethod(check)
+    """A pydantic validator: ``fn`` must read the value (None passes)."""
+    return classmethod(lambda cls, v: v if v is None else checked(fn, v))
 
 
 def volts(v): return _unit(v, VOLTS, "a voltage", "3.3 V")
@@ -182,12 +176,7 @@ def ssd_from_doc(doc, value, loc: tuple) -> SSD:
 def load_ssd(path) -> SSD:
     """An SSD file: a top-level ``ssd:`` block."""
     doc = load(path)
-    if not isinstance(doc, dict) or "ssd" not in doc:
-        raise error_at(doc, (), "expected a top-level 'ssd:' mapping", allowed="ssd: {channels: 8, chips_per_channel: 4, ...}")
-    extra = [k for k in doc if k != "ssd"]
-    if extra:
-        raise error_at(doc, (extra[0],), f"unknown top-level key '{extra[0]}'", allowed="'ssd'")
-    return ssd_from_doc(doc, doc["ssd"], ("ssd",))
+    return ssd_from_spec(top_level(SsdSpec, doc, "ssd"), doc, ("ssd",))
 
 
-__all__ = ["SsdSpec", "ssd_from_spec", "ssd_from_doc", "load_ssd", "LDict"]
+__all__ = ["SsdSpec", "ssd_from_spec", "ssd_from_doc", "load_ssd"]
