@@ -10,7 +10,6 @@ numbers). The report carries the cycle and energy lower bounds, the gaps and why
 
 from __future__ import annotations
 
-import dataclasses
 
 import math
 import time
@@ -72,8 +71,7 @@ class MapTimeout(StoreloopError):
 def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constraints: Constraints | None = None,
                  objective: str = "delay,energy", algorithm: str = "exhaustive", time_limit: float | None = None,
                  threads: int = 1, seed: int = 0, victory: int = 500, progress: bool = False,
-                 energy_gap: float | None = None, seeds: list[Mapping] = (), converge: bool = True,
-                 paged_retry: bool = True) -> MapResult:
+                 energy_gap: float | None = None, seeds: list[Mapping] = (), converge: bool = True) -> MapResult:
     """The best mapping of ``workload`` on ``arch`` priced with ``energy``.
 
     ``objective``: see :data:`storeloop.mapper.objective.NAMES`. ``time_limit`` (seconds, None:
@@ -91,7 +89,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     if energy_gap is None:
         energy_gap = DEFAULT_GAP if objective in ("delay,energy", "delay") else 0.0
     require_plain_indices(workload)              # before merge(), which would make windows plain
-    energy = with_ssd_prices(arch, energy)       # SSD-backed levels: search and bound their flat stand-in
+    energy = with_ssd_prices(arch, energy)       # an SSD-backed level: its least energy per word bounds its tensors
     if constraints is None:                      # a Timeloop v0.4 arch's own per-node constraints, if any
         constraints = arch_constraints(arch, workload) or Constraints()
     problem = infeasible(arch, workload, constraints)
@@ -102,7 +100,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         + energy.compute.area_um2 * arch.compute.instances
     obj = Objective(objective, area)
     # a paged level's cost depends on the tile layout (rank order): merge only what keeps it
-    paged = any(lvl.page_bytes for lvl in arch.levels)
+    paged = any(lvl.page_bytes or lvl.ssd for lvl in arch.levels)
     merged, members, mcons = merge(workload, constraints, layout=paged)
     space = MapSpace(arch, merged, mcons)
     tree = Tree(space, energy)                          # also gives the lower bounds
@@ -131,31 +129,14 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         raise StoreloopError(_nothing_valid(found, tree))
     mapping = split_mapping(found.mapping, members, workload)
     mapping = Mapping(mapping.levels, name=f"storeloop map ({algorithm}, {obj.name})")
-    result = evaluate(arch, workload, mapping, energy, ssd=False)
+    result = evaluate(arch, workload, mapping, energy)
     report = _search_json(found, tree, obj, result, algorithm, energy_lb, energy_parts)
     if any(lvl.ssd is not None for lvl in arch.levels):
-        result = _ssd_certificate(arch, workload, mapping, energy, result, report)
-        if not report["ssd"]["certificate_holds"] and paged_retry:
-            # the stand-in's best reads the SSD in short runs: search again with every SSD-backed
-            # level paged by its stripe (a page on every channel: the shortest run the SSD streams
-            # at its peak), which favours streaming tiles, and keep the better SSD-priced mapping.
-            # The bounds stay the flat stand-in's: the paged search's own proof covers the paged
-            # stand-in only, so it is reported, never claimed for the SSD model
-            paged_arch = dataclasses.replace(arch, levels=tuple(
-                dataclasses.replace(lvl, ssd=None, page_bytes=lvl.ssd.page_bytes * lvl.ssd.channels)
-                if lvl.ssd is not None else lvl for lvl in arch.levels))
-            again = map_workload(paged_arch, workload, energy, constraints=constraints, objective=objective,
-                                 algorithm=algorithm, time_limit=time_limit, threads=threads, seed=seed,
-                                 victory=victory, energy_gap=energy_gap, seeds=seeds, converge=converge)
-            paged = {"stopped": again.search["stopped"], "seconds": again.search["seconds"]}
-            report["seconds"] = round(report["seconds"] + again.search["seconds"], 3)
-            second = evaluate(arch, workload, again.mapping, energy)
-            if obj.better(second.cycles, second.energy_pJ, (result.cycles, result.energy_pJ)):
-                mapping = Mapping(again.mapping.levels, name=mapping.name)
-                report["stopped"] = f"{again.search['stopped']} on the stripe-paged stand-in"
-                result = _ssd_certificate(arch, workload, mapping, energy,
-                                          evaluate(arch, workload, mapping, energy, ssd=False), report)
-            report["ssd"]["paged_search"] = {**paged, "cycles": second.cycles, "energy_pJ": second.energy_pJ}
+        report["ssd"] = {"streams": [{"level": lr.name, "tensor": s.tensor, "direction": s.direction, "words": s.words,
+                                      "request_bytes": s.stream.request_bytes, "pattern": s.stream.pattern,
+                                      "queue_depth": s.stream.queue_depth, "bandwidth_Bps": s.bandwidth_Bps,
+                                      "bottleneck": s.bottleneck}
+                                     for lr in result.levels for s in lr.streams]}
     # what the certificate covers: every mapping of Timeloop's map space (factorizations, loop
     # orders, spatial X/Y assignments and orders, keep/bypass), under the user's constraints if any
     report["space"] = {"complete": True, "user_constraints": constraints != Constraints()}
@@ -167,34 +148,6 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     if local is not None:                   # the whole search: local search and branch and bound
         report["seconds"] = round(local["seconds"] + report["seconds"], 3)
     return MapResult(mapping, result, report)
-
-
-def _ssd_certificate(arch, workload, mapping, energy, flat, report) -> Result:
-    """The SSD-priced result of ``mapping`` (whose stand-in price is ``flat``), with ``report``
-    restated for it: ``report['ssd']`` has its request streams and whether the stop rule's claim
-    holds for the SSD model.
-
-    The search and its bounds ran on the flat stand-in of every SSD-backed level (its peak
-    bandwidth and least energy per byte), which no mapping beats under the SSD model: each
-    mapping's SSD-priced cycles and energy are at least its stand-in's. So the stand-in's bounds
-    bound the SSD-priced optimum, and when the SSD-priced result equals the stand-in price the
-    claim holds as it stands; otherwise the gaps are the SSD-priced result's over those bounds,
-    the cycles are optimal only at the bound, and nothing else is claimed."""
-    true = evaluate(arch, workload, mapping, energy)
-    holds = true.cycles == flat.cycles and true.energy_pJ <= flat.energy_pJ * (1 + 1e-9)
-    report["ssd"] = {"streams": [{"level": lr.name, "tensor": s.tensor, "direction": s.direction, "words": s.words,
-                                  "request_bytes": s.stream.request_bytes, "pattern": s.stream.pattern,
-                                  "queue_depth": s.stream.queue_depth, "bandwidth_Bps": s.bandwidth_Bps,
-                                  "bottleneck": s.bottleneck}
-                                 for lr in true.levels for s in lr.streams],
-                     "stand_in_cycles": flat.cycles, "stand_in_energy_pJ": flat.energy_pJ, "certificate_holds": holds}
-    if not holds:
-        lb, elb = report["lower_bound_cycles"], report["lower_bound_energy_pJ"]
-        report["gap"] = (true.cycles - lb) / lb if lb else 0.0
-        report["energy_gap"] = (true.energy_pJ - elb) / elb if elb else 0.0
-        report["cycles_optimal"], report["optimal"] = true.cycles <= lb, False
-        report["stopped"] = f"{report['stopped']}; the SSD-priced result is above the stand-in's"
-    return true
 
 
 def _retry(found: Found, arch, workload, merged, members, energy, space, tree, obj, goal, seeds, local) -> Found:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from storeloop.mapper.space import MapSpace, divisors
-from storeloop.model import costs
+from storeloop.model import costs, disk
 from storeloop.spec.types import EnergyTable, Mapping
 
 RD, FL, UP = 0, 1, 2
@@ -58,6 +58,8 @@ class Node:
     choice: tuple          # per decided level: (temporal (D,), X (D,), Y (D,), order, keep mask, spatial order)
     keep: int              # keep mask of level `depth`
     spans: np.ndarray      # (levels, D) tile span of each decided level and of `depth` (for pages)
+    ssd_s: float = 0.0     # an SSD-backed top level: seconds of its final streams so far
+    ssd_pJ: float = 0.0    # and their energy
 
 
 @dataclass
@@ -84,6 +86,11 @@ class Tree:
         self.costs = [energy.storage[lvl.name] for lvl in self.arch.levels]
         # paged levels (access granularity, model.nest.page_factors): words moved per child tile
         self.pages = {L: lvl.page_bytes for L, lvl in enumerate(self.arch.levels) if lvl.page_bytes}
+        # an SSD-backed top level (model.disk): each tensor's seconds and energy per word follow
+        # from its runs and child tile, known once its next keeper is chosen; until then the peak
+        # streams' time and the least energy per word bound them
+        self.ssd = self.arch.levels[0] if self.arch.levels[0].ssd is not None else None
+        self._ssd_cache: dict = {}
         self.rank_dims = [[r[0][0] for r in t.ranks] for t in w.tensors]
         self.compute_pJ = w.macs * energy.compute.read_pJ
         self.class_of = np.full(self.D, -1)
@@ -108,7 +115,7 @@ class Tree:
         return Node(0, self.bounds.copy(), 1, np.ones(T, np.int64), np.ones(self.D, np.int64),
                     np.zeros(T, np.int64), np.ones(T, np.int64), np.where(self.rw, size, 1),
                     np.zeros((nlev, T, 3), np.int64), np.ones(nlev, np.int64), 0.0, (), (1 << T) - 1,
-                    np.vstack([self.bounds[None, :], np.ones((nlev - 1, self.D), np.int64)]))
+                    np.vstack([self.bounds[None, :], np.ones((nlev - 1, self.D), np.int64)]), 0.0, 0.0)
 
     # ------------------------------------------------------------------ pages
     def _runs(self, t: int, full, part) -> np.ndarray:
@@ -132,6 +139,19 @@ class Tree:
         """``count`` words of child tiles with runs of ``run`` words, in whole pages (exact)."""
         return costs.paged(count, costs.page_ratio(run, self.arch.levels[L].word_bits, self.pages[L]))
 
+    def _ssd_rates(self, runs: np.ndarray, tiles: np.ndarray, read: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Seconds and picojoules per word of the SSD level's reads (writes) per row of runs and tiles."""
+        pairs = np.stack([np.asarray(runs, np.int64), np.asarray(tiles, np.int64)], axis=1)
+        uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
+        out = np.empty((len(uniq), 2))
+        for i, (r, t) in enumerate(uniq):
+            key = (int(r), int(t), read)
+            if key not in self._ssd_cache:
+                self._ssd_cache[key] = disk.word_rates(self.ssd, key[0], key[1], read)
+            out[i] = self._ssd_cache[key]
+        out = out[inv.ravel()]
+        return out[:, 0], out[:, 1]
+
     def lower_bound(self) -> tuple[int, dict]:
         """Cycles no mapping can beat: compulsory traffic of the backing level, and compute (exact)."""
         w, arch = self.workload, self.arch
@@ -140,8 +160,13 @@ class Tree:
         reads = sum(w.tensor_elements(t) for t in w.tensors if not t.read_write)
         writes = sum(w.tensor_elements(t) for t in w.tensors if t.read_write)
         top = arch.levels[0]
-        bw = [(reads, top.read_bandwidth), (writes, top.write_bandwidth), (reads + writes, top.shared_bandwidth)]
-        parts[f"{top.name} compulsory traffic"] = max([math.ceil(Fraction(v) / Fraction(b)) for v, b in bw if b] or [0])
+        if self.ssd is not None:           # the SSD's read and write streams share the device: times add
+            r, w = disk.least_seconds_per_word(top)
+            # (float time: shaved by far less than SAFE, which would cost the bound whole cycles)
+            parts[f"{top.name} compulsory traffic"] = math.ceil((reads * r + writes * w) * arch.clock_hz * (1 - 1e-12))
+        else:
+            bw = [(reads, top.read_bandwidth), (writes, top.write_bandwidth), (reads + writes, top.shared_bandwidth)]
+            parts[f"{top.name} compulsory traffic"] = max([math.ceil(Fraction(v) / Fraction(b)) for v, b in bw if b] or [0])
         return max(parts.values()), parts
 
     def energy_bound(self) -> tuple[float, dict]:
@@ -395,6 +420,7 @@ class Tree:
         tr_r = {l: np.full((m, len(masks)), float(n.cnt[l, :, RD].sum())) for l in range(L1 + 1)}
         tr_w = {l: np.full((m, len(masks)), float(n.cnt[l, :, FL].sum() + n.cnt[l, :, UP].sum())) for l in range(L1 + 1)}
         e = np.full((m, len(masks)), n.e_acc + self.compute_pJ)
+        ssd_s = np.full((m, len(masks)), n.ssd_s)
         innermost = L1 == self.nlev - 1 and self.cap_below[L1] == 1
         cc_lb = (rows["P"] * -(-rows["rem"].prod(axis=1) // self.cap_below[L1])
                  * self.arch.compute.cycles_per_op).astype(np.float64)
@@ -412,6 +438,10 @@ class Tree:
             # the parent's reads (updates) of t: final if L1 keeps t, else a lower bound -- the same value
             via = (arr[:, t] * scat[:, t]).astype(np.float64)
             fac = 1.0
+            if pl == 0 and self.ssd is not None:
+                self._ssd_traffic(n, rows, t, k, via, innermost, cc_lb, forced_reuse, ssd_s, e)
+                self._fill_below(n, rows, t, k, L1, innermost, cc_lb, fill, arr, part, tr_r, tr_w, e, util1)
+                continue
             if pl in self.pages:       # whole pages: exact if L1 keeps t, else bounded over sub-tiles
                 runs = self._runs(t, n.spans[pl], rows["rem"])
                 # a later keeper's run fits in its capacity; the compute units take single words
@@ -434,18 +464,13 @@ class Tree:
                     via = np.where(k, via[:, None], (via * forced_reuse(t))[:, None])
                 tr_r[pl] += via * fac
                 e += via * fac * (self.rpw[pl] * float(n.util[pl]))
-            # kept at L1: its fill (final) and its own later reads (updates) >= what arrives (bound)
-            a = arr[:, t].astype(np.float64)
-            if self.rw[t]:
-                w1, r1 = fill[:, t] + a, a - part[:, t]
-            else:
-                w1, r1 = a, np.maximum(a, cc_lb) if innermost else a
-            tr_w[L1] += np.where(k, w1[:, None], 0.0)
-            tr_r[L1] += np.where(k, r1[:, None], 0.0)
-            e += np.where(k, ((w1 * self.wpw[L1] + r1 * self.rpw[L1]) * util1)[:, None], 0.0)
+            self._fill_below(n, rows, t, k, L1, innermost, cc_lb, fill, arr, part, tr_r, tr_w, e, util1)
         clb = np.broadcast_to(np.maximum(cc_lb, self.global_lb).astype(np.float64)[:, None], e.shape)
         for l in range(L1 + 1):
-            clb = np.maximum(clb, self._traffic_cycles(l, tr_r[l], tr_w[l]) * SAFE)
+            if l == 0 and self.ssd is not None:
+                clb = np.maximum(clb, ssd_s * self.arch.clock_hz * SAFE)
+            else:
+                clb = np.maximum(clb, self._traffic_cycles(l, tr_r[l], tr_w[l]) * SAFE)
         clb = np.floor(clb)
         e = e * SAFE
         keepc = ok.copy()
@@ -457,6 +482,50 @@ class Tree:
         r, c = r[order], c[order]
         return Children(n, rows, r, masks[c], clb[r, c], e[r, c])
 
+    def _fill_below(self, n, rows, t, k, L1, innermost, cc_lb, fill, arr, part, tr_r, tr_w, e, util1) -> None:
+        """Kept at L1: t's fill (final) and L1's own later reads (updates) >= what arrives (bound)."""
+        a = arr[:, t].astype(np.float64)
+        if self.rw[t]:
+            w1, r1 = fill[:, t] + a, a - part[:, t]
+        else:
+            w1, r1 = a, np.maximum(a, cc_lb) if innermost else a
+        tr_w[L1] += np.where(k, w1[:, None], 0.0)
+        tr_r[L1] += np.where(k, r1[:, None], 0.0)
+        e += np.where(k, ((w1 * self.wpw[L1] + r1 * self.rpw[L1]) * util1)[:, None], 0.0)
+
+    def _ssd_traffic(self, n, rows, t, k, via, innermost, cc_lb, forced_reuse, ssd_s, e) -> None:
+        """The SSD top level's reads (updates) of t, added to ``ssd_s`` (seconds) and ``e`` (pJ):
+        exact where L1 keeps t (its run and tile are L1's), bounded by the peak streams and the
+        least energy per word where a level further down will."""
+        runs = self._runs(t, n.spans[0], rows["rem"])
+        tiles = rows["tile"][:, t]
+        # a later keeper's run is a sub-tile's, so no longer than this run nor its capacity; the
+        # compute units take single words
+        longest = np.ones(len(runs), np.int64) if innermost else \
+            np.maximum(np.minimum(runs, self.cap_after[n.depth + 1]), 1)
+
+        def rates(read: bool):
+            exact = self._ssd_rates(runs, tiles, read)
+            least = self.rpw[0] if read else self.wpw[0]
+            bound = np.array([disk.bounds_per_word(self.ssd.ssd, self.ssd.word_bits, int(r), read, float(least)) for r in longest]).reshape(-1, 2)
+            return (np.where(k, exact[0][:, None], bound[:, 0][:, None]),
+                    np.where(k, exact[1][:, None], bound[:, 1][:, None]))
+
+        spw_r, epw_r = rates(True)
+        if innermost:          # bypassing the last level: every compute takes t from the SSD
+            via = np.where(k, via[:, None], np.maximum(via, cc_lb * rows["scat"][:, t])[:, None])
+        else:
+            via = np.where(k, via[:, None], (via * forced_reuse(t))[:, None])
+        u = float(n.util[0])
+        if self.rw[t]:
+            spw_w, epw_w = rates(False)
+            reads = via - n.partl[t]
+            ssd_s += (reads * spw_r + via * spw_w) * u
+            e += (reads * epw_r + via * epw_w) * u
+        else:
+            ssd_s += via * spw_r * u
+            e += via * epw_r * u
+
     def child(self, ch: Children, i: int) -> Node:
         """Materialize the i-th surviving child as a node of the next level."""
         n, rows = ch.node, ch.rows
@@ -466,7 +535,7 @@ class Tree:
         last, scat, partl = n.last.copy(), rows["scat"][j].copy(), n.partl.copy()
         util = n.util.copy()
         util[L1] = rows["util"][j]
-        e_acc = n.e_acc
+        e_acc, ssd_s, ssd_pJ = n.e_acc, n.ssd_s, n.ssd_pJ
         for t in range(self.T):
             if not mask >> t & 1:
                 continue
@@ -480,8 +549,19 @@ class Tree:
                 for act in (RD, UP):
                     cnt[pl, t, act] = int(self._paged(pl, cnt[pl, t, act], run))
             bpl, bl1 = self.arch.levels[pl].block_size, self.arch.levels[L1].block_size
-            e_acc += (-(-cnt[pl, t, RD] // bpl) * self.costs[pl].read_pJ
-                      + -(-cnt[pl, t, UP] // bpl) * self.costs[pl].write_pJ) * float(util[pl])
+            if pl == 0 and self.ssd is not None:
+                run = self._runs(t, n.spans[0], rows["rem"][j])
+                tile = rows["tile"][j:j + 1, t]
+                (sr,), (er,) = self._ssd_rates(run, tile, True)
+                (sw,), (ew,) = self._ssd_rates(run, tile, False)
+                u = float(util[0])
+                ssd_s += (cnt[0, t, RD] * sr + cnt[0, t, UP] * sw) * u
+                spent = (cnt[0, t, RD] * er + cnt[0, t, UP] * ew) * u
+                ssd_pJ += spent
+                e_acc += spent
+            else:
+                e_acc += (-(-cnt[pl, t, RD] // bpl) * self.costs[pl].read_pJ
+                          + -(-cnt[pl, t, UP] // bpl) * self.costs[pl].write_pJ) * float(util[pl])
             e_acc += -(-cnt[L1, t, FL] // bl1) * self.costs[L1].write_pJ * float(util[L1])
             last[t], scat[t], partl[t] = L1, 1, p
         choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["perms"][rows["oid"][j]], n.keep,
@@ -489,7 +569,7 @@ class Tree:
         spans = n.spans.copy()
         spans[L1] = rows["rem"][j]
         return Node(L1, rows["rem"][j], int(rows["P"][j]), rows["rep"][j], rows["above"][j], last, scat, partl,
-                    cnt, util, e_acc, choice, mask, spans)
+                    cnt, util, e_acc, choice, mask, spans, ssd_s, ssd_pJ)
 
     def _leaves(self, n: Node, rows: dict, best, objective):
         """Exact cycles and energy of every complete mapping under a last-level node; the best one."""
@@ -550,6 +630,16 @@ class Tree:
         cycles = cc.copy()
         energy = np.full(m, self.compute_pJ)
         for L, lvl in enumerate(self.arch.levels):
+            if L == 0 and self.ssd is not None:      # the compute units take single words: runs of 1
+                (sr,), (er,) = self._ssd_rates([1], [1], True)
+                (sw,), (ew,) = self._ssd_rates([1], [1], False)
+                u = float(n.util[0])
+                direct = np.array([n.last[t] == 0 for t in range(T)])
+                rd = cnt[:, 0, direct, RD].sum(axis=1)
+                up = cnt[:, 0, direct, UP].sum(axis=1)
+                energy = energy + n.ssd_pJ + (rd * er + up * ew) * u
+                cycles = np.maximum(cycles, np.ceil((n.ssd_s + (rd * sr + up * sw) * u) * self.arch.clock_hz))
+                continue
             c = self.costs[L]
             e, lc = costs.level_costs(lvl, c.read_pJ, c.write_pJ, cnt[:, L, :, RD].T, cnt[:, L, :, FL].T,
                                       cnt[:, L, :, UP].T, cc)

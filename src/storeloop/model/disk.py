@@ -16,10 +16,11 @@ it are bounds on the SSD-priced cost too.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
-from storeloop.model.ssd import Stream, joules_per_byte, performance
+from storeloop.model.ssd import Stream, joules_per_byte, performance, short_request_bounds
 from storeloop.spec.types import ActionCosts
 
 
@@ -45,6 +46,43 @@ def stream_of(ssd, run_bytes: int, tile_bytes: int, read: bool) -> Stream:
     return Stream(size, pattern, depth, 1.0 if read else 0.0)
 
 
+@functools.lru_cache(maxsize=65536)
+def priced(ssd, run_bytes: int, tile_bytes: int, read: bool) -> tuple[Stream, float, str, float]:
+    """(stream, bandwidth B/s, bottleneck, J/B) of a tensor read (written) in runs of ``run_bytes``
+    as child tiles of ``tile_bytes``."""
+    st = stream_of(ssd, run_bytes, tile_bytes, read)
+    perf = performance(ssd, st, ssd.accelerator)
+    return st, perf.bandwidth_Bps, perf.bottleneck, joules_per_byte(ssd, st, ssd.accelerator)
+
+
+def word_rates(level, run_words: int, tile_words: int, read: bool) -> tuple[float, float]:
+    """(seconds, picojoules) per word of an SSD-backed ``level`` for runs and child tiles in words."""
+    wbytes = level.word_bits / 8
+    _, bw, _, jpb = priced(level.ssd, int(run_words * wbytes), int(tile_words * wbytes), read)
+    return wbytes / bw, wbytes * jpb * 1e12
+
+
+def least_seconds_per_word(level) -> tuple[float, float]:
+    """(read, write) seconds per word no stream beats: the peak streams' (:meth:`SSD.peak_stream`)."""
+    wbytes = level.word_bits / 8
+    return wbytes / level.ssd.peak_read_Bps(), wbytes / level.ssd.peak_write_Bps()
+
+
+@functools.lru_cache(maxsize=4096)
+def bounds_per_word(ssd, word_bits: int, longest_run_words: int, read: bool, least_pJ: float) -> tuple[float, float]:
+    """(seconds, picojoules) per word that no tensor read (written) in runs of at most
+    ``longest_run_words`` beats: runs shorter than a stripe are random requests, bounded by
+    :func:`storeloop.model.ssd.short_request_bounds`; longer ones by the peak streams and
+    ``least_pJ`` (the least energy per word of any stream)."""
+    wbytes = word_bits / 8
+    peak = wbytes / (ssd.peak_read_Bps() if read else ssd.peak_write_Bps())
+    run = longest_run_words * wbytes
+    if run >= ssd.page_bytes * ssd.channels:
+        return peak, least_pJ
+    bw, jpb = short_request_bounds(ssd, int(run), read, ssd.accelerator)
+    return max(peak, wbytes / bw), max(least_pJ, wbytes * jpb * 1e12)
+
+
 def price(level, counts: dict[str, tuple[int, int]], runs: dict[str, tuple[int, int]]) -> list[DiskStream]:
     """Streams of an SSD-backed ``level``: ``counts`` (words read, words written) per tensor for
     the whole level, ``runs`` (run, child tile) in words per tensor."""
@@ -55,11 +93,9 @@ def price(level, counts: dict[str, tuple[int, int]], runs: dict[str, tuple[int, 
         for direction, words in (("read", read), ("write", written)):
             if not words:
                 continue
-            st = stream_of(ssd, int(run * wbytes), int(tile * wbytes), direction == "read")
-            perf = performance(ssd, st, ssd.accelerator)
+            st, bw, bottleneck, jpb = priced(ssd, int(run * wbytes), int(tile * wbytes), direction == "read")
             nbytes = words * wbytes
-            out.append(DiskStream(name, direction, words, st, perf.bandwidth_Bps, perf.bottleneck,
-                                  nbytes / perf.bandwidth_Bps, nbytes * joules_per_byte(ssd, st, ssd.accelerator) * 1e12))
+            out.append(DiskStream(name, direction, words, st, bw, bottleneck, nbytes / bw, nbytes * jpb * 1e12))
     return out
 
 

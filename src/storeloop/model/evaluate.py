@@ -170,6 +170,9 @@ def exact_cycles(r: Result, arch: Arch) -> Fraction:
     cycle; this is the time that the rounding started from."""
     out = Fraction(r.compute_cycles)
     for lvl, lr in zip(arch.levels, r.levels):
+        if lvl.ssd is not None:            # the SSD model's time is rounded up on purpose, not by floats
+            out = max(out, Fraction(lr.cycles))
+            continue
         rd = sum(t.reads_per_instance for t in lr.tensors.values())
         wr = sum(t.fills_per_instance + t.updates_per_instance for t in lr.tensors.values())
         for words, bw in ((rd, lvl.read_bandwidth), (wr, lvl.write_bandwidth), (rd + wr, lvl.shared_bandwidth)):
@@ -178,16 +181,14 @@ def exact_cycles(r: Result, arch: Arch) -> Fraction:
     return out
 
 
-def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTable, ssd: bool = True) -> Result:
-    """Evaluate one mapping. Raises MappingError when it cannot run (capacity, fanout, factors).
-    ``ssd=False`` prices SSD-backed levels by their flat stand-in (peak bandwidth, least energy
-    per byte: :func:`storeloop.model.disk.stand_in`), the model the mapper bounds."""
+def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTable) -> Result:
+    """Evaluate one mapping. Raises MappingError when it cannot run (capacity, fanout, factors)."""
     nest = analyze(arch, workload, mapping)
     check_capacity(arch, nest)
     levels = []
     compute_cycles = nest.compute_cycles * arch.compute.cycles_per_op
     cycles = compute_cycles
-    ssd_levels = [L for L, lvl in enumerate(arch.levels) if lvl.ssd is not None and ssd]
+    ssd_levels = [L for L, lvl in enumerate(arch.levels) if lvl.ssd is not None]
     runs = tile_runs(arch, workload, mapping, ssd_levels) if ssd_levels else {}
     for L, (lvl, st) in enumerate(zip(arch.levels, nest.levels)):
         ts = st.tensors.values()

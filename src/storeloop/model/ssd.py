@@ -103,6 +103,35 @@ class SSD:
         """The most any read stream gets where the accelerator sits (an upper bound)."""
         return performance(self, self.peak_stream(), self.accelerator).bandwidth_Bps
 
+    def peak_write_Bps(self) -> float:
+        """The most any write stream gets: long sequential runs fill every plane of a program."""
+        p = self.peak_stream()
+        return performance(self, Stream(p.request_bytes, "sequential", p.queue_depth, 0.0), self.accelerator).bandwidth_Bps
+
+
+def short_request_bounds(ssd: SSD, request_bytes: int, read: bool, placement: str = "internal") -> tuple[float, float]:
+    """(most bytes/s, least J/B) of any stream of ``read`` (or write) requests of at most
+    ``request_bytes`` bytes shorter than a stripe (a page on every channel), which are random:
+    a request of s bytes moves at most min(s, page) per page it senses or programs, one page per
+    unit and round (command, then tR, then the transfers; for writes, tPROG), so a channel with
+    U units moves at most ``U m / (U command + tR + U m / rate)`` with m = min(s, page) (reads;
+    writes ``U m / (command + m / rate + tPROG)`` per unit), and senses (programs) a page per m
+    bytes. Both grow with m, so the largest request bounds them all (tests/test_ssd.py checks
+    the model against them)."""
+    m = min(request_bytes, ssd.page_bytes)
+    C, U, e = ssd.channels, ssd.units_per_channel, ssd.energy
+    if read:
+        bw = C * U * m / (U * ssd.command_s + ssd.read_s + U * m / ssd.channel_Bps)
+        array = e.vcc_V * e.read_current_A * ssd.read_s / m
+    else:
+        bw = C * U * m / (ssd.command_s + m / ssd.channel_Bps + ssd.program_s)
+        array = e.vcc_V * e.program_current_A * ssd.program_s / m
+    if placement == "host":
+        bw = min(bw, ssd.host_Bps)
+    if e.system_J_per_B is not None:
+        return bw, e.system_J_per_B
+    return bw, array + e.channel_J_per_B + (e.host_J_per_B if placement == "host" else 0.0)
+
 
 @dataclass(frozen=True, slots=True)
 class Stream:
@@ -192,26 +221,33 @@ def _occupancy(n: int, units: int) -> tuple[float, ...]:
     return tuple(p)
 
 
-def _random_reads(ssd: SSD, stream: Stream) -> tuple[float, float]:
-    """(request reads/s, channel-busy share) for ``queue_depth`` requests at uniform random places:
-    the expectation over how many land on each channel and how many units they occupy there."""
-    C, U = ssd.channels, ssd.units_per_channel
-    npg, moved = _pages(ssd, stream)
-    M = stream.queue_depth * npg                      # page reads pending
+@functools.lru_cache(maxsize=4096)
+def _spread(pending: int, channels: int, units: int) -> tuple[float, ...]:
+    """P(k units of one channel hold work), k = 0..units, for ``pending`` page reads at uniform
+    random places: the binomial count per channel, then the occupancy of its units."""
+    M, C, U = pending, channels, units
     lo, hi = max(1, int(M / C - 10 * math.sqrt(M / C) - 10)), min(M, int(M / C + 10 * math.sqrt(M / C) + 10))
     n = np.arange(lo, hi + 1)
     logp = (np.array([math.lgamma(M + 1) - math.lgamma(x + 1) - math.lgamma(M - x + 1) for x in n])
             + n * math.log(1 / C) + (M - n) * math.log1p(-1 / C)) if C > 1 else np.zeros(len(n))
     pn = np.exp(logp) if C > 1 else (n == M).astype(float)
-    rate = busy = 0.0
+    w = np.zeros(U + 1)
+    for x, px in zip(n, pn):
+        if px >= 1e-14:
+            w += px * np.array(_occupancy(int(min(x, 64 * U)), U))
+    return tuple(w)
+
+
+def _random_reads(ssd: SSD, stream: Stream) -> tuple[float, float]:
+    """(request reads/s, channel-busy share) for ``queue_depth`` requests at uniform random places:
+    the expectation over how many land on each channel and how many units they occupy there."""
+    C, U = ssd.channels, ssd.units_per_channel
+    npg, moved = _pages(ssd, stream)
+    w = np.array(_spread(stream.queue_depth * npg, C, U))
     k = np.arange(U + 1)
     t = _round(ssd, k, k * moved)
-    for x, px in zip(n, pn):
-        if px < 1e-14:
-            continue
-        pk = np.array(_occupancy(int(min(x, 64 * U)), U))
-        rate += px * float(np.sum(pk * k * moved / t))
-        busy += px * float(np.sum(pk[1:] * (k[1:] * (ssd.command_s + moved / ssd.channel_Bps)) / t[1:]))
+    rate = float(np.sum(w * k * moved / t))
+    busy = float(np.sum(w[1:] * (k[1:] * (ssd.command_s + moved / ssd.channel_Bps)) / t[1:]))
     return C * rate / stream.request_bytes, busy
 
 
@@ -239,6 +275,7 @@ def unloaded_latency(ssd: SSD, stream: Stream, placement: str = "internal") -> f
     return t + host + ssd.controller_s
 
 
+@functools.lru_cache(maxsize=65536)
 def performance(ssd: SSD, stream: Stream, placement: str = "internal") -> Performance:
     """Bandwidth, IOPS, mean latency and the binding resource of ``stream`` on ``ssd``.
 

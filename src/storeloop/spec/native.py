@@ -218,6 +218,9 @@ def arch_from_native(doc: LDict) -> Arch:
             page = int(page)
         ssd = shared = None
         if s.ssd is not None:
+            if i > 0:
+                raise error_at(doc, loc + ("ssd",), f"an ssd: block on level {s.name!r}: the SSD is the storage the "
+                               f"hierarchy starts from", allowed=f"ssd: on the first level ({spec.levels[0].name}) only")
             ssd, shared = _ssd_level(doc, loc, s, wb, clock)
         if s.mesh_x is not None and s.instances % s.mesh_x:
             raise error_at(doc, loc + ("mesh_x",), f"mesh_x {s.mesh_x} does not divide the {s.instances} instances",

@@ -219,7 +219,8 @@ def _is_number(s: str) -> bool:
 
 def arch_field(arch_doc: LDict, path: str, doc=None, loc=()) -> tuple[dict, str]:
     """The mapping and key a parameter path sets: levels.<name>.<field>, compute.<field>, <field>,
-    or an attribute the plug-ins read: levels.<name>.attributes.<key>, compute.attributes.<key>."""
+    an attribute the plug-ins read: levels.<name>.attributes.<key>, compute.attributes.<key>, or
+    a field of a level's SSD: levels.<name>.ssd.<field> (levels.<name>.ssd.host.lanes)."""
     parts = path.split(".")
     a = arch_doc["arch"]
     attribute = len(parts) >= 3 and parts[-2] == "attributes" and parts[-1] != ""
@@ -229,6 +230,14 @@ def arch_field(arch_doc: LDict, path: str, doc=None, loc=()) -> tuple[dict, str]
         if not isinstance(attrs, dict):
             attrs = owner["attributes"] = LDict()
         return attrs, parts[-1]
+    if parts[0] == "levels" and len(parts) >= 4 and parts[2] == "ssd":      # a field of a level's SSD
+        owner, _ = arch_field(arch_doc, ".".join(parts[:3]), doc, loc)
+        for key in parts[2:-1]:
+            if not isinstance(owner.get(key), dict):
+                raise error_at(doc, loc, f"parameter path {path!r}: level {parts[1]!r} has no {key}: block",
+                               allowed=f"levels.{parts[1]}.<field>, or an ssd: field of a level that has one")
+            owner = owner[key]
+        return owner, parts[-1]
     if parts[0] == "levels" and len(parts) == 3:
         for lvl in a.get("levels") or []:
             if lvl.get("name") == parts[1]:
@@ -240,7 +249,8 @@ def arch_field(arch_doc: LDict, path: str, doc=None, loc=()) -> tuple[dict, str]
     if len(parts) == 1:
         return a, parts[0]
     raise error_at(doc, loc, f"cannot read parameter path {path!r}",
-                   allowed="levels.<level>.<field>, compute.<field>, <arch field>, or levels.<level>.attributes.<key>; "
+                   allowed="levels.<level>.<field>, compute.<field>, <arch field>, levels.<level>.attributes.<key> "
+                           "or levels.<level>.ssd.<field>; "
                            "join several with '+'")
 
 
