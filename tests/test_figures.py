@@ -189,13 +189,24 @@ def test_reproduce_end_to_end_on_tiny_grids(tmp_path, monkeypatch):
                                        for z in ("512MiB", "1GiB")]
         return specs
 
+    real_ssd = reproduce._ssd_specs
+
+    def tiny_ssd(quick, root):
+        specs = real_ssd(True, root)
+        specs["speed"]["parameters"] = {"levels.Disk.ssd.channels": [2, 8]}
+        specs["placement"]["parameters"] = {"levels.Disk.ssd.accelerator": ["internal", "host"],
+                                            "levels.Disk.ssd.host.pcie_gen": [4]}
+        return specs
+
     monkeypatch.setattr(reproduce, "_specs", tiny)
+    monkeypatch.setattr(reproduce, "_ssd_specs", tiny_ssd)
     monkeypatch.setattr("storeloop.cpu.macs_per_second", lambda w, repeats=3: 5e7)
     done = reproduce.run(tmp_path, quick=True, workers=1)
     names = {p.stem for p in done["figures"]}
     thesis = {n for n in names if n.startswith(("fig-6-", "roofline"))}
     assert len(thesis) == 14 and {f"fig-6-{i:02d}" for i in range(1, 14)} <= {n[:8] for n in thesis}
-    assert names - thesis == {"copa", "fidr", "rotation", "p4-enckv"}          # a figure per seed system
+    ssd = {"ssd-3a-access-pattern", "ssd-3b-speed-vs-architecture", "ssd-3c-disk-energy", "ssd-3d-placement"}
+    assert names - thesis == {"copa", "fidr", "rotation", "p4-enckv"} | ssd    # a figure per seed system, 4 SSD ones
     assert all(p.stat().st_size > 1000 for p in done["figures"])
     text = done["report"].read_text()
     assert "| cycles | 12,833,318,209 | 13,811,004,212 |" in text
@@ -205,6 +216,14 @@ def test_reproduce_end_to_end_on_tiny_grids(tmp_path, monkeypatch):
     assert len(rows) == 2 and rows[1].startswith("| refined | 1 |")
     assert all(sum(int(c) for c in r.split("|")[3:7]) == int(r.split("|")[2]) for r in rows)
     assert json.loads((tmp_path / "cpu.json").read_text())["macs_per_s"] == 5e7
+    # the SSD questions: the thesis's mapping reads randomly and the mapper's streams, proven;
+    # behind PCIe 4.0 x4 the accelerator is slower than on the flash channels
+    assert "# The Disk as an SSD" in text and all(f"## 3{q}:" in text for q in "abcd")
+    assert "| SSD model | thesis's mapping | random |" in text
+    assert "| SSD model | storeloop map | sequential | 12,874,080,000 | 6.44 s |" in text and "| optimal |" in text
+    rows = {line.split("|")[1].strip(): float(line.split("|")[3].split()[0]) for line in text.splitlines()
+            if line.startswith(("| on the flash channels", "| behind PCIe"))}
+    assert rows["behind PCIe 4.0 x4"] > rows["on the flash channels"]
 
 
 def test_cpu_baseline_computes_the_pir_einsum_exactly():
