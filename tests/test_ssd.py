@@ -272,3 +272,35 @@ def test_an_ssd_level_refuses_a_second_bandwidth(tmp_path):
     path.write_text(text)
     with pytest.raises(SpecError, match="either ssd: or shared_bandwidth"):
         load_arch(path)
+
+
+def test_an_ssd_block_belongs_to_the_outermost_level(tmp_path):
+    from storeloop import load_arch
+
+    root = Path(__file__).parents[1]
+    text = (root / "arch" / "onionchopper-ssd.yaml").read_text()
+    block = text[text.index("      ssd:\n"):text.index("    - name: DRAM")]
+    moved = text.replace(block, "      shared_bandwidth: 10 GB/s\n", 1).replace(
+        "      shared_bandwidth: 16 B/cycle       # 128 bits per cycle = 2 words/cycle\n", block, 1)
+    path = tmp_path / "a.yaml"
+    path.write_text(moved)
+    with pytest.raises(SpecError) as err:
+        load_arch(path)
+    assert "ssd: on the first level (Disk) only" in str(err.value) and f"{path}:" in str(err.value)
+
+
+def test_a_sweep_sets_a_field_of_the_disk_ssd(tmp_path):
+    """levels.<level>.ssd.<field> and levels.<level>.ssd.host.<field> reach the SSD model; a level
+    without an ssd: block is refused at the parameter's line."""
+    from storeloop.sweeps.spec import load_sweep, point_arch
+
+    root = Path(__file__).parents[1]
+    spec = tmp_path / "s.yaml"
+    spec.write_text(f"sweep:\n  name: s\n  arch: {root / 'arch/onionchopper-ssd.yaml'}\n"
+                    f"  workloads: [{root / 'workloads/onionpir-64GiB.yaml'}]\n"
+                    "  parameters:\n    levels.Disk.ssd.channels: [4]\n    levels.Disk.ssd.host.lanes: [8]\n")
+    ssd = point_arch(load_sweep(spec), {"levels.Disk.ssd.channels": 4, "levels.Disk.ssd.host.lanes": 8}).levels[0].ssd
+    assert ssd.channels == 4 and ssd.host_Bps == pytest.approx(8 * 16e9 * 128 / 130 / 8 * 128 / 156)
+    spec.write_text(spec.read_text().replace("levels.Disk.ssd.channels", "levels.DRAM.ssd.channels"))
+    with pytest.raises(SpecError, match="level 'DRAM' has no ssd: block"):
+        point_arch(load_sweep(spec), {"levels.DRAM.ssd.channels": 4, "levels.Disk.ssd.host.lanes": 8})
