@@ -437,34 +437,41 @@ class Tree:
             k = kept[None, :, t]
             # the parent's reads (updates) of t: final if L1 keeps t, else a lower bound -- the same value
             via = (arr[:, t] * scat[:, t]).astype(np.float64)
-            fac = 1.0
             if pl == 0 and self.ssd is not None:
                 self._ssd_traffic(n, rows, t, k, via, innermost, cc_lb, forced_reuse, ssd_s, e)
-                self._fill_below(n, rows, t, k, L1, innermost, cc_lb, fill, arr, part, tr_r, tr_w, e, util1)
-                continue
-            if pl in self.pages:       # whole pages: exact if L1 keeps t, else bounded over sub-tiles
-                runs = self._runs(t, n.spans[pl], rows["rem"])
-                # a later keeper's run fits in its capacity; the compute units take single words
-                longest = np.minimum(runs, self.cap_after[L1]) if self.cap_after[L1] < np.inf else runs
-                other = np.full(m, self._page_factor(pl, np.ones(1, np.int64))[0]) if innermost \
-                    else self._page_factor(pl, np.maximum(longest, 1), bound=True)
-                fac = np.where(k, self._page_factor(pl, runs)[:, None], other[:, None])
-            if self.rw[t]:
-                if innermost:      # bypassing a last level without fanout: one update per compute
-                    via = np.where(k, via[:, None], np.maximum(via, cc_lb * scat[:, t])[:, None])
-                else:
-                    via = np.where(k, via[:, None], (via * forced_reuse(t))[:, None])
-                tr_r[pl] += (via - n.partl[t]) * fac
-                tr_w[pl] += via * fac
-                e += ((via - n.partl[t]) * self.rpw[pl] + via * self.wpw[pl]) * fac * float(n.util[pl])
             else:
-                if innermost:      # bypassing the last level: every compute reads t from the parent
-                    via = np.where(k, via[:, None], np.maximum(via, cc_lb * scat[:, t])[:, None])
+                fac = 1.0
+                if pl in self.pages:       # whole pages: exact if L1 keeps t, else bounded over sub-tiles
+                    runs = self._runs(t, n.spans[pl], rows["rem"])
+                    # a later keeper's run fits in its capacity; the compute units take single words
+                    longest = np.minimum(runs, self.cap_after[L1]) if self.cap_after[L1] < np.inf else runs
+                    other = np.full(m, self._page_factor(pl, np.ones(1, np.int64))[0]) if innermost \
+                        else self._page_factor(pl, np.maximum(longest, 1), bound=True)
+                    fac = np.where(k, self._page_factor(pl, runs)[:, None], other[:, None])
+                if self.rw[t]:
+                    if innermost:      # bypassing a last level without fanout: one update per compute
+                        via = np.where(k, via[:, None], np.maximum(via, cc_lb * scat[:, t])[:, None])
+                    else:
+                        via = np.where(k, via[:, None], (via * forced_reuse(t))[:, None])
+                    tr_r[pl] += (via - n.partl[t]) * fac
+                    tr_w[pl] += via * fac
+                    e += ((via - n.partl[t]) * self.rpw[pl] + via * self.wpw[pl]) * fac * float(n.util[pl])
                 else:
-                    via = np.where(k, via[:, None], (via * forced_reuse(t))[:, None])
-                tr_r[pl] += via * fac
-                e += via * fac * (self.rpw[pl] * float(n.util[pl]))
-            self._fill_below(n, rows, t, k, L1, innermost, cc_lb, fill, arr, part, tr_r, tr_w, e, util1)
+                    if innermost:      # bypassing the last level: every compute reads t from the parent
+                        via = np.where(k, via[:, None], np.maximum(via, cc_lb * scat[:, t])[:, None])
+                    else:
+                        via = np.where(k, via[:, None], (via * forced_reuse(t))[:, None])
+                    tr_r[pl] += via * fac
+                    e += via * fac * (self.rpw[pl] * float(n.util[pl]))
+            # kept at L1: its fill (final) and its own later reads (updates) >= what arrives (bound)
+            a = arr[:, t].astype(np.float64)
+            if self.rw[t]:
+                w1, r1 = fill[:, t] + a, a - part[:, t]
+            else:
+                w1, r1 = a, np.maximum(a, cc_lb) if innermost else a
+            tr_w[L1] += np.where(k, w1[:, None], 0.0)
+            tr_r[L1] += np.where(k, r1[:, None], 0.0)
+            e += np.where(k, ((w1 * self.wpw[L1] + r1 * self.rpw[L1]) * util1)[:, None], 0.0)
         clb = np.broadcast_to(np.maximum(cc_lb, self.global_lb).astype(np.float64)[:, None], e.shape)
         for l in range(L1 + 1):
             if l == 0 and self.ssd is not None:
@@ -482,17 +489,6 @@ class Tree:
         r, c = r[order], c[order]
         return Children(n, rows, r, masks[c], clb[r, c], e[r, c])
 
-    def _fill_below(self, n, rows, t, k, L1, innermost, cc_lb, fill, arr, part, tr_r, tr_w, e, util1) -> None:
-        """Kept at L1: t's fill (final) and L1's own later reads (updates) >= what arrives (bound)."""
-        a = arr[:, t].astype(np.float64)
-        if self.rw[t]:
-            w1, r1 = fill[:, t] + a, a - part[:, t]
-        else:
-            w1, r1 = a, np.maximum(a, cc_lb) if innermost else a
-        tr_w[L1] += np.where(k, w1[:, None], 0.0)
-        tr_r[L1] += np.where(k, r1[:, None], 0.0)
-        e += np.where(k, ((w1 * self.wpw[L1] + r1 * self.rpw[L1]) * util1)[:, None], 0.0)
-
     def _ssd_traffic(self, n, rows, t, k, via, innermost, cc_lb, forced_reuse, ssd_s, e) -> None:
         """The SSD top level's reads (updates) of t, added to ``ssd_s`` (seconds) and ``e`` (pJ):
         exact where L1 keeps t (its run and tile are L1's), bounded by the peak streams and the
@@ -507,7 +503,8 @@ class Tree:
         def rates(read: bool):
             exact = self._ssd_rates(runs, tiles, read)
             least = self.rpw[0] if read else self.wpw[0]
-            bound = np.array([disk.bounds_per_word(self.ssd.ssd, self.ssd.word_bits, int(r), read, float(least)) for r in longest]).reshape(-1, 2)
+            bound = np.array([disk.bounds_per_word(self.ssd.ssd, self.ssd.word_bits, int(r), read, float(least))
+                              for r in longest]).reshape(-1, 2)
             return (np.where(k, exact[0][:, None], bound[:, 0][:, None]),
                     np.where(k, exact[1][:, None], bound[:, 1][:, None]))
 

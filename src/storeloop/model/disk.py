@@ -9,9 +9,10 @@ worth (the tile being used and the next). Each stream's time is its bytes over t
 bandwidth for it (:func:`storeloop.model.ssd.performance`), the level's time is the sum (the
 tensors share the device) and its energy is each stream's joules per byte.
 
-The level's ``shared_bandwidth`` holds the SSD's peak and its price the cheapest joules per byte
-(:func:`stand_in`): a flat level that no SSD-priced mapping can beat, so the mapper's bounds on
-it are bounds on the SSD-priced cost too.
+The level's ``shared_bandwidth`` holds the SSD's peak read bandwidth and its energy-table price
+the cheapest joules per byte of any stream (:func:`stand_in`); the mapper bounds a tensor's cost
+with them (and :func:`bounds_per_word` for short runs) until its runs are known, then prices it
+with :func:`word_rates`.
 """
 
 from __future__ import annotations
@@ -104,8 +105,7 @@ def cycles(streams: list[DiskStream], clock_hz: float) -> int:
 
 
 def stand_in(level) -> ActionCosts:
-    """Per-access price of the flat stand-in: the cheapest joules per byte of any stream (the
-    peak stream's, reads and writes alike at their least)."""
+    """Per-access price no stream beats: the peak stream's joules per byte, reads and writes."""
     ssd = level.ssd
     best = ssd.peak_stream()
     read = joules_per_byte(ssd, best, ssd.accelerator)
@@ -115,7 +115,7 @@ def stand_in(level) -> ActionCosts:
 
 
 def with_ssd_prices(arch, table):
-    """``table`` with every SSD-backed level priced by its flat stand-in (:func:`stand_in`)."""
+    """``table`` with every SSD-backed level priced at its least energy per access (:func:`stand_in`)."""
     import dataclasses
 
     if not any(lvl.ssd is not None for lvl in arch.levels):
