@@ -24,6 +24,13 @@ REF = Path(__file__).parent / "data" / "ssd-reference"
 KNOWN = {"seqW128K_qd32": "MQSim splits a share of its multi-plane programs (docs/ssd.md)"}
 
 
+def mqsim_model(config: Path, **changes):
+    """The SSD of an MQSim ssdconfig.xml (:func:`mqsim_ssd`), read as a file would be, with ``changes``."""
+    doc = loads(json.dumps(mqsim_ssd(config)), str(config))
+    doc["ssd"].update(changes)
+    return ssd_from_doc(doc, doc["ssd"], ("ssd",))
+
+
 def mqsim_ssd(config: Path) -> dict:
     """The ssd: block of an MQSim ssdconfig.xml (the mapping of shared/ssd-reference/README.md)."""
     x = ET.parse(config).getroot()
@@ -66,8 +73,7 @@ def test_every_case_of_the_reference_is_checked():
 
 @pytest.mark.parametrize("case,config,workload,row", CASES, ids=[c[0] for c in CASES])
 def test_bandwidth_and_iops_agree_with_mqsim_within_15_percent(case, config, workload, row):
-    doc = loads(json.dumps(mqsim_ssd(config)), str(config))
-    ssd = ssd_from_doc(doc, doc["ssd"], ("ssd",))
+    ssd = mqsim_model(config)
     stream = mqsim_stream(workload)
     perf = performance(ssd, stream, "host")
     bw, iops = float(row["bandwidth_Bps"]), float(row["iops"])
@@ -99,10 +105,8 @@ def test_the_binding_resource_moves_with_the_stream():
 
 
 def test_die_interleaving_adds_concurrency():
-    doc = loads(json.dumps(mqsim_ssd(REF / "ssdconfig.xml")), "x.yaml")
-    mq = ssd_from_doc(doc, doc["ssd"], ("ssd",))
-    doc["ssd"]["die_interleaving"] = True
-    real = ssd_from_doc(doc, doc["ssd"], ("ssd",))
+    mq = mqsim_model(REF / "ssdconfig.xml")
+    real = mqsim_model(REF / "ssdconfig.xml", die_interleaving=True)
     s = Stream(4096, "random", 512)
     assert performance(real, s).iops > 1.5 * performance(mq, s).iops
 
@@ -172,16 +176,17 @@ def test_short_request_bounds_hold_for_every_stream():
     """The mapper's SSD bounds (model.ssd.short_request_bounds, SSD.peak_*_Bps) against the model
     itself: no stream of requests up to s bytes shorter than a stripe is faster or cheaper per byte
     than the bound for s, and no stream at all beats the peak streams."""
+    import dataclasses
+
+    from storeloop import load_arch
     from storeloop.model.ssd import joules_per_byte, short_request_bounds
 
-    for path in (Path(__file__).parents[1] / "arch" / "onionchopper-ssd.yaml", REF / "ssdconfig.xml"):
-        ssd = (load_ssd_from_arch(path) if path.suffix == ".yaml" else
-               ssd_from_doc(loads(json.dumps(mqsim_ssd(path)), "mqsim.yaml"), loads(json.dumps(mqsim_ssd(path)), "m.yaml")["ssd"], ("ssd",)))
-        stripe = ssd.page_bytes * ssd.channels
+    for device in (load_arch(Path(__file__).parents[1] / "arch" / "onionchopper-ssd.yaml").levels[0].ssd,
+                   mqsim_model(REF / "ssdconfig.xml")):
+        stripe = device.page_bytes * device.channels
         for placement in ("internal", "host"):
+            ssd = dataclasses.replace(device, accelerator=placement)
             peak_r, peak_w = ssd.peak_read_Bps(), ssd.peak_write_Bps()
-            if placement != ssd.accelerator:
-                continue
             for size in (8, 512, 4096, ssd.page_bytes - 8, ssd.page_bytes, 3 * ssd.page_bytes, stripe - 8, stripe,
                          4 * stripe):
                 for qd in (1, 2, 7, 32, 256):
@@ -194,12 +199,6 @@ def test_short_request_bounds_hold_for_every_stream():
                                 ub, least = short_request_bounds(ssd, bigger, read, placement)
                                 assert bw <= ub * (1 + 1e-12), (size, qd, read, bigger)
                                 assert joules_per_byte(ssd, st, placement) >= least * (1 - 1e-12)
-
-
-def load_ssd_from_arch(path: Path):
-    from storeloop import load_arch
-
-    return load_arch(path).levels[0].ssd
 
 
 def ssd_oracle_case(seed: int):

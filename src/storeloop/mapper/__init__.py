@@ -10,7 +10,6 @@ numbers). The report carries the cycle and energy lower bounds, the gaps and why
 
 from __future__ import annotations
 
-
 import math
 import time
 from dataclasses import dataclass

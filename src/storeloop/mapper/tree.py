@@ -90,7 +90,6 @@ class Tree:
         # from its runs and child tile, known once its next keeper is chosen; until then the peak
         # streams' time and the least energy per word bound them
         self.ssd = self.arch.levels[0] if self.arch.levels[0].ssd is not None else None
-        self._ssd_cache: dict = {}
         self.rank_dims = [[r[0][0] for r in t.ranks] for t in w.tensors]
         self.compute_pJ = w.macs * energy.compute.read_pJ
         self.class_of = np.full(self.D, -1)
@@ -143,13 +142,7 @@ class Tree:
         """Seconds and picojoules per word of the SSD level's reads (writes) per row of runs and tiles."""
         pairs = np.stack([np.asarray(runs, np.int64), np.asarray(tiles, np.int64)], axis=1)
         uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
-        out = np.empty((len(uniq), 2))
-        for i, (r, t) in enumerate(uniq):
-            key = (int(r), int(t), read)
-            if key not in self._ssd_cache:
-                self._ssd_cache[key] = disk.word_rates(self.ssd, key[0], key[1], read)
-            out[i] = self._ssd_cache[key]
-        out = out[inv.ravel()]
+        out = np.array([disk.word_rates(self.ssd, int(r), int(t), read) for r, t in uniq])[inv.ravel()]
         return out[:, 0], out[:, 1]
 
     def lower_bound(self) -> tuple[int, dict]:
@@ -161,7 +154,7 @@ class Tree:
         writes = sum(w.tensor_elements(t) for t in w.tensors if t.read_write)
         top = arch.levels[0]
         if self.ssd is not None:           # the SSD's read and write streams share the device: times add
-            r, w = disk.least_seconds_per_word(top)
+            r, w = disk.least_seconds_per_word(top.ssd, top.word_bits)
             # (float time: shaved by far less than SAFE, which would cost the bound whole cycles)
             parts[f"{top.name} compulsory traffic"] = math.ceil((reads * r + writes * w) * arch.clock_hz * (1 - 1e-12))
         else:
@@ -503,8 +496,9 @@ class Tree:
         def rates(read: bool):
             exact = self._ssd_rates(runs, tiles, read)
             least = self.rpw[0] if read else self.wpw[0]
+            uniq, inv = np.unique(longest, return_inverse=True)
             bound = np.array([disk.bounds_per_word(self.ssd.ssd, self.ssd.word_bits, int(r), read, float(least))
-                              for r in longest]).reshape(-1, 2)
+                              for r in uniq]).reshape(-1, 2)[inv.ravel()]
             return (np.where(k, exact[0][:, None], bound[:, 0][:, None]),
                     np.where(k, exact[1][:, None], bound[:, 1][:, None]))
 

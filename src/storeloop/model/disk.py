@@ -63,10 +63,10 @@ def word_rates(level, run_words: int, tile_words: int, read: bool) -> tuple[floa
     return wbytes / bw, wbytes * jpb * 1e12
 
 
-def least_seconds_per_word(level) -> tuple[float, float]:
+def least_seconds_per_word(ssd, word_bits: int) -> tuple[float, float]:
     """(read, write) seconds per word no stream beats: the peak streams' (:meth:`SSD.peak_stream`)."""
-    wbytes = level.word_bits / 8
-    return wbytes / level.ssd.peak_read_Bps(), wbytes / level.ssd.peak_write_Bps()
+    wbytes = word_bits / 8
+    return wbytes / ssd.peak_read_Bps(), wbytes / ssd.peak_write_Bps()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -76,7 +76,7 @@ def bounds_per_word(ssd, word_bits: int, longest_run_words: int, read: bool, lea
     :func:`storeloop.model.ssd.short_request_bounds`; longer ones by the peak streams and
     ``least_pJ`` (the least energy per word of any stream)."""
     wbytes = word_bits / 8
-    peak = wbytes / (ssd.peak_read_Bps() if read else ssd.peak_write_Bps())
+    peak = least_seconds_per_word(ssd, word_bits)[0 if read else 1]
     run = longest_run_words * wbytes
     if run >= ssd.page_bytes * ssd.channels:
         return peak, least_pJ
