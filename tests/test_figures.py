@@ -220,7 +220,7 @@ def test_reproduce_end_to_end_on_tiny_grids(tmp_path, monkeypatch):
     # behind PCIe 4.0 x4 the accelerator is slower than on the flash channels
     assert "# The Disk as an SSD" in text and all(f"## 3{q}:" in text for q in "abcd")
     assert "| SSD model | thesis's mapping | random |" in text
-    assert "| SSD model | storeloop map | sequential | 12,874,080,000 | 6.44 s |" in text and "| optimal |" in text
+    assert "| SSD model | storeloop map | sequential | 12,920,182,272 | 6.46 s |" in text and "| optimal |" in text
     rows = {line.split("|")[1].strip(): float(line.split("|")[3].split()[0]) for line in text.splitlines()
             if line.startswith(("| on the flash channels", "| behind PCIe"))}
     assert rows["behind PCIe 4.0 x4"] > rows["on the flash channels"]

@@ -1,5 +1,6 @@
 """The SSD model against MQSim (tests/data/ssd-reference: a copy of shared/ssd-reference, MQSim
-commit 7ec40e3 runs of one SSD and four variants), and the ssd: block's errors."""
+commit 7ec40e3 runs of one SSD and four variants, plus writes/: sequential writes on three SSDs run
+with the same build), and the ssd: block's errors."""
 
 from __future__ import annotations
 
@@ -17,13 +18,6 @@ from storeloop.spec.ssd import load_ssd, ssd_from_doc
 from storeloop.spec.yamlio import loads
 
 REF = Path(__file__).parent / "data" / "ssd-reference"
-# MQSim's sequential 128 KiB writes drain at 2.73 GB/s; the model's programs fill all four planes
-# from the write cache (3.15 GB/s). MQSim issues 13,369 of its 93,369 programs as single-plane
-# ones (results_detailed.csv; the same count at QD 128 and with no initial occupancy), which cost
-# it 13 % of its chip time; docs/ssd.md has the numbers. Named here, not widened.
-KNOWN = {"seqW128K_qd32": "MQSim splits a share of its multi-plane programs (docs/ssd.md)"}
-
-
 def mqsim_model(config: Path, **changes):
     """The SSD of an MQSim ssdconfig.xml (:func:`mqsim_ssd`), read as a file would be, with ``changes``."""
     doc = loads(json.dumps(mqsim_ssd(config)), str(config))
@@ -62,13 +56,19 @@ def cases():
         v = row["variant"]
         config = next(p for p in (REF / "variants").glob("ssdconfig_*.xml") if v.endswith(p.stem[len("ssdconfig_"):]))
         yield v, config, REF / "variants" / f"workload_{v}.xml", row
+    configs = {"base": REF / "ssdconfig.xml", "2planes": REF / "writes" / "ssdconfig_2planes.xml",
+               "1die_8chips": REF / "variants" / "ssdconfig_1die_8chips.xml"}
+    for row in csv.DictReader(open(REF / "writes" / "results.csv")):
+        v = row["variant"]
+        config = next(p for k, p in configs.items() if v.endswith(k))
+        yield v, config, REF / "writes" / f"workload_{v}.xml", row
 
 
 CASES = list(cases())
 
 
 def test_every_case_of_the_reference_is_checked():
-    assert len(CASES) == 13 + 4
+    assert len(CASES) == 13 + 4 + 3
 
 
 @pytest.mark.parametrize("case,config,workload,row", CASES, ids=[c[0] for c in CASES])
@@ -78,10 +78,6 @@ def test_bandwidth_and_iops_agree_with_mqsim_within_15_percent(case, config, wor
     perf = performance(ssd, stream, "host")
     bw, iops = float(row["bandwidth_Bps"]), float(row["iops"])
     err_bw, err_iops = perf.bandwidth_Bps / bw - 1, perf.iops / iops - 1
-    if case in KNOWN:
-        assert abs(err_bw) > 0.15, f"{case} now agrees ({err_bw:+.1%}): drop it from KNOWN"
-        assert 0.15 < err_bw < 0.16          # the documented deviation, and no drift beyond it
-        pytest.xfail(KNOWN[case])
     assert abs(err_bw) <= 0.15, f"{case}: bandwidth {perf.bandwidth_Bps:.4g} vs MQSim {bw:.4g} ({err_bw:+.1%})"
     assert abs(err_iops) <= 0.15
     # the mean latency follows from Little's law on both sides

@@ -270,6 +270,14 @@ BAD = [
     ("unit: {name: x, bytes: 0}", "out of range"),
     ("devices:\n    - {name: l, kind: link, bandwidth: 1 GB/s}\n    - {name: l2, kind: link, bandwidth: 1 GB/s, "
      "bandwidth: 2 GB/s}", "duplicate key"),
+    ("devices:\n    - {name: s, kind: ssd, geometry: {channels: 8}}", "page_size"),
+    ("devices:\n    - {name: s, kind: ssd, geometry: ROOT/arch/ssd/mqsim-reference.yaml, read_bandwidth: 1 GB/s}",
+     "a second time"),
+    ("devices:\n    - {name: s, kind: ssd, geometry: nowhere.yaml}", "no file"),
+    ("devices:\n    - {name: s, kind: ssd, geometry: ROOT/arch/onionchopper.yaml}", "has no ssd: block"),
+    ("devices:\n    - {name: s, kind: ssd, stage: nope}", "is not an einsum stage"),
+    ("devices:\n    - {name: s, kind: ssd, geometry: ROOT/arch/ssd/mqsim-reference.yaml}\n  flows:\n"
+     "    - {name: f, volume: 1, via: [s.read], pattern: scattered}", "'sequential' or 'random'"),
 ]
 
 
@@ -293,6 +301,55 @@ def test_bad_set_options(setting, needle, capsys):
     assert main(["system", str(ROOT / "systems" / "copa.yaml"), "--set", setting]) == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err, err
+
+
+def test_an_ssd_with_a_geometry_is_the_ssd_model(tmp_path):
+    """A flow's requests on an SSD with a geometry get the SSD model's bandwidth for their stream;
+    flows sharing the SSD share its time; the arch file's Disk block is the same SSD."""
+    from storeloop.model.ssd import Stream, performance
+    from storeloop.spec.ssd import load_ssd
+    path = write(tmp_path, """\
+        system:
+          name: s
+          unit: {name: lookup, bytes: 4096}
+          devices:
+            - {name: ssd, kind: ssd, count: 2, geometry: ROOT/arch/ssd/mqsim-reference.yaml}
+          flows:
+            - {name: small, volume: 4096, via: [ssd.read], io_bytes: 4 KiB, pattern: random, queue_depth: 32}
+            - {name: big, volume: 8 * 4096, via: [ssd.read], io_bytes: 128 KiB}
+        """)
+    r = evaluate_system(load_system(path))
+    ssd = load_ssd(ROOT / "arch/ssd/mqsim-reference.yaml")
+    small = performance(ssd, Stream(4096, "random", 32, 1.0), "host").bandwidth_Bps
+    big = performance(ssd, Stream(128 << 10, "sequential", ssd.queue_depth, 1.0), "host").bandwidth_Bps
+    assert small < big / 4                       # short random reads cost what their IOPS allow
+    assert r.throughput["units_per_s"] == pytest.approx(2 / (4096 / small + 8 * 4096 / big))
+    assert r.bottleneck == {"device": "ssd", "resource": "read"}
+    assert r.resources["ssd"]["read"]["capacity"] == pytest.approx(2 * ssd.peak_read_Bps())
+    rows = {s["flow"]: s for s in r.ssd_streams}
+    assert rows["small"]["bandwidth_Bps"] == pytest.approx(small) and rows["small"]["request_bytes"] == 4096
+    assert rows["small"]["bottleneck"] == performance(ssd, Stream(4096, "random", 32, 1.0), "host").bottleneck
+
+
+def test_an_ssd_typed_once_on_the_stage_disk(tmp_path):
+    """stage: takes the SSD of an einsum stage's Disk, with the stage's arch_set applied."""
+    text = """\
+        system:
+          name: s
+          unit: {name: query, bytes: 1}
+          devices:
+            - {name: ssd, kind: ssd, stage: acc}
+          stages:
+            - {name: acc, kind: einsum, arch: ROOT/arch/onionchopper-ssd.yaml,
+               workload: ROOT/workloads/onionpir-512MiB.yaml, stream: [B], instances: 1,
+               arch_set: {levels.Disk.ssd.channels: CH}}
+          flows:
+            - {name: db, volume: 1, via: [ssd.read]}
+        """
+    systems = [load_system(write(tmp_path, text.replace("CH", str(c)), f"s{c}.yaml")) for c in (4, 8)]
+    peaks = [s.device("ssd").rates["read"] for s in systems]
+    assert peaks[1] == pytest.approx(2 * peaks[0], rel=0.01)
+    assert systems[1].device("ssd").ssd == systems[1].stages[0].arch.levels[0].ssd
 
 
 def test_unknown_scenario_is_named(capsys):

@@ -1,7 +1,7 @@
 """An SSD below the Disk: flash geometry, request streams, queue depth and device energy.
 
 An analytical model from the device's structure, checked against MQSim (CMU-SAFARI, FAST'18) in
-``tests/test_ssd.py`` (``tests/data/ssd-reference``, every case within 15 % but one, see
+``tests/test_ssd.py`` (``tests/data/ssd-reference``, every case within 15 %, see
 ``docs/ssd.md``). A request stream (size, sequential or random, queue depth, read fraction) is
 priced by four resources and one bottleneck rule (:func:`performance`):
 
@@ -23,7 +23,8 @@ priced by four resources and one bottleneck rule (:func:`performance`):
 The throughput is the least of the four and names the bottleneck; the mean latency follows from
 Little's law. A request smaller than a page senses the whole page and moves only its own bytes.
 Writes are acknowledged from the write cache and drained by programs (``program_latency`` per
-multi-plane program; sequential streams fill every plane, random writes one page each); a read
+multi-plane program: sequential streams as many planes as the program window has queued,
+:func:`_sequential_programs`; random writes one page each); a read
 and write mix shares the flash units' time (harmonic mean of the two rates).
 
 Energy (:func:`energy_per_request`) is per page sensed and programmed (voltage x current x time,
@@ -34,7 +35,9 @@ alternative ``thesis``.
 
 from __future__ import annotations
 
+import collections
 import functools
+import heapq
 import math
 from dataclasses import dataclass, field
 
@@ -80,6 +83,7 @@ class SSD:
     max_iops: float | None             # controller limit, None: none
     write_cache_bytes: int
     energy: SsdEnergy
+    program_window: int | None = None  # pages waiting for or in programs at once; None: one per plane
     accelerator: str = "internal"      # who issues the requests: on the flash channels, or behind the host link
     queue_depth: int = 256             # requests an accelerator keeps in flight at most
     where: tuple = field(default=(None, None, ""), compare=False)
@@ -251,16 +255,92 @@ def _random_reads(ssd: SSD, stream: Stream) -> tuple[float, float]:
     return C * rate / stream.request_bytes, busy
 
 
+@functools.lru_cache(maxsize=1024)
+def _sequential_programs(ssd: SSD, moved: float) -> float:
+    """Pages/s that programs drain from a long sequential write stream, by a short replay of the
+    striping: pages enter the controller's program queue in address order while fewer than
+    ``program_window`` wait for or are in programs; a free unit whose channel is free takes its
+    oldest page and every other queued page of the same die and stripe row on another plane (one
+    multi-plane program: command, data in, ``program_latency``). With a window of one page per
+    plane (MQSim's back-pressure buffer) a die often starts before all its planes are queued, so a
+    program averages fewer than ``planes_per_die`` pages (MQSim's ssdconfig: 3.43 of 4)."""
+    C, W, D, P = ssd.channels, ssd.chips_per_channel, ssd.dies_per_chip, ssd.planes_per_die
+    stripe = C * W * D * P
+    window = ssd.program_window or stripe
+    xfer = moved / ssd.channel_Bps
+    total = 20 * max(stripe, window)                       # steady after a few stripes: measured from 1/4 on
+    queues: dict[tuple, list] = {}
+    waiting = [collections.deque() for _ in range(C)]      # units with queued pages, per channel
+    busy_units: set = set()
+    channel_free = [True] * C
+    events: list = []
+    admitted = in_flight = done = 0
+    start_done, start_t, t = total // 4, None, 0.0
+
+    def unit_of(page):
+        c, w, d = page % C, (page // C) % W, (page // (C * W)) % D
+        return (c, w, d) if ssd.die_interleaving else (c, w)
+
+    def admit():
+        nonlocal admitted, in_flight
+        while in_flight < window and admitted < total:
+            u = unit_of(admitted)
+            queues.setdefault(u, []).append(admitted)
+            if u not in busy_units and u not in waiting[u[0]]:
+                waiting[u[0]].append(u)
+            admitted += 1
+            in_flight += 1
+
+    def dispatch(c, now):
+        while channel_free[c] and waiting[c]:
+            u = waiting[c].popleft()
+            q = queues[u]
+            if not q:
+                continue
+            die, row = (q[0] // (C * W)) % D, q[0] // stripe
+            take, planes = [], set()
+            for page in q:
+                plane = (page // (C * W * D)) % P
+                if (page // (C * W)) % D == die and page // stripe == row and plane not in planes:
+                    take.append(page)
+                    planes.add(plane)
+            taken = set(take)
+            queues[u] = [page for page in q if page not in taken]
+            busy_units.add(u)
+            channel_free[c] = False
+            heapq.heappush(events, (now + ssd.command_s + len(take) * xfer, 0, u, len(take)))
+
+    admit()
+    for c in range(C):
+        dispatch(c, 0.0)
+    while events:
+        t, kind, u, n = heapq.heappop(events)
+        if kind == 0:                                      # data in: the channel frees, the program starts
+            channel_free[u[0]] = True
+            heapq.heappush(events, (t + ssd.program_s, 1, u, n))
+        else:                                              # programmed: the unit and n window slots free
+            busy_units.discard(u)
+            done += n
+            in_flight -= n
+            if start_t is None and done >= start_done:
+                start_done, start_t = done, t
+            admit()
+            if queues[u] and u not in waiting[u[0]]:
+                waiting[u[0]].append(u)
+        dispatch(u[0], t)
+    return (done - start_done) / (t - start_t)
+
+
 def _write_rate(ssd: SSD, stream: Stream) -> float:
-    """Request writes/s the programs drain: each unit programs a multi-plane stripe (sequential
-    streams fill every plane from the write cache) or one page (random writes) per
-    ``command + data-in + tPROG``; the channel's data-in must keep up too."""
+    """Request writes/s the programs drain: a sequential stream through the write cache in
+    multi-plane programs (:func:`_sequential_programs`), random writes (or no write cache) one
+    page per unit and ``command + data-in + tPROG``, with the channel's data-in keeping up."""
     npg, moved = _pages(ssd, stream)
-    planes = ssd.planes_per_die if stream.pattern == "sequential" and ssd.write_cache_bytes else 1
-    unit_cycle = ssd.command_s + planes * moved / ssd.channel_Bps + ssd.program_s
+    if stream.pattern == "sequential" and ssd.write_cache_bytes:
+        return _sequential_programs(ssd, moved) / npg
+    unit_cycle = ssd.command_s + moved / ssd.channel_Bps + ssd.program_s
     units = ssd.channels * ssd.units_per_channel
-    pages_per_s = min(units * planes / unit_cycle, ssd.channels * ssd.channel_Bps / moved)
-    return pages_per_s / npg
+    return min(units / unit_cycle, ssd.channels * ssd.channel_Bps / moved) / npg
 
 
 def unloaded_latency(ssd: SSD, stream: Stream, placement: str = "internal") -> float:

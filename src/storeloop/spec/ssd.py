@@ -113,6 +113,9 @@ class SsdSpec(_Spec):
     controller_overhead: Scalar = Field("0 us", description="controller time added to every request's latency")
     max_iops: StrictInt | StrictFloat | None = Field(None, gt=0, description="controller limit on requests/s")
     write_cache: Scalar = Field("256 MiB", description="DRAM that acknowledges writes; '0 B': writes wait for programs")
+    program_window: StrictInt | None = Field(None, ge=1, le=1 << 16, description="pages the controller lets wait for "
+                                             "or be in programs at once; default one per plane of the device "
+                                             "(MQSim's back-pressure buffer)")
     energy: EnergySpec = Field(default_factory=EnergySpec)
     accelerator: Literal["internal", "host"] = Field("internal", description="where the accelerator that reads "
                                                      "this SSD sits: on its flash channels, or behind the host link")
@@ -164,7 +167,7 @@ def ssd_from_spec(spec: SsdSpec, doc, loc: tuple) -> SSD:
                program_s=seconds_of(spec.program_latency), channel_Bps=channel_Bps, host_Bps=host_Bps,
                die_interleaving=spec.die_interleaving, command_s=seconds_of(spec.command_time),
                controller_s=seconds_of(spec.controller_overhead), max_iops=spec.max_iops,
-               write_cache_bytes=int(bytes_of(spec.write_cache)), energy=energy,
+               write_cache_bytes=int(bytes_of(spec.write_cache)), energy=energy, program_window=spec.program_window,
                accelerator=spec.accelerator, queue_depth=spec.queue_depth, where=(file, line, field_path(loc)))
 
 

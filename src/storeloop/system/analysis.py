@@ -4,7 +4,10 @@ Every unit of work (a byte written, a multiply, a byte read from storage) draws 
 
 - a **flow** of ``volume`` bytes per unit charges every bandwidth resource it passes (a link, a
   memory, an SSD direction; a link holds nothing and charges every byte that passes), and the
-  SSD IOPS resources ``volume / io_bytes`` IOs;
+  SSD IOPS resources ``volume / io_bytes`` IOs. An SSD with a ``geometry`` is the SSD model
+  (docs/ssd.md): its read and write resources are its peak streams, and a flow's requests (size,
+  pattern, queue depth) draw ``volume x peak / the bandwidth the model gives them``, so short
+  random requests cost what their IOPS allow (:func:`ssd_stream`);
 - a **stage** takes ``input`` bytes per unit: its instances process ``rate`` bytes/s each (an
   einsum stage's rate comes from storeloop's mapper and model on the stage's arch: bytes of the
   stream tensors per invocation over the invocation's time, cycles / clock + setup), and its
@@ -100,12 +103,26 @@ def _ceil(x: float) -> int:
     return math.ceil(x * (1 - 1e-12))
 
 
+def ssd_stream(ssd, flow, res: str):
+    """The SSD model's :class:`~storeloop.model.ssd.Performance` of ``flow``'s requests on an SSD
+    resource ``res`` (read or write): its request size (default whole stripes), pattern and queue
+    depth (default the SSD's), where the SSD's ``accelerator`` sits."""
+    from storeloop.model.ssd import Stream, performance
+    size = int(flow.io_bytes) if flow.io_bytes else ssd.peak_stream().request_bytes
+    stream = Stream(size, flow.pattern, flow.queue_depth or ssd.queue_depth, 1.0 if res == "read" else 0.0)
+    return performance(ssd, stream, ssd.accelerator)
+
+
 def demands(system: System) -> dict[tuple[str, str], float]:
     """(device, rate resource) -> its amount per unit of work, from the flows and the stages."""
     out: dict[tuple[str, str], float] = defaultdict(float)
     kinds = {d.name: d for d in system.devices}
     for f in system.flows:
         for dev, res in f.via:
+            ssd = kinds[dev].ssd
+            if ssd is not None:             # the flow's requests get what the SSD model gives them
+                out[(dev, res)] += f.volume * kinds[dev].rates[res] / kinds[dev].count / ssd_stream(ssd, f, res).bandwidth_Bps
+                continue
             out[(dev, res)] += f.volume
             iops = f"{res}_iops"
             if f.io_bytes and kinds[dev].kind == "ssd" and iops in kinds[dev].rates:
@@ -266,6 +283,13 @@ def evaluate_system(system: System, *, claims: bool = True) -> SystemResult:
             static.setdefault(d.name, {})[res] = {"available": avail, "used": used, "by": by,
                                                   "utilization": used / avail if avail else None,
                                                   "fits": used <= avail * (1 + 1e-12)}
+    streams = []                        # what the SSD model gives each flow's requests
+    for f in system.flows:
+        for dev, res in f.via:
+            if (ssd := system.device(dev).ssd) is not None:
+                perf = ssd_stream(ssd, f, res)
+                streams.append({"flow": f.name, "device": dev, "resource": res, "pattern": f.pattern,
+                                "request_bytes": perf.bandwidth_Bps / perf.iops, **perf.as_dict()})
     priced = [s for s in system.stages if units[s.name].get("energy_J_per_byte") is not None]
     energy = sum(s.input_bytes * units[s.name]["energy_J_per_byte"] for s in priced) if priced else None
     out = SystemResult(
@@ -276,7 +300,7 @@ def evaluate_system(system: System, *, claims: bool = True) -> SystemResult:
         target=None if t is None else {"bytes_per_s": t * ub, "bits_per_s": t * ub * 8, "units_per_s": t,
                                        "met": x is None or x >= t * (1 - 1e-12),
                                        "ratio": None if x is None else x / t},
-        resources=resources, static=static, stages=stages,
+        resources=resources, ssd_streams=streams, static=static, stages=stages,
         energy_J_per_unit=energy, power_W=None if energy is None or x is None else energy * x,
         latency_s=sum(u.get("invocation_s", 0.0) for u in units.values()),
         feasible=all(r["fits"] for dev in static.values() for r in dev.values()))

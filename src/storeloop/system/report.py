@@ -52,6 +52,10 @@ def summary(r: dict) -> str:
     lines.append("")
     if any(r["resources"].values()):
         lines += _rates(r)
+    for st in r.get("ssd_streams", []):
+        lines.append(f"    {st['device']}.{st['resource']} for {st['flow']}: {si(st['request_bytes'], 'B')} {st['pattern']} "
+                     f"requests, {si(st['iops'], 'IO/s')} = {_rate(st['bandwidth_Bps'], 'B/s')} per unit "
+                     f"({st['placement']}), bound by its {st['bottleneck']} (SSD model, docs/ssd.md)")
     return _rest(r, lines)
 
 

@@ -11,6 +11,7 @@ unit of work draws on, and static ones (bytes, LUTs, DSPs, pipeline stages) that
 from __future__ import annotations
 
 import copy
+import dataclasses
 import difflib
 import math
 import re
@@ -93,6 +94,11 @@ class LinkSpec(_Device):
 
 class SsdSpec(_Device):
     kind: Literal["ssd"]
+    geometry: dict | StrictStr | None = Field(None, description="the SSD model instead of fixed rates: an ssd: "
+                                              "block (docs/ssd.md), or a file holding one (an SSD file, or an "
+                                              "arch whose Disk has one), relative to this file")
+    stage: StrictStr | None = Field(None, description="the SSD model of this einsum stage's Disk (its arch, with "
+                                    "arch_set): the accelerator's SSD typed once")
     read_bandwidth: Scalar | None = None
     write_bandwidth: Scalar | None = None
     read_iops: Scalar | None = Field(None, description="IO operations per second, e.g. '500 * K'")
@@ -208,7 +214,12 @@ class FlowSpec(_Traced):
     name: str = Field(pattern=NAME.pattern)
     volume: Scalar = Field(description="bytes per unit of work: arithmetic over the ratios")
     via: list[str] = Field(min_length=1, description="the rate resources it passes: [nic.in, host-memory.bandwidth]")
-    io_bytes: Scalar | None = Field(None, description="bytes per IO: SSD IOPS resources it passes are charged too")
+    io_bytes: Scalar | None = Field(None, description="bytes per IO: SSD IOPS resources it passes are charged too; "
+                                    "on an SSD with a geometry, its request size (default: whole stripes)")
+    pattern: Literal["sequential", "random"] = Field("sequential", description="its requests' addresses, on an "
+                                                       "SSD with a geometry")
+    queue_depth: StrictInt | None = Field(None, ge=1, le=1 << 20, description="its requests in flight, on an SSD "
+                                          "with a geometry (default: the SSD's queue_depth)")
 
 
 class RatioSpec(_Spec):
@@ -281,6 +292,7 @@ class Device:
     clock_hz: float | None
     source: str | None
     assumed: str | None
+    ssd: Any = None                     # an SSD model (storeloop.model.ssd.SSD): rates per request stream
 
 
 @dataclass(frozen=True)
@@ -335,6 +347,8 @@ class Flow:
     io_bytes: float | None
     source: str | None
     assumed: str | None
+    pattern: str = "sequential"
+    queue_depth: int | None = None
 
 
 @dataclass(frozen=True)
@@ -449,7 +463,33 @@ def _ratio_names(spec: SystemSpec, ctx: _Ctx) -> dict[str, float]:
     return names
 
 
-def _device(spec: _Device, ctx: _Ctx, loc: tuple) -> Device:
+def with_ssd(device: Device, ssd) -> Device:
+    """``device`` whose rates come from the SSD model: its peak read and write streams (a flow's
+    own request stream draws on them by :func:`storeloop.system.analysis.demands`)."""
+    n = device.count
+    return dataclasses.replace(device, ssd=ssd, rates={"read": ssd.peak_read_Bps() * n, "write": ssd.peak_write_Bps() * n})
+
+
+def _ssd_geometry(value: dict | str, ctx: _Ctx, loc: tuple, base: Path):
+    """The SSD model of a device's ``geometry``: an ssd: block, or a file holding one (an SSD file,
+    or an arch whose outermost level has one)."""
+    from storeloop.spec.load import load_arch
+    from storeloop.spec.ssd import load_ssd, ssd_from_doc
+    if isinstance(value, dict):
+        return ssd_from_doc(ctx.root, value, loc)
+    path = base / value
+    if not path.is_file():
+        raise ctx.err(loc, f"no file {path}", "an SSD file (ssd: ...) or an arch file whose Disk has an ssd: block")
+    top = load(path)
+    if isinstance(top, dict) and "ssd" in top:
+        return load_ssd(path)
+    ssd = load_arch(path).levels[0].ssd
+    if ssd is None:
+        raise ctx.err(loc, f"{path}'s outermost level has no ssd: block", "an SSD file, or an arch whose Disk has one")
+    return ssd
+
+
+def _device(spec: _Device, ctx: _Ctx, loc: tuple, base: Path) -> Device:
     n = spec.count
     rates: dict[str, float] = {}
     statics: dict[str, float] = {}
@@ -473,6 +513,19 @@ def _device(spec: _Device, ctx: _Ctx, loc: tuple) -> Device:
             rates.update({"in": bw * n, "out": bw * n})
         else:
             rates["bandwidth"] = bw * n
+    elif isinstance(spec, SsdSpec) and (spec.geometry is not None or spec.stage is not None):
+        fixed_rates = [f for f in ("read_bandwidth", "write_bandwidth", "read_iops", "write_iops")
+                       if getattr(spec, f) is not None]
+        if fixed_rates or (spec.geometry is not None and spec.stage is not None):
+            extra = fixed_rates[0] if fixed_rates else "stage"
+            raise ctx.err(loc + (extra,), f"ssd '{spec.name}' has a geometry, which gives its rates; '{extra}' "
+                          "would state them a second time", "geometry or stage, or fixed rates, not both")
+        if spec.capacity is not None:
+            statics["capacity"] = ctx.q(bytes_of, spec.capacity, loc + ("capacity",), positive=True) * n
+        device = Device(spec.name, spec.kind, n, rates, statics, fixed, clock, spec.source, spec.assumed)
+        # a stage's SSD is known once the stages are read (system_from_doc)
+        return with_ssd(device, _ssd_geometry(spec.geometry, ctx, loc + ("geometry",), base)) if spec.geometry \
+            is not None else device
     elif isinstance(spec, SsdSpec):
         for fld, res, fn in (("read_bandwidth", "read", rate_of), ("write_bandwidth", "write", rate_of),
                              ("read_iops", "read_iops", number), ("write_iops", "write_iops", number)):
@@ -750,7 +803,7 @@ def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...]
         d = validate(model, raw, doc, loc)
         if d.name in devices:
             raise ctx.err(loc + ("name",), f"device name '{d.name}' is used twice", "unique device names")
-        devices[d.name] = _device(d, ctx, loc)
+        devices[d.name] = _device(d, ctx, loc, path.parent)
     stages: list[Stage] = []
     base = path.parent
     for i, raw in enumerate(spec.stages):
@@ -759,6 +812,16 @@ def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...]
         if any(t.name == s.name for t in stages):
             raise ctx.err(loc + ("name",), f"stage name '{s.name}' is used twice", "unique stage names")
         stages.append(_stage(s, ctx, loc, devices, ratios, base))
+    for i, raw in enumerate(spec.devices):         # an SSD typed once, on a stage's Disk
+        name, of = raw.get("name"), raw.get("stage")
+        if raw.get("kind") == "ssd" and of is not None:
+            loc = ("system", "devices", i, "stage")
+            st = next((t for t in stages if t.name == of), None)
+            if st is None or st.kind != "einsum" or st.arch.levels[0].ssd is None:
+                raise ctx.err(loc, f"'{of}' is not an einsum stage whose arch's Disk has an ssd: block",
+                              ", ".join(t.name for t in stages if t.kind == "einsum" and t.arch.levels[0].ssd)
+                              or "an einsum stage on an arch with an SSD Disk (arch/onionchopper-ssd.yaml)")
+            devices[name] = with_ssd(devices[name], st.arch.levels[0].ssd)
     flows = []
     for i, f in enumerate(spec.flows):
         loc = ("system", "flows", i)
@@ -772,7 +835,7 @@ def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...]
         flows.append(Flow(f.name, ctx.expr(f.volume, ratios, loc + ("volume",)), via,
                           None if f.io_bytes is None else
                           ctx.q(bytes_of, f.io_bytes, loc + ("io_bytes",), positive=True, upto=1e12),
-                          f.source, f.assumed))
+                          f.source, f.assumed, f.pattern, f.queue_depth))
     scenarios = {k: _overrides(v) for k, v in spec.scenarios.items()}
     for name, items in scenarios.items():          # every path a scenario sets must exist in this file
         trial = copy.deepcopy(doc)
