@@ -257,6 +257,55 @@ def test_the_mapper_on_an_ssd_matches_brute_force():
     assert proven >= 35 and streamed >= 5, (proven, streamed)
 
 
+def test_the_mapper_on_a_laid_out_disk_matches_brute_force():
+    """With each tensor stored in a random rank order on the Disk (its layout), map's proven
+    optimum is still the least of every mapping priced by the model on that layout; and a layout
+    changes the runs, so some problems' optima move with it."""
+    import dataclasses
+    import math
+    import random
+
+    from storeloop.mapper import map_workload
+    from storeloop.spec.types import rank_label
+    from test_mapper_oracle import brute_force, score
+
+    proven = moved = 0
+    for seed in range(40, 54):
+        arch, work, energy, objective = ssd_oracle_case(seed)
+        rng = random.Random(seed)
+        layout = {t.name: tuple(rng.sample([rank_label(r, work.dims) for r in t.ranks], len(t.ranks)))
+                  for t in work.tensors}
+        laid = dataclasses.replace(arch, levels=(dataclasses.replace(arch.levels[0], layout=layout),) + arch.levels[1:])
+        out = map_workload(laid, work, energy, objective=objective, time_limit=30, energy_gap=0.0)
+        if not out.search["optimal"]:
+            continue
+        proven += 1
+        want = brute_force(laid, work, energy, objective, {})
+        got = score(objective, out.result)
+        assert all(math.isclose(g, w, rel_tol=1e-9) for g, w in zip(got, want)), \
+            f"seed {seed} ({objective}, layout {layout}): map says optimal at {got}, brute force finds {want}"
+        moved += not all(math.isclose(g, w, rel_tol=1e-9)
+                         for g, w in zip(want, brute_force(arch, work, energy, objective, {})))
+    assert proven >= 12 and moved >= 2, (proven, moved)
+
+
+def test_a_layout_names_the_tensor_and_all_its_ranks(tmp_path, capsys):
+    root = Path(__file__).parents[1]
+    text = (root / "arch" / "onionchopper-ssd.yaml").read_text()
+    wl, thesis = str(root / "workloads/onionpir-64GiB.yaml"), str(root / "mappings/onionchopper-thesis-best.yaml")
+    for layout, needle in (("{B: [j, n, k, q, c]}", "is not an order of its ranks"),
+                           ("{Z: [a]}", "has no tensor Z"), ("[j, n]", "expected a mapping")):
+        path = tmp_path / "a.yaml"
+        path.write_text(text.replace("      block_size: 1\n      # the Disk", f"      block_size: 1\n      layout: {layout}\n"
+                                     "      # the Disk", 1))
+        assert main(["model", str(path), wl, thesis]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and f"{path}:16:" in err and "Traceback" not in err, err
+    path.write_text(text.replace("    - name: DRAM\n", "    - name: DRAM\n      layout: {B: [d, j, n, k, q, c]}\n", 1))
+    assert main(["model", str(path), wl, thesis]) == 2
+    assert "on the first level (Disk) only" in capsys.readouterr().err
+
+
 def test_an_ssd_level_refuses_a_second_bandwidth(tmp_path):
     from storeloop import load_arch
 
@@ -299,3 +348,25 @@ def test_a_sweep_sets_a_field_of_the_disk_ssd(tmp_path):
     spec.write_text(spec.read_text().replace("levels.Disk.ssd.channels", "levels.DRAM.ssd.channels"))
     with pytest.raises(SpecError, match="level 'DRAM' has no ssd: block"):
         point_arch(load_sweep(spec), {"levels.DRAM.ssd.channels": 4, "levels.Disk.ssd.host.lanes": 8})
+
+
+def test_a_sweep_sets_a_tensor_layout_on_the_disk(tmp_path):
+    """levels.<level>.layout.<tensor> takes a rank order as its value and reaches the model."""
+    from storeloop import evaluate, load_mapping, load_workload, price
+    from storeloop.sweeps.spec import load_sweep, point_arch
+
+    root = Path(__file__).parents[1]
+    spec = tmp_path / "s.yaml"
+    spec.write_text(f"sweep:\n  name: s\n  arch: {root / 'arch/onionchopper-ssd.yaml'}\n"
+                    f"  workloads: [{root / 'workloads/onionpir-64GiB.yaml'}]\n"
+                    "  parameters:\n    levels.Disk.layout.B: [[j, n, k, q, c, d], [d, j, n, k, q, c]]\n")
+    sweep = load_sweep(spec)
+    wl = load_workload(root / "workloads/onionpir-64GiB.yaml")
+    cycles = []
+    for order in (["j", "n", "k", "q", "c", "d"], ["d", "j", "n", "k", "q", "c"]):
+        arch = point_arch(sweep, {"levels.Disk.layout.B": order})
+        assert arch.levels[0].layout == {"B": tuple(order)}
+        thesis = load_mapping(root / "mappings/onionchopper-thesis-best.yaml", arch, wl)
+        cycles.append(evaluate(arch, wl, thesis, price(arch)).cycles)
+    # stored d-first, the thesis's tiles of B are longer runs on the SSD (fewer, larger requests)
+    assert cycles[1] < cycles[0] / 4

@@ -10,6 +10,7 @@ numbers). The report carries the cycle and energy lower bounds, the gaps and why
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from storeloop.mapper.tree import Tree
 from storeloop.model.disk import with_ssd_prices
 from storeloop.model.evaluate import Result, evaluate, exact_cycles
 from storeloop.model.fast import FastModel
+from storeloop.model.nest import check_layout, storage_order
 from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
 
 DEFAULT_GAP = 1e-3           # energy gap at which a cycle-first search may stop (0.1 %)
@@ -67,6 +69,24 @@ class MapTimeout(StoreloopError):
     """The time limit ended the search before any valid mapping was found (not: none exists)."""
 
 
+def laid_out(arch: Arch, workload: Workload) -> Workload:
+    """``workload`` with each tensor's ranks in the order the first level stores them (its
+    ``layout``): the search prices runs in declared rank order. Inner levels keep the declared
+    order, so a layout with another paged level below is refused."""
+    if not arch.levels[0].layout:
+        return workload
+    check_layout(arch, workload)
+    inner = next((lvl for lvl in arch.levels[1:] if lvl.page_bytes or lvl.ssd), None)
+    if inner is not None:
+        file, line, path = arch.levels[0].layout_where
+        raise SpecError(f"the mapper prices one layout per tensor, but {inner.name} below {arch.levels[0].name} is "
+                        f"paged too and stores the declared order", file=file, line=line, field=path,
+                        allowed=f"a layout with no page_size below {arch.levels[0].name}, or no layout")
+    tensors = tuple(dataclasses.replace(t, ranks=tuple(t.ranks[i] for i in storage_order(arch, workload, 0, t)))
+                    for t in workload.tensors)
+    return dataclasses.replace(workload, tensors=tensors)
+
+
 def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constraints: Constraints | None = None,
                  objective: str = "delay,energy", algorithm: str = "exhaustive", time_limit: float | None = None,
                  threads: int = 1, seed: int = 0, victory: int = 500, progress: bool = False,
@@ -100,7 +120,10 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     obj = Objective(objective, area)
     # a paged level's cost depends on the tile layout (rank order): merge only what keeps it
     paged = any(lvl.page_bytes or lvl.ssd for lvl in arch.levels)
-    merged, members, mcons = merge(workload, constraints, layout=paged)
+    merged, members, mcons = merge(laid_out(arch, workload), constraints, layout=paged)
+    # the search sees the tensors in storage order; the result is priced on the arch as written
+    written, arch = arch, dataclasses.replace(arch, levels=tuple(dataclasses.replace(lvl, layout={})
+                                                                  for lvl in arch.levels))
     space = MapSpace(arch, merged, mcons)
     tree = Tree(space, energy)                          # also gives the lower bounds
     energy_lb, energy_parts = tree.energy_bound()
@@ -128,7 +151,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         raise StoreloopError(_nothing_valid(found, tree))
     mapping = split_mapping(found.mapping, members, workload)
     mapping = Mapping(mapping.levels, name=f"storeloop map ({algorithm}, {obj.name})")
-    result = evaluate(arch, workload, mapping, energy)
+    result = evaluate(written, workload, mapping, energy)
     report = _search_json(found, tree, obj, result, algorithm, energy_lb, energy_parts)
     if any(lvl.ssd is not None for lvl in arch.levels):
         report["ssd"] = {"streams": [{"level": lr.name, "tensor": s.tensor, "direction": s.direction, "words": s.words,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from storeloop.errors import MappingError
 from storeloop.model import costs, disk
-from storeloop.model.nest import NestAnalysis, analyze, tile_runs
+from storeloop.model.nest import NestAnalysis, analyze, check_layout, tile_runs
 from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
 
 
@@ -183,6 +183,8 @@ def exact_cycles(r: Result, arch: Arch) -> Fraction:
 
 def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTable) -> Result:
     """Evaluate one mapping. Raises MappingError when it cannot run (capacity, fanout, factors)."""
+    if any(lvl.layout for lvl in arch.levels):
+        check_layout(arch, workload)
     nest = analyze(arch, workload, mapping)
     check_capacity(arch, nest)
     levels = []

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 
 from storeloop.model import costs
 from storeloop.spec.check import check_mapping
-from storeloop.spec.types import Arch, Mapping, Tensor, Workload
+from storeloop.errors import SpecError
+from storeloop.spec.types import Arch, Mapping, Tensor, Workload, rank_label
 
 
 @dataclass(slots=True)
@@ -461,12 +462,38 @@ def _arrivals(t: Tensor, loops, stride, L: int, extents: list[int], tile: int) -
     return tile + walk(0, None)[0]
 
 
+def storage_order(arch: Arch, workload: Workload, L: int, t: Tensor) -> list[int]:
+    """The ranks of ``t`` in level ``L``'s storage, outermost first: its ``layout``, else declared."""
+    names = arch.levels[L].layout.get(t.name)
+    if names is None:
+        return list(range(len(t.ranks)))
+    labels = [rank_label(r, workload.dims) for r in t.ranks]
+    if sorted(names) != sorted(labels):
+        file, line, path = arch.levels[L].layout_where or (None, None, "")
+        raise SpecError(f"layout of {t.name} on level {arch.levels[L].name}: [{', '.join(names)}] is not an order of "
+                        f"its ranks", file=file, line=line, field=f"{path}.{t.name}".lstrip("."),
+                        allowed=f"[{', '.join(labels)}] in any order")
+    return [labels.index(n) for n in names]
+
+
+def check_layout(arch: Arch, workload: Workload) -> None:
+    """Every layout names a tensor of ``workload`` and orders all its ranks (errors at the arch's line)."""
+    names = [t.name for t in workload.tensors]
+    for L, lvl in enumerate(arch.levels):
+        for name in lvl.layout:
+            if name not in names:
+                file, line, path = lvl.layout_where or (None, None, "")
+                raise SpecError(f"layout of {name} on level {lvl.name}: workload {workload.name} has no tensor {name}",
+                                file=file, line=line, field=path, allowed=", ".join(names))
+            storage_order(arch, workload, L, workload.tensor(name))
+
+
 def tile_runs(arch: Arch, workload: Workload, mapping: Mapping, levels,
               inner: list[list[int]] | None = None) -> dict[tuple[int, str], tuple[int, int]]:
     """(contiguous run, child tile) in words of every tensor kept at each of ``levels``.
 
     A level serves each child tile as contiguous runs of its own tile, laid out row-major in the
-    tensor's rank order (last rank fastest): a run is the child tile's extent along the last
+    tensor's rank order there (:func:`storage_order`, last rank fastest): a run is the child tile's extent along the last
     rank, times the ranks before it as long as the child spans the level's whole extent there
     (:func:`storeloop.model.costs.run_words`). The compute units take one element at a time."""
     nlev = len(arch.levels)
@@ -479,7 +506,8 @@ def tile_runs(arch: Arch, workload: Workload, mapping: Mapping, levels,
             child = next((C for C in range(L + 1, nlev) if mapping.levels[C].keeps(t.name)), nlev)
             full = _extents(t, inner[L])
             part = _extents(t, inner[child]) if child < nlev else [1] * len(t.ranks)
-            out[(L, t.name)] = (costs.run_words(part, full), math.prod(part))
+            order = storage_order(arch, workload, L, t)
+            out[(L, t.name)] = (costs.run_words([part[i] for i in order], [full[i] for i in order]), math.prod(part))
     return out
 
 

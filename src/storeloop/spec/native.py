@@ -76,6 +76,9 @@ class StorageSpec(_Spec):
     ssd: dict[str, Any] | None = Field(None, description="an SSD behind this level (the ssd: block of "
                                        "'storeloop ssd'): cycles and energy from its flash model and each tile's "
                                        "access pattern, instead of a flat bandwidth")
+    layout: dict[str, list[str]] = Field(default_factory=dict, description="each tensor's rank order in storage, "
+                                         "outermost first, e.g. {B: [d, j, n, k, q, c]} (default: the order the "
+                                         "workload declares); the runs each tile reads follow it. First level only")
     placement: Placement | None = Field(None, description="on_chip or off_chip: whether the level counts in the "
                                         "accelerator's on-chip area (default: off_chip for DRAM, Disk, SSD, "
                                         "NVMe, NIC and network classes)")
@@ -222,6 +225,13 @@ def arch_from_native(doc: LDict) -> Arch:
                 raise error_at(doc, loc + ("ssd",), f"an ssd: block on level {s.name!r}: the SSD is the storage the "
                                f"hierarchy starts from", allowed=f"ssd: on the first level ({spec.levels[0].name}) only")
             ssd, shared = _ssd_level(doc, loc, s, wb, clock)
+        if s.layout and i > 0:
+            raise error_at(doc, loc + ("layout",), f"a layout on level {s.name!r}: a layout is how the storage the "
+                           f"hierarchy starts from holds its tensors", allowed=f"layout: on the first level "
+                           f"({spec.levels[0].name}) only")
+        if s.layout and ssd is None and page is None:
+            raise error_at(doc, loc + ("layout",), f"a layout on level {s.name!r}, which moves whole words: it "
+                           f"changes nothing there", allowed="layout: on a level with an ssd: block or a page_size")
         if s.mesh_x is not None and s.instances % s.mesh_x:
             raise error_at(doc, loc + ("mesh_x",), f"mesh_x {s.mesh_x} does not divide the {s.instances} instances",
                            allowed=f"a divisor of {s.instances}")
@@ -234,7 +244,10 @@ def arch_from_native(doc: LDict) -> Arch:
                                    write_bandwidth=bw("write_bandwidth"), shared_bandwidth=shared if ssd else bw("shared_bandwidth"),
                                    page_bytes=page, ssd=ssd, cluster_size=cluster_size(s.attributes),
                                    attributes=dict(s.attributes), where=_where(doc, loc),
-                                   placement=s.placement))
+                                   placement=s.placement,
+                                   layout={t: tuple(str(r).replace(" ", "").lower() for r in ranks)
+                                           for t, ranks in s.layout.items()},
+                                   layout_where=_where(doc, loc + ("layout",)) if s.layout else None))
     c = spec.compute
     check_attributes(doc, ("arch", "compute", "attributes"), c.attributes)
     if c.mesh_x is not None and c.instances % c.mesh_x:

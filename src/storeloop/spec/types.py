@@ -27,6 +27,11 @@ class Tensor:
         return frozenset(d for rank in self.ranks for d, _ in rank)
 
 
+def rank_label(rank: Rank, dims: tuple[str, ...]) -> str:
+    """A rank as a layout names it: its index expression in lower case ('d', 'p+r', '2*p+r')."""
+    return "+".join(("" if c == 1 else f"{c}*") + dims[d].lower() for d, c in rank)
+
+
 @dataclass(frozen=True)
 class Workload:
     name: str
@@ -89,6 +94,10 @@ class StorageLevel:
     # model and the access pattern of each tile (storeloop.model.disk); shared_bandwidth then holds
     # the SSD's peak (the flat stand-in the mapper bounds with)
     ssd: object | None = None
+    # each tensor's rank order in this level's storage, outermost first (rank labels: 'd', 'p+r');
+    # a tensor not named is stored in the order the workload declares (storage_order)
+    layout: MappingT[str, tuple[str, ...]] = field(default_factory=dict)
+    layout_where: tuple | None = field(default=None, compare=False, repr=False)   # (file, line, path) of layout:
 
     @property
     def mesh_x_or_default(self) -> int:

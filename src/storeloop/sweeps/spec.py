@@ -44,7 +44,7 @@ class Sweep:
         return math.prod(len(v) for _, v in self.parameters) * len(self.workloads)
 
 
-Value = int | float | str                   # a parameter value (a list is not one)
+Value = int | float | str | list[str]       # a parameter value (a list of strings: a layout's rank order)
 
 
 class _Spec(BaseModel):
@@ -220,7 +220,8 @@ def _is_number(s: str) -> bool:
 def arch_field(arch_doc: LDict, path: str, doc=None, loc=()) -> tuple[dict, str]:
     """The mapping and key a parameter path sets: levels.<name>.<field>, compute.<field>, <field>,
     an attribute the plug-ins read: levels.<name>.attributes.<key>, compute.attributes.<key>, or
-    a field of a level's SSD: levels.<name>.ssd.<field> (levels.<name>.ssd.host.lanes)."""
+    a field of a level's SSD: levels.<name>.ssd.<field> (levels.<name>.ssd.host.lanes), or a
+    tensor's layout on a level: levels.<name>.layout.<tensor> (a list of its ranks)."""
     parts = path.split(".")
     a = arch_doc["arch"]
     attribute = len(parts) >= 3 and parts[-2] == "attributes" and parts[-1] != ""
@@ -230,6 +231,11 @@ def arch_field(arch_doc: LDict, path: str, doc=None, loc=()) -> tuple[dict, str]
         if not isinstance(attrs, dict):
             attrs = owner["attributes"] = LDict()
         return attrs, parts[-1]
+    if parts[0] == "levels" and len(parts) == 4 and parts[2] == "layout":   # a tensor's rank order on a level
+        owner, _ = arch_field(arch_doc, ".".join(parts[:3]), doc, loc)
+        if not isinstance(owner.get("layout"), dict):
+            owner["layout"] = LDict()
+        return owner["layout"], parts[3]
     if parts[0] == "levels" and len(parts) >= 4 and parts[2] == "ssd":      # a field of a level's SSD
         owner, _ = arch_field(arch_doc, ".".join(parts[:3]), doc, loc)
         for key in parts[2:-1]:
@@ -250,7 +256,7 @@ def arch_field(arch_doc: LDict, path: str, doc=None, loc=()) -> tuple[dict, str]
         return a, parts[0]
     raise error_at(doc, loc, f"cannot read parameter path {path!r}",
                    allowed="levels.<level>.<field>, compute.<field>, <arch field>, levels.<level>.attributes.<key> "
-                           "or levels.<level>.ssd.<field>; "
+                           "levels.<level>.ssd.<field> or levels.<level>.layout.<tensor>; "
                            "join several with '+'")
 
 
