@@ -298,17 +298,15 @@ def _sequential_programs(ssd: SSD, moved: float) -> float:
             if not q:
                 continue
             die, row = (q[0] // (C * W)) % D, q[0] // stripe
-            take, planes = [], set()
+            take: dict[int, int] = {}                    # plane -> its oldest queued page of that die and row
             for page in q:
-                plane = (page // (C * W * D)) % P
-                if (page // (C * W)) % D == die and page // stripe == row and plane not in planes:
-                    take.append(page)
-                    planes.add(plane)
-            taken = set(take)
+                if (page // (C * W)) % D == die and page // stripe == row:
+                    take.setdefault((page // (C * W * D)) % P, page)
+            taken = set(take.values())
             queues[u] = [page for page in q if page not in taken]
             busy_units.add(u)
             channel_free[c] = False
-            heapq.heappush(events, (now + ssd.command_s + len(take) * xfer, 0, u, len(take)))
+            heapq.heappush(events, (now + ssd.command_s + len(taken) * xfer, 0, u, len(taken)))
 
     admit()
     for c in range(C):
