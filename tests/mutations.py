@@ -17,7 +17,9 @@ NATIVE = {"arch": ROOT / "arch" / "onionchopper.yaml", "workload": ROOT / "workl
           "mapping": ROOT / "mappings" / "onionchopper-thesis-best.yaml",
           "ert": ROOT / "arch" / "onionchopper.ERT.yaml", "art": ROOT / "arch" / "onionchopper.ART.yaml",
           "constraints": ROOT / "mappings" / "onionchopper.constraints.yaml", "sweep": ROOT / "sweeps" / "demo.yaml",
-          "ssd": ROOT / "arch" / "ssd" / "mqsim-reference.yaml"}
+          "ssd": ROOT / "arch" / "ssd" / "mqsim-reference.yaml",
+          # an arch whose Disk embeds an ssd: block (and a layout): mutated in place of the arch
+          "arch:ssd": ROOT / "arch" / "onionchopper-ssd.yaml"}
 TIMELOOP = {"arch": CASE / "arch.yaml", "workload": CASE / "problem.yaml", "mapping": CASE / "mapping.yaml",
             "ert": CASE / "ERT.yaml", "art": CASE / "ART.yaml",
             "constraints": ROOT / "mappings" / "onionchopper.timeloop-constraints.yaml"}
@@ -25,6 +27,7 @@ SYSTEMS = {f"system:{p.stem}": p for p in sorted((ROOT / "systems").glob("*.yaml
 # the subcommands each input is run through
 COMMANDS = {"arch": ("model", "export"), "workload": ("model", "export"), "mapping": ("model", "export"),
             "ert": ("model",), "art": ("model",), "constraints": ("map",), "sweep": ("sweep",), "ssd": ("ssd",),
+            "arch:ssd": ("model",),
             **{role: ("system",) for role in SYSTEMS}}
 # keys whose values are free-form (names, notes, model attributes that storeloop passes through)
 FREE = {"name", "source", "einsum", "class", "type", "technology", "version", "target", "level", "clock",
@@ -120,7 +123,7 @@ def run(case: Case, folder: Path) -> tuple[int | None, str, float, BaseException
     files = dict(NATIVE if case.fmt == "native" else TIMELOOP)
     bad = folder / f"mutated-{case.role.replace(':', '-')}.yaml"
     bad.write_text(case.text, encoding="utf-8")
-    files[case.role] = bad
+    files[case.role.split(":")[0] if case.role.startswith("arch:") else case.role] = bad
     err = io.StringIO()
     t0 = time.monotonic()
     code, exc = None, None

@@ -274,6 +274,7 @@ def test_at_least_300_mutated_inputs_in_both_formats():
     assert {c.fmt for c in MUTATIONS} == {"native", "timeloop"}
     assert {c.role for c in MUTATIONS if ":" not in c.role} == \
         {"arch", "workload", "mapping", "ert", "art", "constraints", "sweep", "ssd"}
+    assert "arch:ssd" in {c.role for c in MUTATIONS}
     assert {c.role for c in MUTATIONS if c.role.startswith("system:")} >= \
         {"system:copa", "system:fidr", "system:fidr-baseline", "system:p4-enckv", "system:rotation"}
     assert {c.command for c in MUTATIONS} == {"model", "export", "map", "sweep", "system", "ssd"}

@@ -430,8 +430,12 @@ class Tree:
             k = kept[None, :, t]
             # the parent's reads (updates) of t: final if L1 keeps t, else a lower bound -- the same value
             via = (arr[:, t] * scat[:, t]).astype(np.float64)
+            # where L1 does not keep t: bypassing a last level without fanout, one access per
+            # compute; above it, the reuse the capacities below force
+            via = np.where(k, via[:, None], (np.maximum(via, cc_lb * scat[:, t]) if innermost
+                                             else via * forced_reuse(t))[:, None])
             if pl == 0 and self.ssd is not None:
-                self._ssd_traffic(n, rows, t, k, via, innermost, cc_lb, forced_reuse, ssd_s, e)
+                self._ssd_traffic(n, rows, t, k, via, innermost, ssd_s, e)
             else:
                 fac = 1.0
                 if pl in self.pages:       # whole pages: exact if L1 keeps t, else bounded over sub-tiles
@@ -442,18 +446,10 @@ class Tree:
                         else self._page_factor(pl, np.maximum(longest, 1), bound=True)
                     fac = np.where(k, self._page_factor(pl, runs)[:, None], other[:, None])
                 if self.rw[t]:
-                    if innermost:      # bypassing a last level without fanout: one update per compute
-                        via = np.where(k, via[:, None], np.maximum(via, cc_lb * scat[:, t])[:, None])
-                    else:
-                        via = np.where(k, via[:, None], (via * forced_reuse(t))[:, None])
                     tr_r[pl] += (via - n.partl[t]) * fac
                     tr_w[pl] += via * fac
                     e += ((via - n.partl[t]) * self.rpw[pl] + via * self.wpw[pl]) * fac * float(n.util[pl])
                 else:
-                    if innermost:      # bypassing the last level: every compute reads t from the parent
-                        via = np.where(k, via[:, None], np.maximum(via, cc_lb * scat[:, t])[:, None])
-                    else:
-                        via = np.where(k, via[:, None], (via * forced_reuse(t))[:, None])
                     tr_r[pl] += via * fac
                     e += via * fac * (self.rpw[pl] * float(n.util[pl]))
             # kept at L1: its fill (final) and its own later reads (updates) >= what arrives (bound)
@@ -482,10 +478,10 @@ class Tree:
         r, c = r[order], c[order]
         return Children(n, rows, r, masks[c], clb[r, c], e[r, c])
 
-    def _ssd_traffic(self, n, rows, t, k, via, innermost, cc_lb, forced_reuse, ssd_s, e) -> None:
-        """The SSD top level's reads (updates) of t, added to ``ssd_s`` (seconds) and ``e`` (pJ):
-        exact where L1 keeps t (its run and tile are L1's), bounded by the peak streams and the
-        least energy per word where a level further down will."""
+    def _ssd_traffic(self, n, rows, t, k, via, innermost, ssd_s, e) -> None:
+        """The SSD top level's reads (updates) ``via`` of t, added to ``ssd_s`` (seconds) and ``e``
+        (pJ): exact where L1 keeps t (its run and tile are L1's), bounded by the peak streams and
+        the least energy per word where a level further down will."""
         runs = self._runs(t, n.spans[0], rows["rem"])
         tiles = rows["tile"][:, t]
         # a later keeper's run is a sub-tile's, so no longer than this run nor its capacity; the
@@ -503,10 +499,6 @@ class Tree:
                     np.where(k, exact[1][:, None], bound[:, 1][:, None]))
 
         spw_r, epw_r = rates(True)
-        if innermost:          # bypassing the last level: every compute takes t from the SSD
-            via = np.where(k, via[:, None], np.maximum(via, cc_lb * rows["scat"][:, t])[:, None])
-        else:
-            via = np.where(k, via[:, None], (via * forced_reuse(t))[:, None])
         u = float(n.util[0])
         if self.rw[t]:
             spw_w, epw_w = rates(False)

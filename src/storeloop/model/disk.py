@@ -17,6 +17,7 @@ with :func:`word_rates`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -107,17 +108,13 @@ def cycles(streams: list[DiskStream], clock_hz: float) -> int:
 def stand_in(level) -> ActionCosts:
     """Per-access price no stream beats: the peak stream's joules per byte, reads and writes."""
     ssd = level.ssd
-    best = ssd.peak_stream()
-    read = joules_per_byte(ssd, best, ssd.accelerator)
-    write = joules_per_byte(ssd, Stream(best.request_bytes, "sequential", best.queue_depth, 0.0), ssd.accelerator)
+    read, write = (joules_per_byte(ssd, ssd.peak_stream(r), ssd.accelerator) for r in (True, False))
     block = level.word_bits / 8 * level.block_size
     return ActionCosts(read * block * 1e12, write * block * 1e12, 0.0, ssd.energy.source)
 
 
 def with_ssd_prices(arch, table):
     """``table`` with every SSD-backed level priced at its least energy per access (:func:`stand_in`)."""
-    import dataclasses
-
     if not any(lvl.ssd is not None for lvl in arch.levels):
         return table
     storage = dict(table.storage)

@@ -98,19 +98,18 @@ class SSD:
         """The flash channels' raw rate (bytes/s), all channels."""
         return self.channels * self.channel_Bps
 
-    def peak_stream(self) -> "Stream":
-        """Long sequential runs at a deep queue: the stream that gets the most of the device."""
+    def peak_stream(self, read: bool = True) -> "Stream":
+        """Long sequential runs at a deep queue: the read (write) stream that gets the most of the device."""
         return Stream(self.page_bytes * self.channels * self.units_per_channel * self.planes_per_die,
-                      "sequential", 1 << 16, 1.0)
+                      "sequential", 1 << 16, 1.0 if read else 0.0)
 
     def peak_read_Bps(self) -> float:
         """The most any read stream gets where the accelerator sits (an upper bound)."""
         return performance(self, self.peak_stream(), self.accelerator).bandwidth_Bps
 
     def peak_write_Bps(self) -> float:
-        """The most any write stream gets: long sequential runs fill every plane of a program."""
-        p = self.peak_stream()
-        return performance(self, Stream(p.request_bytes, "sequential", p.queue_depth, 0.0), self.accelerator).bandwidth_Bps
+        """The most any write stream gets: long sequential runs, as many planes per program as queue."""
+        return performance(self, self.peak_stream(read=False), self.accelerator).bandwidth_Bps
 
 
 def short_request_bounds(ssd: SSD, request_bytes: int, read: bool, placement: str = "internal") -> tuple[float, float]:

@@ -268,9 +268,6 @@ def _ssd_level(doc: LDict, loc: tuple, s: StorageSpec, word_bits: int, clock: fl
     """The SSD of a level's ``ssd:`` block and its peak read bandwidth in words/cycle."""
     from storeloop.spec.ssd import ssd_from_doc
 
-    raw = doc
-    for key in loc:
-        raw = raw[key]
     for f in ("read_bandwidth", "write_bandwidth", "shared_bandwidth", "page_size"):
         if getattr(s, f) is not None:
             raise error_at(doc, loc + (f,), f"a level with an ssd: block takes its bandwidth and access granularity "
@@ -278,7 +275,7 @@ def _ssd_level(doc: LDict, loc: tuple, s: StorageSpec, word_bits: int, clock: fl
     if clock is None:
         raise error_at(doc, ("arch", "clock"), "a level with an ssd: block needs the arch's clock",
                        allowed="clock: '2 GHz'")
-    ssd = ssd_from_doc(doc, raw["ssd"], loc + ("ssd",))
+    ssd = ssd_from_doc(doc, s.ssd, loc + ("ssd",))
     return ssd, ssd.peak_read_Bps() / (word_bits / 8) / clock
 
 

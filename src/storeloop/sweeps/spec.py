@@ -224,18 +224,14 @@ def arch_field(arch_doc: LDict, path: str, doc=None, loc=()) -> tuple[dict, str]
     tensor's layout on a level: levels.<name>.layout.<tensor> (a list of its ranks)."""
     parts = path.split(".")
     a = arch_doc["arch"]
-    attribute = len(parts) >= 3 and parts[-2] == "attributes" and parts[-1] != ""
-    if attribute and parts[0] in ("levels", "compute"):
-        owner, _ = arch_field(arch_doc, ".".join(parts[:-1]), doc, loc)
-        attrs = owner.get("attributes")
-        if not isinstance(attrs, dict):
-            attrs = owner["attributes"] = LDict()
-        return attrs, parts[-1]
-    if parts[0] == "levels" and len(parts) == 4 and parts[2] == "layout":   # a tensor's rank order on a level
-        owner, _ = arch_field(arch_doc, ".".join(parts[:3]), doc, loc)
-        if not isinstance(owner.get("layout"), dict):
-            owner["layout"] = LDict()
-        return owner["layout"], parts[3]
+    # a key of a level's (or the compute's) attributes, or a tensor's rank order in a level's layout
+    keyed = len(parts) >= 3 and parts[-1] != "" and (parts[-2] == "attributes" or
+                                                     (parts[-2] == "layout" and len(parts) == 4))
+    if keyed and parts[0] in ("levels", "compute"):
+        owner, block = arch_field(arch_doc, ".".join(parts[:-1]), doc, loc)
+        if not isinstance(owner.get(block), dict):
+            owner[block] = LDict()
+        return owner[block], parts[-1]
     if parts[0] == "levels" and len(parts) >= 4 and parts[2] == "ssd":      # a field of a level's SSD
         owner, _ = arch_field(arch_doc, ".".join(parts[:3]), doc, loc)
         for key in parts[2:-1]:
@@ -255,7 +251,7 @@ def arch_field(arch_doc: LDict, path: str, doc=None, loc=()) -> tuple[dict, str]
     if len(parts) == 1:
         return a, parts[0]
     raise error_at(doc, loc, f"cannot read parameter path {path!r}",
-                   allowed="levels.<level>.<field>, compute.<field>, <arch field>, levels.<level>.attributes.<key> "
+                   allowed="levels.<level>.<field>, compute.<field>, <arch field>, levels.<level>.attributes.<key>, "
                            "levels.<level>.ssd.<field> or levels.<level>.layout.<tensor>; "
                            "join several with '+'")
 
