@@ -158,7 +158,8 @@ def cmd_map(args: argparse.Namespace) -> int:
     if given["victory"] is not None and given["victory"] < 1:
         raise SpecError(f"{given['victory']}", field="--victory", allowed="1 or more non-improving samples")
     opts = options(objective=given["objective"], algorithm=given["algorithm"], time_limit=args.time_limit,
-                   energy_gap=args.energy_gap, threads=given["threads"])   # every flag checked before any work
+                   energy_gap=args.energy_gap, threads=given["threads"],
+                   search_layout=args.search_layout)            # every flag checked before any work
     arch = load_arch(args.arch)
     workload = load_workload(args.workload)
     energy = energy_for(args, arch)
@@ -185,6 +186,9 @@ def cmd_map(args: argparse.Namespace) -> int:
         sp = " ".join(f"{workload.dims[lp.dim]}={lp.factor}{'' if lp.axis == 'X' else '(Y)'}" for lp in lm.spatial)
         keep = "all" if lm.keep is None else (", ".join(sorted(lm.keep)) or "none")
         print(f"  {lvl.name:<8} {loops}{'  spatial ' + sp if sp else ''}  keep: {keep}")
+    if "layout" in s:
+        print(f"layout on {arch.levels[0].name} (searched; put it in the arch's {arch.levels[0].name} level to keep it): "
+              + "{" + ", ".join(f"{k}: [{', '.join(v)}]" for k, v in s["layout"].items()) + "}")
     status = "proven optimal" if s["optimal"] else "not proven optimal"
     local = s.get("local_search")
     print(f"search: {s['algorithm']}, objective {s['objective']}, "
@@ -530,6 +534,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "energy objectives; 0: prove optimality)")
     mp.add_argument("--no-converge", action="store_true",
                     help="do not stop when the search stops improving (search until optimal or the time limit)")
+    mp.add_argument("--search-layout", action="store_true",
+                    help="search the rank order each tensor is stored in on an SSD-backed first level (its layout: "
+                         "the arch's is ignored) jointly with the mapping")
     mp.add_argument("--seed-mapping", action="append", metavar="FILE",
                     help="a mapping to start from (re-priced on this arch; may be given several times)")
     mp.add_argument("--threads", type=int, default=None, help="processes for the exhaustive search (default 1)")

@@ -11,9 +11,12 @@ numbers). The report carries the cycle and energy lower bounds, the gaps and why
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import time
 from dataclasses import dataclass
+
+import numpy as np
 
 from storeloop.errors import SpecError, StoreloopError
 from storeloop.mapper.constraints import arch_constraints
@@ -23,12 +26,13 @@ from storeloop.mapper.objective import Objective
 from storeloop.mapper.options import options
 from storeloop.mapper.search import Found, Goal, branch_and_bound, random_search
 from storeloop.mapper.space import Constraints, MapSpace, require_plain_indices
-from storeloop.mapper.tree import Tree
-from storeloop.model.disk import with_ssd_prices
+from storeloop.mapper.tree import Tree, pareto
+from storeloop.model.costs import layout_of, layout_runs
+from storeloop.model.disk import with_ssd_prices, word_rates
 from storeloop.model.evaluate import Result, evaluate, exact_cycles
 from storeloop.model.fast import FastModel
-from storeloop.model.nest import check_layout, storage_order
-from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
+from storeloop.model.nest import check_layout, storage_order, tile_extents
+from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload, rank_label
 
 DEFAULT_GAP = 1e-3           # energy gap at which a cycle-first search may stop (0.1 %)
 LOCAL_BUDGET = 3000          # candidates the local search looks at before the branch and bound
@@ -90,7 +94,8 @@ def laid_out(arch: Arch, workload: Workload) -> Workload:
 def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constraints: Constraints | None = None,
                  objective: str = "delay,energy", algorithm: str = "exhaustive", time_limit: float | None = None,
                  threads: int = 1, seed: int = 0, victory: int = 500, progress: bool = False,
-                 energy_gap: float | None = None, seeds: list[Mapping] = (), converge: bool = True) -> MapResult:
+                 energy_gap: float | None = None, seeds: list[Mapping] = (), converge: bool = True,
+                 search_layout: bool = False) -> MapResult:
     """The best mapping of ``workload`` on ``arch`` priced with ``energy``.
 
     ``objective``: see :data:`storeloop.mapper.objective.NAMES`. ``time_limit`` (seconds, None:
@@ -100,9 +105,12 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     cycle-first objectives and 0 for the others, which then return their exact minimum), or
     ``converged`` (off with ``converge=False``). ``seeds``: mappings of ``workload`` (for example
     the best mappings of neighbouring sweep points) re-priced here as starting points. Raises :class:`MapTimeout` when
-    the time limit ends the search before any valid mapping, StoreloopError when none exists."""
+    the time limit ends the search before any valid mapping, StoreloopError when none exists.
+    ``search_layout``: the SSD-backed first level stores each tensor in the rank order (layout)
+    that prices it best, searched with the mapping (the arch's own ``layout`` is ignored); the
+    report's ``layout`` gives the orders chosen."""
     opts = options(objective=objective, algorithm=algorithm, time_limit=time_limit, energy_gap=energy_gap,
-                   threads=threads)
+                   threads=threads, search_layout=search_layout)
     objective, algorithm, time_limit, threads = opts.objective, opts.algorithm, opts.time_limit, opts.threads
     energy_gap = opts.energy_gap
     if energy_gap is None:
@@ -118,14 +126,21 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     area = sum(energy.storage[lvl.name].area_um2 * lvl.instances for lvl in arch.levels) \
         + energy.compute.area_um2 * arch.compute.instances
     obj = Objective(objective, area)
-    # a paged level's cost depends on the tile layout (rank order): merge only what keeps it
-    paged = any(lvl.page_bytes or lvl.ssd for lvl in arch.levels)
-    merged, members, mcons = merge(laid_out(arch, workload), constraints, layout=paged)
+    free = opts.search_layout
+    if free and (arch.levels[0].ssd is None or algorithm != "exhaustive"):
+        raise SpecError("a layout is searched on an SSD-backed first level, by the exhaustive search",
+                        field="--search-layout", allowed=f"an ssd: block on {arch.levels[0].name} and "
+                        f"--algorithm exhaustive, or no --search-layout")
     # the search sees the tensors in storage order; the result is priced on the arch as written
     written, arch = arch, dataclasses.replace(arch, levels=tuple(dataclasses.replace(lvl, layout={})
                                                                   for lvl in arch.levels))
+    # a paged level's cost depends on the tile layout (rank order): merge only what keeps it, and
+    # nothing where every order is searched
+    paged = any(lvl.page_bytes or lvl.ssd for lvl in arch.levels)
+    merged, members, mcons = merge(workload if free else laid_out(written, workload), constraints,
+                                   layout="none" if free else paged)
     space = MapSpace(arch, merged, mcons)
-    tree = Tree(space, energy)                          # also gives the lower bounds
+    tree = Tree(space, energy, free_layout=free)        # also gives the lower bounds
     energy_lb, energy_parts = tree.energy_bound()
     goal = Goal(tree.global_lb, energy_lb, energy_gap, converge)
     local, rounded = None, None
@@ -151,6 +166,8 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         raise StoreloopError(_nothing_valid(found, tree))
     mapping = split_mapping(found.mapping, members, workload)
     mapping = Mapping(mapping.levels, name=f"storeloop map ({algorithm}, {obj.name})")
+    if free:
+        written = best_layout(arch, workload, mapping, energy, obj)
     result = evaluate(written, workload, mapping, energy)
     report = _search_json(found, tree, obj, result, algorithm, energy_lb, energy_parts)
     if any(lvl.ssd is not None for lvl in arch.levels):
@@ -162,6 +179,9 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     # what the certificate covers: every mapping of Timeloop's map space (factorizations, loop
     # orders, spatial X/Y assignments and orders, keep/bypass), under the user's constraints if any
     report["space"] = {"complete": True, "user_constraints": constraints != Constraints()}
+    if free:                                # and every rank order of each tensor on the SSD level
+        report["space"]["layouts"] = f"every rank order of each tensor on {written.levels[0].name}"
+        report["layout"] = {k: list(v) for k, v in written.levels[0].layout.items()}
     if rounded is not None and result.cycles == rounded:
         # the exact time equals the bound; Timeloop's floating-point throttling adds the cycle
         report["cycles_optimal"] = True
@@ -170,6 +190,38 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     if local is not None:                   # the whole search: local search and branch and bound
         report["seconds"] = round(local["seconds"] + report["seconds"], 3)
     return MapResult(mapping, result, report)
+
+
+def best_layout(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTable, obj: Objective) -> Arch:
+    """``arch`` with the first (SSD-backed) level's layout that prices ``mapping`` best: per tensor,
+    the runs any rank order gives its child tiles (:func:`storeloop.model.costs.layout_runs`) cut to
+    those no other beats in both seconds and energy, and every combination of them priced by the model."""
+    lvl = arch.levels[0]
+    words = {(s.tensor, s.direction): s.words for s in evaluate(arch, workload, mapping, energy).levels[0].streams}
+    fronts = []
+    for (_, name), (part, full) in tile_extents(arch, workload, mapping, [0]).items():
+        t = workload.tensor(name)
+        runs, keys = layout_runs(np.array([part]), full)
+        cols = [c for c in range(runs.shape[1]) if runs[0, c]]
+        cost = {}
+        for c in cols:                      # one layout per distinct run
+            secs = pj = 0.0
+            for direction in ("read", "write"):
+                s, e = word_rates(lvl, int(runs[0, c]), math.prod(part), direction == "read")
+                n = words.get((name, direction), 0)
+                secs, pj = secs + n * s, pj + n * e
+            cost.setdefault(int(runs[0, c]), (secs, pj, keys[c]))
+        pts = list(cost.values())
+        front = pareto(np.array([p[0] for p in pts]), np.array([p[1] for p in pts]))
+        labels = [rank_label(r, workload.dims) for r in t.ranks]
+        fronts.append([(name, tuple(labels[i] for i in layout_of(*pts[i][2], len(t.ranks)))) for i in front])
+    best, best_cost = None, None
+    for combo in itertools.product(*fronts):
+        laid = dataclasses.replace(arch, levels=(dataclasses.replace(lvl, layout=dict(combo)),) + arch.levels[1:])
+        r = evaluate(laid, workload, mapping, energy)
+        if best is None or obj.better(r.cycles, r.energy_pJ, best_cost):
+            best, best_cost = laid, (r.cycles, r.energy_pJ)
+    return best
 
 
 def _retry(found: Found, arch, workload, merged, members, energy, space, tree, obj, goal, seeds, local) -> Found:

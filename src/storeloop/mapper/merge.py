@@ -46,12 +46,13 @@ def _layout_chains(workload: Workload, group: list[int]) -> list[list[int]]:
     return chains
 
 
-def merge(workload: Workload, constraints: Constraints, *, layout: bool = False
+def merge(workload: Workload, constraints: Constraints, *, layout: bool | str = False
           ) -> tuple[Workload, list[list[int]], Constraints]:
     """(merged workload, original dims of each merged dim, constraints on merged dims).
 
     ``layout=True`` (a paged level prices the tile layout) merges only neighbouring dimensions
-    (:func:`_layout_chains`) and keeps each tensor's ranks in layout order."""
+    (:func:`_layout_chains`) and keeps each tensor's ranks in layout order; ``layout="none"``
+    (every layout is searched) merges nothing."""
     pinned = set().union(*[_constrained(c) for c in constraints.levels.values()]) if constraints.levels else set()
     groups: dict[object, list[int]] = {}
     for d in range(len(workload.dims)):
@@ -60,7 +61,9 @@ def merge(workload: Workload, constraints: Constraints, *, layout: bool = False
         key = ("pin", d) if d in pinned else frozenset(t.name for t in workload.tensors if d in t.dims())
         groups.setdefault(key, []).append(d)
     members = list(groups.values())
-    if layout:
+    if layout == "none":
+        members = [[d] for ds in members for d in ds]
+    elif layout:
         members = [chain for ds in members for chain in _layout_chains(workload, ds)]
     new_of = {d: i for i, ds in enumerate(members) for d in ds}
     dims = tuple("".join(workload.dims[d] for d in ds) for ds in members)

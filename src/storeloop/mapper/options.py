@@ -26,6 +26,8 @@ class MapperOptions(BaseModel):
     energy_gap: float | None = Field(None, ge=0, le=1, description="a relative gap such as 0.001 (0.1 %); "
                                      "0 proves optimality")
     threads: int = Field(1, ge=1, le=1024, description="processes for the exhaustive search")
+    search_layout: bool = Field(False, strict=True, description="true: the SSD-backed first level's "
+                                "layout (rank order per tensor) is searched with the mapping")
 
     @field_validator("objective")
     @classmethod
@@ -43,7 +45,7 @@ class MapperOptions(BaseModel):
 
 
 FLAGS = {"objective": "--objective", "algorithm": "--algorithm", "time_limit": "--time-limit",
-         "energy_gap": "--energy-gap", "threads": "--threads"}
+         "energy_gap": "--energy-gap", "threads": "--threads", "search_layout": "--search-layout"}
 
 
 def options(**given) -> MapperOptions:

@@ -32,6 +32,15 @@ RD, FL, UP = 0, 1, 2
 SAFE = 1.0 - 1e-9          # lower bounds are shaved so float rounding can never prune an optimum
 
 
+def pareto(secs: np.ndarray, pj: np.ndarray) -> np.ndarray:
+    """Indices of the finite (seconds, energy) points no other beats in both (one of equal points)."""
+    out: list[int] = []
+    for i in np.lexsort((pj, secs)):               # by seconds, then energy
+        if np.isfinite(secs[i]) and (not out or pj[i] < pj[out[-1]]):
+            out.append(int(i))
+    return np.array(out, np.int64)
+
+
 def cartesian(lists: list[list[int]]) -> np.ndarray:
     out = np.ones((1, 0), dtype=np.int64)
     for opts in lists:
@@ -60,6 +69,9 @@ class Node:
     spans: np.ndarray      # (levels, D) tile span of each decided level and of `depth` (for pages)
     ssd_s: float = 0.0     # an SSD-backed top level: seconds of its final streams so far
     ssd_pJ: float = 0.0    # and their energy
+    # with a free layout (Tree(free_layout=True)): per tensor whose runs had several layouts none of
+    # which beats the others in both, their (extra seconds, extra pJ) over ssd_s and ssd_pJ (the least)
+    pending: tuple = ()
 
 
 @dataclass
@@ -75,7 +87,7 @@ class Children:
 
 
 class Tree:
-    def __init__(self, space: MapSpace, energy: EnergyTable):
+    def __init__(self, space: MapSpace, energy: EnergyTable, free_layout: bool = False):
         self.space = space
         self.arch, self.workload = space.arch, space.workload
         w = self.workload
@@ -90,6 +102,9 @@ class Tree:
         # from its runs and child tile, known once its next keeper is chosen; until then the peak
         # streams' time and the least energy per word bound them
         self.ssd = self.arch.levels[0] if self.arch.levels[0].ssd is not None else None
+        # free_layout: the SSD level stores each tensor in whichever rank order prices it best
+        # (costs.layout_runs): bounds take the least over the layouts, leaves every layout not beaten
+        self.free = free_layout and self.ssd is not None
         self.rank_dims = [[r[0][0] for r in t.ranks] for t in w.tensors]
         self.compute_pJ = w.macs * energy.compute.read_pJ
         self.class_of = np.full(self.D, -1)
@@ -137,6 +152,28 @@ class Tree:
     def _paged(self, L: int, count, run: int):
         """``count`` words of child tiles with runs of ``run`` words, in whole pages (exact)."""
         return costs.paged(count, costs.page_ratio(run, self.arch.levels[L].word_bits, self.pages[L]))
+
+    def _ssd_runs(self, t: int, full, part) -> np.ndarray:
+        """(m, C) runs the SSD level can serve t's child tiles ``part`` in: the declared layout's,
+        or with a free layout every layout's (0: none in that row)."""
+        if not self.free:
+            return self._runs(t, full, part)[:, None]
+        dims = self.rank_dims[t]
+        return costs.layout_runs(np.atleast_2d(part)[:, dims], np.asarray(full)[dims])[0]
+
+    def _ssd_costs(self, runs: np.ndarray, tiles: np.ndarray, reads, writes) -> tuple[np.ndarray, np.ndarray]:
+        """Seconds and pJ (m, C) of ``reads`` and ``writes`` words (m,) in ``runs`` (m, C) of child
+        tiles ``tiles`` (m,); infinite where a run is 0."""
+        m, C = runs.shape
+        flat, tl = np.maximum(runs, 1).ravel(), np.repeat(np.asarray(tiles, np.int64), C)
+        secs, pj = np.zeros((m, C)), np.zeros((m, C))
+        for words, read in ((reads, True), (writes, False)):
+            words = np.asarray(words, np.float64)[:, None]
+            if words.any():
+                s, e = self._ssd_rates(flat, tl, read)
+                secs, pj = secs + words * s.reshape(m, C), pj + words * e.reshape(m, C)
+        none = runs == 0
+        return np.where(none, np.inf, secs), np.where(none, np.inf, pj)
 
     def _ssd_rates(self, runs: np.ndarray, tiles: np.ndarray, read: bool) -> tuple[np.ndarray, np.ndarray]:
         """Seconds and picojoules per word of the SSD level's reads (writes) per row of runs and tiles."""
@@ -429,13 +466,13 @@ class Tree:
             pl = int(n.last[t])
             k = kept[None, :, t]
             # the parent's reads (updates) of t: final if L1 keeps t, else a lower bound -- the same value
-            via = (arr[:, t] * scat[:, t]).astype(np.float64)
+            via0 = (arr[:, t] * scat[:, t]).astype(np.float64)
             # where L1 does not keep t: bypassing a last level without fanout, one access per
             # compute; above it, the reuse the capacities below force
-            via = np.where(k, via[:, None], (np.maximum(via, cc_lb * scat[:, t]) if innermost
-                                             else via * forced_reuse(t))[:, None])
+            via = np.where(k, via0[:, None], (np.maximum(via0, cc_lb * scat[:, t]) if innermost
+                                              else via0 * forced_reuse(t))[:, None])
             if pl == 0 and self.ssd is not None:
-                self._ssd_traffic(n, rows, t, k, via, innermost, ssd_s, e)
+                self._ssd_traffic(n, rows, t, k, via0, via, innermost, ssd_s, e)
             else:
                 fac = 1.0
                 if pl in self.pages:       # whole pages: exact if L1 keeps t, else bounded over sub-tiles
@@ -478,36 +515,36 @@ class Tree:
         r, c = r[order], c[order]
         return Children(n, rows, r, masks[c], clb[r, c], e[r, c])
 
-    def _ssd_traffic(self, n, rows, t, k, via, innermost, ssd_s, e) -> None:
-        """The SSD top level's reads (updates) ``via`` of t, added to ``ssd_s`` (seconds) and ``e``
-        (pJ): exact where L1 keeps t (its run and tile are L1's), bounded by the peak streams and
-        the least energy per word where a level further down will."""
-        runs = self._runs(t, n.spans[0], rows["rem"])
-        tiles = rows["tile"][:, t]
-        # a later keeper's run is a sub-tile's, so no longer than this run nor its capacity; the
-        # compute units take single words
+    def _ssd_traffic(self, n, rows, t, k, via0, via, innermost, ssd_s, e) -> None:
+        """The SSD top level's reads (updates) of t, added to ``ssd_s`` (seconds) and ``e`` (pJ):
+        ``via0`` per row where L1 keeps t (exact: its run and tile are L1's; with a free layout the
+        least seconds and the least energy over the layouts, each a bound), ``via`` (m, K) per
+        keep mask, bounded by the peak streams and the least energy per word where a level further
+        down will keep t."""
+        runs = self._ssd_runs(t, n.spans[0], rows["rem"])
+        u = float(n.util[0])
+        reads0 = via0 - n.partl[t] if self.rw[t] else via0
+        secs, pj = self._ssd_costs(runs, rows["tile"][:, t], reads0, via0 if self.rw[t] else 0.0 * via0)
+        # a later keeper's run is a sub-tile's, so no longer than the longest here nor its
+        # capacity; the compute units take single words
         longest = np.ones(len(runs), np.int64) if innermost else \
-            np.maximum(np.minimum(runs, self.cap_after[n.depth + 1]), 1)
+            np.maximum(np.minimum(runs.max(axis=1), self.cap_after[n.depth + 1]), 1)
 
-        def rates(read: bool):
-            exact = self._ssd_rates(runs, tiles, read)
+        def bound(read: bool):
             least = self.rpw[0] if read else self.wpw[0]
             uniq, inv = np.unique(longest, return_inverse=True)
-            bound = np.array([disk.bounds_per_word(self.ssd.ssd, self.ssd.word_bits, int(r), read, float(least))
-                              for r in uniq]).reshape(-1, 2)[inv.ravel()]
-            return (np.where(k, exact[0][:, None], bound[:, 0][:, None]),
-                    np.where(k, exact[1][:, None], bound[:, 1][:, None]))
+            out = np.array([disk.bounds_per_word(self.ssd.ssd, self.ssd.word_bits, int(r), read, float(least))
+                            for r in uniq]).reshape(-1, 2)[inv.ravel()]
+            return out[:, 0][:, None], out[:, 1][:, None]
 
-        spw_r, epw_r = rates(True)
-        u = float(n.util[0])
+        spw_r, epw_r = bound(True)
+        reads = via - n.partl[t] if self.rw[t] else via
+        later_s, later_e = reads * spw_r, reads * epw_r
         if self.rw[t]:
-            spw_w, epw_w = rates(False)
-            reads = via - n.partl[t]
-            ssd_s += (reads * spw_r + via * spw_w) * u
-            e += (reads * epw_r + via * epw_w) * u
-        else:
-            ssd_s += via * spw_r * u
-            e += via * epw_r * u
+            spw_w, epw_w = bound(False)
+            later_s, later_e = later_s + via * spw_w, later_e + via * epw_w
+        ssd_s += np.where(k, secs.min(axis=1)[:, None], later_s) * u
+        e += np.where(k, pj.min(axis=1)[:, None], later_e) * u
 
     def child(self, ch: Children, i: int) -> Node:
         """Materialize the i-th surviving child as a node of the next level."""
@@ -518,7 +555,7 @@ class Tree:
         last, scat, partl = n.last.copy(), rows["scat"][j].copy(), n.partl.copy()
         util = n.util.copy()
         util[L1] = rows["util"][j]
-        e_acc, ssd_s, ssd_pJ = n.e_acc, n.ssd_s, n.ssd_pJ
+        e_acc, ssd_s, ssd_pJ, pending = n.e_acc, n.ssd_s, n.ssd_pJ, n.pending
         for t in range(self.T):
             if not mask >> t & 1:
                 continue
@@ -533,15 +570,17 @@ class Tree:
                     cnt[pl, t, act] = int(self._paged(pl, cnt[pl, t, act], run))
             bpl, bl1 = self.arch.levels[pl].block_size, self.arch.levels[L1].block_size
             if pl == 0 and self.ssd is not None:
-                run = self._runs(t, n.spans[0], rows["rem"][j])
-                tile = rows["tile"][j:j + 1, t]
-                (sr,), (er,) = self._ssd_rates(run, tile, True)
-                (sw,), (ew,) = self._ssd_rates(run, tile, False)
+                runs = self._ssd_runs(t, n.spans[0], rows["rem"][j])
+                secs, pj = self._ssd_costs(runs, rows["tile"][j:j + 1, t], [cnt[0, t, RD]], [cnt[0, t, UP]])
                 u = float(util[0])
-                ssd_s += (cnt[0, t, RD] * sr + cnt[0, t, UP] * sw) * u
-                spent = (cnt[0, t, RD] * er + cnt[0, t, UP] * ew) * u
-                ssd_pJ += spent
-                e_acc += spent
+                secs, pj = secs[0] * u, pj[0] * u
+                front = pareto(secs, pj)
+                least_s, least_e = float(secs[front].min()), float(pj[front].min())
+                ssd_s += least_s
+                ssd_pJ += least_e
+                e_acc += least_e
+                if len(front) > 1:         # the leaves price each of these layouts
+                    pending = pending + (tuple(zip(secs[front] - least_s, pj[front] - least_e)),)
             else:
                 e_acc += (-(-cnt[pl, t, RD] // bpl) * self.costs[pl].read_pJ
                           + -(-cnt[pl, t, UP] // bpl) * self.costs[pl].write_pJ) * float(util[pl])
@@ -552,7 +591,7 @@ class Tree:
         spans = n.spans.copy()
         spans[L1] = rows["rem"][j]
         return Node(L1, rows["rem"][j], int(rows["P"][j]), rows["rep"][j], rows["above"][j], last, scat, partl,
-                    cnt, util, e_acc, choice, mask, spans, ssd_s, ssd_pJ)
+                    cnt, util, e_acc, choice, mask, spans, ssd_s, ssd_pJ, pending)
 
     def _leaves(self, n: Node, rows: dict, best, objective):
         """Exact cycles and energy of every complete mapping under a last-level node; the best one."""
@@ -566,11 +605,15 @@ class Tree:
         spatial = [d for d in range(sx.shape[1]) if (sx[:, d] > 1).any() or (sy[:, d] > 1).any()]
         orders = list(itertools.permutations(spatial)) if len(spatial) > 1 else [tuple(spatial)]
         self.stats["candidates"] += m * (len(orders) - 1)
-        priced = [self._price_leaves(n, rows, order) for order in orders]
+        # with a free layout, every combination of the tensors' unbeaten layouts (Node.pending)
+        blocks = [(order, sum(x[0] for x in xs), sum(x[1] for x in xs))
+                  for order in orders for xs in itertools.product(*n.pending)]
+        self.stats["candidates"] += m * (len(blocks) - len(orders))
+        priced = [self._price_leaves(n, rows, *block) for block in blocks]
         cycles = np.concatenate([c for c, _ in priced])
         energy = np.concatenate([e for _, e in priced])
         if self.space.min_units:             # Timeloop's min parallelism: too few compute units in use
-            few = np.tile(rows["util"] < self.space.min_units, len(orders))
+            few = np.tile(rows["util"] < self.space.min_units, len(blocks))
             cycles, energy = np.where(few, np.inf, cycles), np.where(few, np.inf, energy)
             self.stats["complete"] -= int(few[:m].sum())
             if few.all():
@@ -578,14 +621,16 @@ class Tree:
         i = int(objective.argbest(cycles, energy))
         if best is not None and not objective.better(cycles[i], energy[i], best):
             return ()
-        j, order = i % m, orders[i // m]
+        j, order = i % m, blocks[i // m][0]
         choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["perms"][rows["oid"][j]], n.keep,
                               order),)
         return (int(cycles[i]), float(energy[i]), choice)
 
-    def _price_leaves(self, n: Node, rows: dict, order: tuple) -> tuple[np.ndarray, np.ndarray]:
+    def _price_leaves(self, n: Node, rows: dict, order: tuple, extra_s: float = 0.0,
+                      extra_pJ: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """Cycles and energy of the complete mappings in ``rows`` with the last level's spatial
-        loops nested in ``order`` on each axis (outer first; other dimensions after)."""
+        loops nested in ``order`` on each axis (outer first; other dimensions after), the SSD
+        level's streams taking ``extra_s`` seconds and ``extra_pJ`` more than ``n``'s least."""
         m, T = len(rows["P"]), self.T
         cc = rows["P"]
         cnt = np.broadcast_to(n.cnt, (m,) + n.cnt.shape).copy()
@@ -620,8 +665,8 @@ class Tree:
                 direct = np.array([n.last[t] == 0 for t in range(T)])
                 rd = cnt[:, 0, direct, RD].sum(axis=1)
                 up = cnt[:, 0, direct, UP].sum(axis=1)
-                energy = energy + n.ssd_pJ + (rd * er + up * ew) * u
-                cycles = np.maximum(cycles, np.ceil((n.ssd_s + (rd * sr + up * sw) * u) * self.arch.clock_hz))
+                energy = energy + n.ssd_pJ + extra_pJ + (rd * er + up * ew) * u
+                cycles = np.maximum(cycles, np.ceil((n.ssd_s + extra_s + (rd * sr + up * sw) * u) * self.arch.clock_hz))
                 continue
             c = self.costs[L]
             e, lc = costs.level_costs(lvl, c.read_pJ, c.write_pJ, cnt[:, L, :, RD].T, cnt[:, L, :, FL].T,

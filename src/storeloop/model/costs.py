@@ -190,6 +190,37 @@ def run_words(part, full) -> int:
     return run
 
 
+def layout_runs(part: np.ndarray, full) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """Every contiguous run a child tile can have in some rank order (layout) of its tensor.
+
+    ``part`` (m, R): child tile extents per row; ``full`` (R,): the level's. In a layout whose
+    innermost ranks are a set S the child spans whole, with rank r just outside them, the run is
+    ``prod(full[S]) * part[:, r]`` (:func:`run_words`); every layout's run is one of these. Returns
+    runs (m, C) (0 where S is not spanned whole in that row) and, per column, (S as a bit mask, r)."""
+    part = np.atleast_2d(np.asarray(part, np.int64))
+    R = part.shape[1]
+    if R == 0:                                   # a scalar: one word
+        return np.ones((len(part), 1), np.int64), [(0, -1)]
+    whole = part == np.asarray(full, np.int64)[None, :]
+    cols, keys = [], []
+    for S in range(1 << R):
+        inner = [i for i in range(R) if S >> i & 1]
+        spanned = whole[:, inner].all(axis=1)
+        size = math.prod(int(full[i]) for i in inner)
+        for r in range(R):
+            if not S >> r & 1:
+                cols.append(np.where(spanned, size * part[:, r], 0))
+                keys.append((S, r))
+    return np.stack(cols, axis=1), keys
+
+
+def layout_of(S: int, r: int, R: int) -> list[int]:
+    """A rank order (outermost first) with the ranks of bit mask ``S`` innermost and ``r`` just
+    outside them: the layout that gives :func:`layout_runs`' column (S, r)."""
+    rest = [i for i in range(R) if not S >> i & 1 and i != r]
+    return rest + ([r] if r >= 0 else []) + [i for i in range(R) if S >> i & 1]
+
+
 def paged(count, ratio: Fraction):
     """``count`` words moved in whole pages: ``ceil(count * ratio)`` exactly, for numbers or arrays."""
     num, den = ratio.numerator, ratio.denominator

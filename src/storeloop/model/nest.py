@@ -496,6 +496,17 @@ def tile_runs(arch: Arch, workload: Workload, mapping: Mapping, levels,
     tensor's rank order there (:func:`storage_order`, last rank fastest): a run is the child tile's extent along the last
     rank, times the ranks before it as long as the child spans the level's whole extent there
     (:func:`storeloop.model.costs.run_words`). The compute units take one element at a time."""
+    out = {}
+    for (L, name), (part, full) in tile_extents(arch, workload, mapping, levels, inner).items():
+        order = storage_order(arch, workload, L, workload.tensor(name))
+        out[(L, name)] = (costs.run_words([part[i] for i in order], [full[i] for i in order]), math.prod(part))
+    return out
+
+
+def tile_extents(arch: Arch, workload: Workload, mapping: Mapping, levels,
+                 inner: list[list[int]] | None = None) -> dict[tuple[int, str], tuple[list[int], list[int]]]:
+    """(child tile, own tile) extents per declared rank of every tensor kept at each of ``levels``;
+    the child is the tensor's next keeper below (the compute units: one element)."""
     nlev = len(arch.levels)
     inner = inner or _spans(_flatten(mapping), nlev, len(workload.dims))
     out = {}
@@ -504,10 +515,7 @@ def tile_runs(arch: Arch, workload: Workload, mapping: Mapping, levels,
             if not mapping.levels[L].keeps(t.name):
                 continue
             child = next((C for C in range(L + 1, nlev) if mapping.levels[C].keeps(t.name)), nlev)
-            full = _extents(t, inner[L])
-            part = _extents(t, inner[child]) if child < nlev else [1] * len(t.ranks)
-            order = storage_order(arch, workload, L, t)
-            out[(L, t.name)] = (costs.run_words([part[i] for i in order], [full[i] for i in order]), math.prod(part))
+            out[(L, t.name)] = (_extents(t, inner[child]) if child < nlev else [1] * len(t.ranks), _extents(t, inner[L]))
     return out
 
 

@@ -170,8 +170,12 @@ def _run_point(sweep: Sweep, params: dict, workload: str, seeds, row: dict) -> N
             pass                     # a neighbour's mapping that does not fit this arch
     opts = sweep.mapper
     out = map_workload(arch, w, energy, time_limit=opts.time_limit if "time_limit" in opts.model_fields_set else 10.0,
-                       objective=opts.objective, algorithm=opts.algorithm, energy_gap=opts.energy_gap, seeds=starts)
+                       objective=opts.objective, algorithm=opts.algorithm, energy_gap=opts.energy_gap, seeds=starts,
+                       search_layout=opts.search_layout)
     r, s = out.result, out.search
+    levels = level_breakdown(r)
+    if "layout" in s:                    # the searched layout prices the stored mapping
+        levels[arch.levels[0].name]["layout"] = s["layout"]
     row.update(status="interrupted" if s["stopped"] == "interrupted" else "ok", cycles=r.cycles, energy_pJ=r.energy_pJ, area_um2=r.area_um2,
                on_chip_area_um2=r.on_chip_area_um2, computes=r.computes,
                lower_bound_cycles=s["lower_bound_cycles"], gap=s["gap"],
@@ -179,7 +183,7 @@ def _run_point(sweep: Sweep, params: dict, workload: str, seeds, row: dict) -> N
                seconds=s["seconds"], clock_hz=arch.clock_hz, stopped=s["stopped"],
                lower_bound_energy_pJ=s["lower_bound_energy_pJ"], energy_gap=s["energy_gap"],
                mapping=yaml.safe_dump(mapping_to_native(out.mapping, arch, w), sort_keys=False),
-               levels=json.dumps(level_breakdown(r)))
+               levels=json.dumps(levels))
 
 
 def level_breakdown(r) -> dict:
