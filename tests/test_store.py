@@ -124,16 +124,19 @@ def _group_alive(pgid: int) -> bool:
         return False
 
 
-def _sweep_process(spec, db):
-    return subprocess.Popen([sys.executable, "-m", "storeloop.cli", "sweep", str(spec), "--db", str(db), "--workers", "2"],
+def _sweep_process(spec, db, workers: int = 2):
+    return subprocess.Popen([sys.executable, "-m", "storeloop.cli", "sweep", str(spec), "--db", str(db),
+                             "--workers", str(workers)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
-def test_ctrl_c_stops_a_sweep_within_2_s_and_leaves_no_worker(tmp_path):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_stops_a_sweep_within_2_s_and_leaves_no_worker(tmp_path, workers):
+    """One worker (the search runs in the sweep's process) or a pool: Ctrl-C stops the sweep."""
     spec = long_sweep(tmp_path)
     db = tmp_path / "r.sqlite"
-    p = _sweep_process(spec, db)
+    p = _sweep_process(spec, db, workers)
     time.sleep(5)
     sent = time.monotonic()
     p.send_signal(signal.SIGINT)
@@ -145,7 +148,9 @@ def test_ctrl_c_stops_a_sweep_within_2_s_and_leaves_no_worker(tmp_path):
     assert not _group_alive(p.pid), "pool workers outlived the sweep"
     df = read_results(db) if db.exists() else None
     if df is not None and len(df):
-        assert set(df["status"]) <= {"ok", "invalid"}      # nothing half-done stored as a result
+        # nothing half-done stored as a result: the point in flight (one worker) is 'interrupted'
+        assert set(df["status"]) <= {"ok", "invalid", "interrupted"}
+        assert (df["status"] == "interrupted").sum() <= 1
     assert p.returncode == 130 and "interrupted" in err
 
 

@@ -302,7 +302,10 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
             _run_pool(workers, jobs(), store)
         else:
             for k, a in jobs():
-                store(k, run_point(*a))
+                row = run_point(*a)           # Ctrl-C in a search: the point is kept 'interrupted'
+                store(k, row)
+                if row["status"] == "interrupted":
+                    raise KeyboardInterrupt   # ... and the sweep stops (re-run on resume)
         if complete:                         # the whole grid was walked: other keys are stale
             try:
                 db.execute("update points set stale = (key not in (select key from current)) where sweep = ?",
