@@ -403,10 +403,17 @@ def _store_case(tmp_path, kind: str):
     path = tmp_path / "db.sqlite"
     if kind == "text":
         path.write_text("not a database\n")
-    elif kind in ("foreign", "view", "newer"):
+    elif kind in ("foreign", "view", "newer", "users", "no-mapping"):
         con = sqlite3.connect(path)
         if kind == "foreign":
             con.execute("create table points (a, b)")
+        elif kind == "users":                 # an unrelated program's database
+            con.execute("create table users (id integer primary key, name text)")
+            con.execute("insert into users (name) values ('ada')")
+        elif kind == "no-mapping":            # storeloop's table without a column it always had
+            from storeloop.sweeps.store import REQUIRED
+
+            con.execute(f"create table points ({', '.join(c for c in REQUIRED if c != 'mapping')})")
         elif kind == "view":
             con.execute("create table t (sweep, key, params, workload, status)")
             con.execute("create view points as select * from t")
@@ -424,16 +431,41 @@ def _store_case(tmp_path, kind: str):
     return path
 
 
-@pytest.mark.parametrize("kind", ["text", "foreign", "view", "newer", "truncated", "garbage", "empty-db"])
+@pytest.mark.parametrize("kind", ["text", "foreign", "view", "newer", "users", "no-mapping", "truncated", "garbage",
+                                  "empty-db"])
 def test_results_plot_and_sweep_refuse_what_is_not_a_store(kind, tmp_path, capsys):
     path = _store_case(tmp_path, kind)
+    before = path.read_bytes()
     for args in (["results", str(path)], ["plot", str(path), "--out", str(tmp_path / "f")]):
         assert main(args) == 2, args
         err = capsys.readouterr().err
         assert str(path) in err and "Traceback" not in err and len(err.splitlines()) <= 25, err
-    if kind in ("text", "foreign", "view", "newer"):
+    if kind in ("text", "foreign", "view", "newer", "users", "no-mapping"):
         assert main(["sweep", str(tiny(tmp_path)), "--db", str(path)]) == 2
-        assert str(path) in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert str(path) in err and "Traceback" not in err and len(err.splitlines()) <= 25, err
+        assert path.read_bytes() == before, "sweep wrote to a file that is not its store"
+
+
+def test_an_old_store_migrated_by_a_sweep_reads_whole(tmp_path, capsys):
+    """A store of the first schema (user_version 1, no added columns) that a new sweep extends:
+    its old rows and the new ones read together."""
+    from storeloop.sweeps.store import REQUIRED
+
+    path = tmp_path / "old.sqlite"
+    con = sqlite3.connect(path)
+    con.execute(f"create table points ({', '.join(REQUIRED)}, primary key (sweep, key))")
+    con.execute("insert into points (sweep, key, params, workload, status, cycles, energy_pJ) "
+                "values ('old', 'k1', '{\"levels.RF.capacity\": \"8 words\"}', 'matvec.yaml', 'ok', 100, 5.0)")
+    con.execute("pragma user_version = 1")
+    con.commit()
+    con.close()
+    assert main(["sweep", str(tiny(tmp_path)), "--db", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["results", str(path), "--format", "csv"]) == 0
+    out = capsys.readouterr().out
+    df = read_results(path)
+    assert "old" in set(df["sweep"]) and len(set(df["sweep"])) == 2, out
 
 
 def test_results_into_a_closed_pipe_exits_quietly(tmp_path):

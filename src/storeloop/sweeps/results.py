@@ -98,7 +98,7 @@ def _check_rows(df, db_path) -> None:
         raise bad(i, "status", f"status {df['status'].iloc[i]!r}", ", ".join(STATUSES))
     for col in ("params", "scenario"):
         for i, v in enumerate(df[col] if col in df else ()):
-            if v is None and col == "scenario":
+            if col == "scenario" and pd.isna(v):      # a row of a store written before scenarios
                 continue
             try:
                 ok = isinstance(json.loads(v), dict)

@@ -39,15 +39,31 @@ FINAL = ("ok", "invalid")
 NUMERIC = ("cycles", "energy_pJ", "area_um2", "on_chip_area_um2", "computes", "lower_bound_cycles", "gap", "optimal",
            "cycles_optimal", "seconds", "clock_hz", "finished", "lower_bound_energy_pJ", "energy_gap", "stale",
            "throughput_Bps")
+
+
+def _columns() -> list[str]:
+    mem = sqlite3.connect(":memory:")
+    mem.executescript(SCHEMA)
+    return [row[1] for row in mem.execute("pragma table_info(points)")]
+
+
 # columns every store has had since the first version: a 'points' table without them is not ours
-REQUIRED = ("sweep", "key", "params", "workload", "status")
+REQUIRED = tuple(c for c in _columns() if c not in ADDED)
+# what a migrated store's older rows hold in an added column that may not be empty
+FILLED = {"scenario": "{}"}
 STORE_HELP = "a .sqlite file written by storeloop sweep"
 
 
 def _check_schema(db: sqlite3.Connection, path: Path) -> None:
-    """Refuse a database that is not a storeloop store: no 'points' table (or a view of that
-    name), a table without storeloop's columns, or a newer schema than this storeloop knows."""
+    """Refuse a database that is not a storeloop store: tables but no 'points' table (a view of
+    that name), a table without storeloop's columns, or a newer schema than this storeloop knows.
+    An empty database is a new store."""
     kind = db.execute("select type from sqlite_master where name = 'points'").fetchone()
+    others = [n for (n,) in db.execute("select name from sqlite_master where type in ('table', 'view') "
+                                       "and name not like 'sqlite_%'") if n not in ("points", "claims")]
+    if kind is None and others:
+        raise SpecError(f"a database of other tables ({', '.join(sorted(others)[:5])}) and no 'points' table: not a "
+                        "storeloop store; it is left unchanged", file=str(path), allowed=f"{STORE_HELP}, or a new path")
     if kind is not None and kind[0] != "table":
         raise SpecError(f"'points' is a {kind[0]} here, not storeloop's table", file=str(path), allowed=STORE_HELP)
     if kind is not None:
@@ -78,7 +94,10 @@ def open_store(path: str | Path) -> sqlite3.Connection:
         for col, kind in ADDED.items():
             if col not in have:
                 db.execute(f"alter table points add column {col} {kind}")
+                if col in FILLED:            # older rows read as the new ones do
+                    db.execute(f"update points set {col} = ? where {col} is null", (FILLED[col],))
         db.execute(f"pragma user_version = {SCHEMA_VERSION}")
+        db.commit()
     except (sqlite3.DatabaseError, OSError) as exc:
         raise SpecError(f"cannot use it as a results store ({exc})", file=str(path),
                         allowed=f"{STORE_HELP}, or a new path in a writable folder") from None
