@@ -154,6 +154,32 @@ def test_ctrl_c_stops_a_sweep_within_2_s_and_leaves_no_worker(tmp_path, workers)
     assert p.returncode == 130 and "interrupted" in err
 
 
+def test_a_resume_right_after_a_kill_takes_over_its_claims(tmp_path):
+    """A claim of a sweep killed a moment ago (its process not yet reaped, so a pid probe still
+    finds it) or of a pid that a new, unrelated process now has is taken over: the grid finishes."""
+    spec = tiny(tmp_path)
+    db = tmp_path / "r.sqlite"
+    run_sweep(load_sweep(spec), db, progress=False)
+    con = sqlite3.connect(db)
+    keys = [k for (k,) in con.execute("select key from points order by key limit 2")]
+    dead = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    dead.kill()                                       # not waited for: a zombie, os.kill(pid, 0) succeeds
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])   # alive, holds no lease
+    try:
+        for key, pid in zip(keys, (dead.pid, other.pid)):
+            con.execute("delete from points where key = ?", (key,))
+            con.execute("insert into claims values ((select sweep from points limit 1), ?, ?, ?, ?)",
+                        (key, pid, __import__("socket").gethostname(), time.time()))
+        con.commit()
+        con.close()
+        counts = run_sweep(load_sweep(spec), db, progress=False)
+        assert counts["taken"] == 0 and counts["run"] == 2 and counts["ok"] + counts["invalid"] == 2, counts
+    finally:
+        other.kill()
+        dead.wait()
+        other.wait()
+
+
 def test_killed_sweep_leaves_no_orphan_workers(tmp_path):
     spec = long_sweep(tmp_path)
     p = _sweep_process(spec, tmp_path / "r.sqlite")

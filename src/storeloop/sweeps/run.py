@@ -20,7 +20,7 @@ from typing import Iterator
 from storeloop.errors import StoreloopError
 from storeloop.spec.yamlio import LDict
 from storeloop.sweeps.spec import Sweep, _point_doc, load_sweep, point_arch, points, satisfies
-from storeloop.sweeps.store import FINAL, STATUSES, _claim, open_store
+from storeloop.sweeps.store import FINAL, STATUSES, Lease, open_store
 
 
 def _digest(data: bytes) -> str:
@@ -217,6 +217,7 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
     no point of the current grid has) are kept and marked stale. Ctrl-C stops the workers and
     raises KeyboardInterrupt; what finished before is stored."""
     db = open_store(db_path)
+    lease = Lease(db_path)
     context, files = run_context(sweep), {}
     # keys of points already final, whatever their stale mark (a key names its inputs exactly)
     done = {k for (k,) in db.execute(f"select key from points where sweep = ? and status in {FINAL}", (sweep.name,))}
@@ -287,7 +288,7 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
     def jobs():
         for key, params, w, system in todo():
             try:
-                claimed = _claim(db, sweep.name, key)
+                claimed = lease.claim(db, sweep.name, key)
             except sqlite3.DatabaseError as exc:
                 raise failed(exc) from None
             if not claimed:
@@ -322,6 +323,7 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
         except sqlite3.DatabaseError:
             pass                                 # claims of a gone process are taken over by the next run
         db.close()
+        lease.close()
     return counts
 
 

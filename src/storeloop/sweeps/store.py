@@ -3,6 +3,7 @@ two sweeps share one store."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
 import sqlite3
@@ -120,37 +121,63 @@ def read_store(path: str | Path) -> sqlite3.Connection:
     return db
 
 
-def _claim(db: sqlite3.Connection, sweep: str, key: str) -> bool:
-    """Take a point for this process unless another live sweep holds it (two sweeps of one spec on
-    one store share the points instead of computing each twice). A claim of a process that is gone
-    (same host: no such pid; another host: older than a day) is taken over."""
-    host, pid = socket.gethostname(), os.getpid()
-    db.execute("begin immediate")
-    try:
-        row = db.execute("select pid, host, t from claims where sweep = ? and key = ?", (sweep, key)).fetchone()
-        if row is not None and (row[0], row[1]) != (pid, host) and _alive(*row):
-            db.rollback()
-            return False
-        if row is None:     # a point finished by another sweep since this one started is done
-            st = db.execute("select status, stale from points where sweep = ? and key = ?", (sweep, key)).fetchone()
-            if st is not None and st[0] in FINAL and not st[1]:
+class Lease:
+    """This sweep's hold on its claims: a lock on byte ``pid`` of the store's ``-lease`` file, which
+    the kernel drops the moment the process ends, killed or not. A claim of this host whose byte is
+    free is taken over at once (a pid probe would see a killed sweep alive until it is reaped, and a
+    new process that reuses its pid); a claim of another host, once it is a day old."""
+
+    def __init__(self, db_path: str | Path):
+        self.pid, self.host = os.getpid(), socket.gethostname()
+        try:
+            self.fd: int | None = os.open(f"{db_path}-lease", os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, self.pid)
+        except OSError:                 # a file system without locks: the pid probe
+            self.fd = None
+
+    def alive(self, pid: int, host: str, t: float) -> bool:
+        if host != self.host:
+            return time.time() - t < 86400
+        if pid == self.pid:
+            return True
+        if self.fd is None:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return False
+            except PermissionError:
+                pass
+            return True
+        try:                            # (this process's own fd: closing another would drop its lock)
+            fcntl.lockf(self.fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, pid)
+        except OSError:
+            return True
+        fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, pid)
+        return False
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def claim(self, db: sqlite3.Connection, sweep: str, key: str) -> bool:
+        """Take a point for this process unless another live sweep holds it (two sweeps of one spec
+        on one store share the points instead of computing each twice)."""
+        db.execute("begin immediate")
+        try:
+            row = db.execute("select pid, host, t from claims where sweep = ? and key = ?", (sweep, key)).fetchone()
+            if row is not None and (row[0], row[1]) != (self.pid, self.host) and self.alive(*row):
                 db.rollback()
                 return False
-        db.execute("insert or replace into claims values (?, ?, ?, ?, ?)", (sweep, key, pid, host, time.time()))
-        db.commit()
-        return True
-    except BaseException:
-        db.rollback()
-        raise
-
-
-def _alive(pid: int, host: str, t: float) -> bool:
-    if host != socket.gethostname():
-        return time.time() - t < 86400
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
+            if row is None:     # a point finished by another sweep since this one started is done
+                st = db.execute("select status, stale from points where sweep = ? and key = ?", (sweep, key)).fetchone()
+                if st is not None and st[0] in FINAL and not st[1]:
+                    db.rollback()
+                    return False
+            db.execute("insert or replace into claims values (?, ?, ?, ?, ?)",
+                       (sweep, key, self.pid, self.host, time.time()))
+            db.commit()
+            return True
+        except BaseException:
+            db.rollback()
+            raise
