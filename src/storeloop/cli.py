@@ -32,9 +32,7 @@ def render_table(r: Result, arch: Arch) -> str:
                  f"{r.compute_cycles:>18,} {'':>7} {r.compute_energy_pJ:>20,.0f} "
                  f"{r.compute_area_per_instance_um2 * r.compute_instances:>12,.0f}")
     lines.append("")
-    slowest = max(r.levels, key=lambda lv: lv.cycles)
-    bound = slowest.name if slowest.cycles > r.compute_cycles else f"{r.compute_name} (compute)"
-    lines.append(f"cycles       {r.cycles:,}  (bound by {bound})")
+    lines.append(f"cycles       {r.cycles:,}  (bound by {r.bound_by})")
     lines.append(f"computes     {r.computes:,}")
     lines.append(f"utilization  {r.utilization:.4f}")
     lines.append(f"energy       {r.energy_pJ / 1e12:.6g} J  ({r.energy_pJ / r.computes:.6g} pJ/compute)")
@@ -161,11 +159,13 @@ def cmd_map(args: argparse.Namespace) -> int:
                    energy_gap=args.energy_gap, threads=given["threads"],
                    search_layout=args.search_layout)            # every flag checked before any work
     arch = load_arch(args.arch)
+    if args.out and Path(args.out).is_dir():
+        raise SpecError("is a folder", file=args.out, field="--out", allowed="a file path for the mapping YAML")
+    if _is_query(args.workload):
+        return _map_query(args, arch, opts)
     workload = load_workload(args.workload)
     energy = energy_for(args, arch)
     constraints = load_constraints(args.constraints, arch, workload) if args.constraints else None
-    if args.out and Path(args.out).is_dir():
-        raise SpecError("is a folder", file=args.out, field="--out", allowed="a file path for the mapping YAML")
     seeds = [load_mapping(f, arch, workload) for f in args.seed_mapping or []]
     out = map_workload(arch, workload, energy, constraints=constraints, **opts.model_dump(),
                        seed=args.seed, victory=given["victory"] or 500, progress=not args.json, seeds=seeds,
@@ -207,6 +207,56 @@ def cmd_map(args: argparse.Namespace) -> int:
     return 0
 
 
+def _is_query(path: str) -> bool:
+    from storeloop.spec.yamlio import load
+
+    doc = load(path)
+    return isinstance(doc, dict) and "query" in doc
+
+
+def _map_query(args: argparse.Namespace, arch: Arch, opts) -> int:
+    """``storeloop map ARCH QUERY.yaml``: every einsum of the query mapped at its best home."""
+    from storeloop.mapper.query import map_query
+    from storeloop.spec.load import load_query
+    from storeloop.spec.native import mapping_to_native
+
+    for flag in ("constraints", "seed_mapping"):
+        if getattr(args, flag):
+            raise SpecError(f"--{flag.replace('_', '-')} applies to one einsum, not to a query",
+                            field=f"--{flag.replace('_', '-')}", allowed="map the einsum's own workload file")
+    query = load_query(args.workload)
+    energy = energy_for(args, arch)
+    say = None if args.json else (lambda what: print(f"mapping {what} ...", file=sys.stderr, flush=True))
+    out = map_query(arch, query, energy, progress=say, **opts.model_dump(), converge=not args.no_converge)
+    if args.out:
+        base = Path(args.out)
+        base.parent.mkdir(parents=True, exist_ok=True)
+        for e, p in zip(query.einsums, out.parts):
+            path = base.with_name(f"{base.stem}-{e.workload.name}{base.suffix}")
+            path.write_text(f"# written by storeloop map {args.arch} {args.workload} (einsum {e.workload.name})\n"
+                            + yaml.safe_dump(mapping_to_native(p.mapping, arch, e.workload), sort_keys=False))
+            print(f"wrote {path}")
+    d = out.to_dict(arch)
+    if args.json:
+        print(json.dumps(d, indent=1))
+        return 0
+    clock = arch.clock_hz or 1.0
+    print(f"{'einsum':<28} {'home':<8} {'MACs':>16} {'cycles':>16} {'share':>7} {'energy J':>10}  bound by, search")
+    for e in d["einsums"]:
+        print(f"{e['name']:<28} {e['home']:<8} {e['macs']:>16,} {e['cycles']:>16,} {e['cycles'] / d['cycles']:>7.2%} "
+              f"{e['energy_J']:>10.4g}  {e['bound_by']}, {e['stopped']}{' (proven)' if e['optimal'] else ''}")
+    for m in d["moves"]:
+        print(f"{'move ' + m['tensor']:<28} {m['source'] + '->' + m['target']:<8} {'':>16} {m['cycles']:>16,} "
+              f"{m['cycles'] / d['cycles']:>7.2%} {m['energy_pJ'] / 1e12:>10.4g}  {m['words_read']:,} words read, "
+              f"{m['words_written']:,} written")
+    print(f"{'query':<28} {'':<8} {sum(e['macs'] for e in d['einsums']):>16,} {d['cycles']:>16,} {'':>7} "
+          f"{d['energy_J']:>10.4g}  {d['claim']}")
+    print(f"time {d['cycles'] / clock:.6g} s at {clock / 1e9:g} GHz, einsums run one after another; "
+          f"the first einsum takes {d['einsums'][0]['cycles'] / d['cycles']:.2%} of the cycles and "
+          f"{d['einsums'][0]['energy_J'] / d['energy_J']:.2%} of the energy")
+    return 0
+
+
 def _scheme_params(args: argparse.Namespace, fn) -> dict:
     import inspect
 
@@ -237,6 +287,9 @@ def cmd_workload(args: argparse.Namespace) -> int:
     fn = schemes[args.scheme]
     params = _scheme_params(args, fn)
     db_bytes = None
+    if args.query and args.scheme != "onionpir":
+        raise SpecError(f"a whole query is generated for onionpir only; {args.scheme}: its first dimension "
+                        "(drop --query)", field="--query", allowed="onionpir")
     if args.scheme in pir.SCHEMES:
         if args.db_size is None:
             raise SpecError(f"{args.scheme} needs --db-size", field="--db-size", allowed="a size such as 64GiB")
@@ -249,10 +302,21 @@ def cmd_workload(args: argparse.Namespace) -> int:
         db_bytes = int(db_bytes)
         try:
             workloads = fn(db_bytes, **params)
+            query = pir.onionpir_query(db_bytes, **params) if args.query else None
         except SpecError as exc:             # the scheme's db_size is this command's --db-size
             if exc.field != "db_size":
                 raise
             raise SpecError(exc.message, field="--db-size", allowed=exc.allowed) from None
+        if query is not None:
+            text = (f"# One OnionPIR query, every dimension (storeloop.workloads.pir.onionpir_query)\n# storeloop workload "
+                    f"onionpir --db-size {args.db_size} --query" + "".join(f" --param {p}" for p in args.param or [])
+                    + "\n" + yaml.safe_dump(query, sort_keys=False, default_flow_style=None, width=120))
+            if args.out:
+                Path(args.out).write_text(text)
+                print(f"wrote {args.out}")
+            else:
+                print(text, end="")
+            return 0
     else:
         workloads = fn(**params)
     einsums = [{"name": w.name, "einsum": w.einsum, "bounds": w.bounds_dict(),
@@ -551,6 +615,8 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--db-size", help="database size for PIR schemes, e.g. 64GiB or 512MiB (GiB = 2^30 B, GB = 10^9 B)")
     w.add_argument("--param", action="append", metavar="K=V", help="scheme parameter, e.g. ell=5 or rows=30720")
     w.add_argument("--json", action="store_true")
+    w.add_argument("--query", action="store_true",
+                   help="the whole query (every dimension, onionpir) as one query file for storeloop map")
     w.add_argument("--out", help="write a storeloop workload YAML here")
     w.set_defaults(func=cmd_workload)
     s = sub.add_parser("sweep", help="map every point of an architecture grid; results kept in SQLite")

@@ -222,7 +222,7 @@ def _dive(tree, objective, deadline, start) -> tuple[_DFS | None, bool]:
     dfs.first_only = True
     interrupted = False
     try:
-        dfs.walk(tree.expand(tree.root(), None, objective))
+        dfs.visit(tree.root())
     except _Stop:
         pass
     except KeyboardInterrupt:
@@ -245,9 +245,11 @@ def _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration, 
     stopped = None
     try:
         root = tree.root()
-        ch = tree.expand(root, dfs.key(), objective)
-        total = len(ch.row)
-        if threads <= 1 or total < 2:
+        ch = tree.expand(root, dfs.key(), objective) if tree.nlev > 1 else None
+        total = len(ch.row) if ch is not None else 0
+        if ch is None:                               # one storage level: the root's leaves are the space
+            dfs.visit(root)
+        elif threads <= 1 or total < 2:
             dfs.walk(ch, after=(lambda i: _progress(i + 1, total, dfs.best, start)) if progress else None)
         else:
             dfs.visit(tree.child(ch, 0))             # a first incumbent every process starts from

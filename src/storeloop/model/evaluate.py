@@ -106,6 +106,12 @@ class Result:
         return self.cycles / self.clock_hz if self.clock_hz else None
 
     @property
+    def bound_by(self) -> str:
+        """What sets the cycles: the slowest level, or the compute units ('MAC (compute)')."""
+        slowest = max(self.levels, key=lambda lv: lv.cycles)
+        return slowest.name if slowest.cycles > self.compute_cycles else f"{self.compute_name} (compute)"
+
+    @property
     def area_mm2(self) -> float:
         """Total area in mm² (with the off-chip levels)."""
         return self.area_um2 / 1e6

@@ -24,6 +24,13 @@ def load_workload(path: str | Path) -> Workload:
     return native.workload_from_native(doc)
 
 
+def load_query(path: str | Path):
+    """A query file (``query:``, :mod:`storeloop.spec.query`)."""
+    from storeloop.spec.query import query_from_native
+
+    return query_from_native(load(path))
+
+
 def load_mapping(path: str | Path, arch: Arch, workload: Workload) -> Mapping:
     doc = load(path)
     if timeloop.is_timeloop_mapping(doc):

@@ -281,42 +281,46 @@ def _ssd_level(doc: LDict, loc: tuple, s: StorageSpec, word_bits: int, clock: fl
 
 # ------------------------------------------------------------------------------- workload
 def workload_from_native(doc: LDict) -> Workload:
-    spec: WorkloadSpec = top_level(WorkloadSpec, doc, "workload")
+    return workload_at(doc, ("workload",), top_level(WorkloadSpec, doc, "workload"))
+
+
+def workload_at(doc: LDict, at: tuple, spec: WorkloadSpec) -> Workload:
+    """The workload ``spec`` validated at ``at`` in ``doc`` (its errors at their lines there)."""
     try:
         dims, tensors = parse_einsum(spec.einsum)
     except EinsumError as exc:
-        raise error_at(doc, ("workload", "einsum"), str(exc),
+        raise error_at(doc, at + ("einsum",), str(exc),
                        allowed="OUT[i,j] = IN1[i,k] * IN2[k,j]; indices may be sums like 2*p+r") from None
     bounds_in = {}
     for k, v in spec.bounds.items():
         if str(k).upper() in bounds_in:
-            raise error_at(doc, ("workload", "bounds", k), f"'{k}' and '{bounds_in[str(k).upper()][0]}' name the "
+            raise error_at(doc, at + ("bounds", k), f"'{k}' and '{bounds_in[str(k).upper()][0]}' name the "
                            f"same index (index names are not case-sensitive)", allowed="each index once")
         bounds_in[str(k).upper()] = (k, v)
     bounds = []
     for d in dims:
         if d not in bounds_in:
-            raise error_at(doc, ("workload", "bounds"), f"no bound for index {d}", allowed=f"bounds for {', '.join(dims)}")
+            raise error_at(doc, at + ("bounds",), f"no bound for index {d}", allowed=f"bounds for {', '.join(dims)}")
         key, v = bounds_in[d]
         try:
             b = integer(v)
         except ExpressionError as exc:
-            raise error_at(doc, ("workload", "bounds", key), str(exc)) from None
+            raise error_at(doc, at + ("bounds", key), str(exc)) from None
         if b < 1:
-            raise error_at(doc, ("workload", "bounds", key), f"bound {b} must be >= 1")
+            raise error_at(doc, at + ("bounds", key), f"bound {b} must be >= 1")
         bounds.append(b)
         if ops_problem(bounds):
-            raise error_at(doc, ("workload", "bounds", key), ops_problem(bounds),
+            raise error_at(doc, at + ("bounds", key), ops_problem(bounds),
                            allowed="bounds whose product stays below 2**62")
     unknown = set(bounds_in) - set(dims)
     if unknown:
         key = bounds_in[sorted(unknown)[0]][0]
-        raise error_at(doc, ("workload", "bounds", key), f"'{key}' is not an index of the einsum", allowed=", ".join(dims))
+        raise error_at(doc, at + ("bounds", key), f"'{key}' is not an index of the einsum", allowed=", ".join(dims))
     names = [t[0] for t in tensors]
     if isinstance(spec.bits, dict):
         bad = set(spec.bits) - set(names)
         if bad:
-            raise error_at(doc, ("workload", "bits", sorted(bad)[0]), "not a tensor of the einsum", allowed=", ".join(names))
+            raise error_at(doc, at + ("bits", sorted(bad)[0]), "not a tensor of the einsum", allowed=", ".join(names))
 
     def width(value, loc):
         try:
@@ -325,9 +329,9 @@ def workload_from_native(doc: LDict) -> Workload:
             raise error_at(doc, loc, str(exc), allowed="a positive whole number of bits, e.g. 64 or '8 B'") from None
 
     if isinstance(spec.bits, dict):
-        bits = {n: width(spec.bits.get(n, 64), ("workload", "bits", n)) for n in names}
+        bits = {n: width(spec.bits.get(n, 64), at + ("bits", n)) for n in names}
     else:
-        bits = {n: width(spec.bits, ("workload", "bits")) for n in names}
+        bits = {n: width(spec.bits, at + ("bits",)) for n in names}
     ts = tuple(Tensor(name=n, ranks=tuple(tuple((dims.index(v.upper()), c) for v, c in rank) for rank in ranks),
                       read_write=rw, bits=bits[n]) for n, ranks, rw in tensors)
     return Workload(name=spec.name, dims=tuple(dims), bounds=tuple(bounds), tensors=ts, einsum=spec.einsum)

@@ -99,6 +99,24 @@ def onionpir(db_bytes: int, *, first_dim: int = 256, later_dim: int = 4, ell: in
     return out
 
 
+def onionpir_query(db_bytes: int, *, first_dim: int = 256, later_dim: int = 4, ell: int = 5, moduli: int = 2,
+                   degree: int = 4096, batch: int = 1) -> dict:
+    """One OnionPIR query as a query document (:mod:`storeloop.spec.query`): the passes of
+    :func:`onionpir`, each reading the ciphertexts the one before wrote, decomposed into ``ell``
+    digits per polynomial (2 polynomials become 2*ell: ``decomposed: ell``). The database sits at
+    the arch's first level; each pass's query entry is delivered where the pass runs."""
+    passes = onionpir(db_bytes, first_dim=first_dim, later_dim=later_dim, ell=ell, moduli=moduli, degree=degree,
+                      batch=batch)
+    einsums = []
+    for i, w in enumerate(passes, 1):
+        reads = "database" if i == 1 else {"tensor": f"ciphertexts{i - 1}", "decomposed": ell}
+        einsums.append({"name": w.name, "einsum": w.einsum, "bounds": w.bounds_dict(), "bits": 64,
+                        "tensors": {"A": f"query{i}", "B": reads, "C": f"ciphertexts{i}"}})
+    return {"query": {"name": passes[0].name + "-query",
+                      "inputs": {"database": "top", **{f"query{i}": "any" for i in range(1, len(passes) + 1)}},
+                      "einsums": einsums}}
+
+
 def _near_square(n: int) -> tuple[int, int]:
     """(small, large) with small * large >= n: the divisor pair of n closest to a square, or
     ceil(sqrt(n)) x ceil(n / ceil(sqrt(n))) with padding when n has no divisor within 2x of sqrt(n)."""
@@ -188,5 +206,6 @@ def tensor_elements(w: Workload) -> dict[str, int]:
 
 SCHEMES = {"onionpir": onionpir, "sealpir": sealpir, "simplepir": simplepir, "fastpir": fastpir}
 
-__all__ = ["PIR_EINSUM", "SCHEMES", "einsum_workload", "pir_workload", "onionpir", "onionpir_first_dimension", "sealpir",
+__all__ = ["PIR_EINSUM", "SCHEMES", "einsum_workload", "pir_workload", "onionpir", "onionpir_first_dimension",
+           "onionpir_query", "sealpir",
            "simplepir", "fastpir", "tensor_elements"]

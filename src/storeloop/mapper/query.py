@@ -1,0 +1,198 @@
+"""A whole query (:mod:`storeloop.spec.query`): its einsums mapped one after another.
+
+Each einsum runs with its tensors at one *home* level: the arch from that level down (the home
+keeps them whole, as the first level backs every tensor of a single einsum), mapped and proven by
+:func:`storeloop.mapper.map_workload`, so the first einsum at the first level is exactly today's
+single-einsum result. A home is a level of one instance that holds the einsum's tensors whole
+(an unbounded DRAM, or an SRAM where they fit) and the level of every input it reads that sits at
+a fixed level. A tensor written at one home and read at another is *moved* between them: read in
+whole at the writer's home and written at the reader's (for a decomposed reader, its words), as one
+stream -- the slower side sets its cycles (an SSD-backed level: the SSD model's sequential stream).
+
+The einsums run one after another: the query's cycles and energy are the sums of the einsums' and
+the moves'. Every combination of homes is priced and the best kept; since each einsum's mapping is
+its own best (lexicographic delay then energy, or either alone), the sum of the best is the best
+sum, so the query is proven optimal over its homes when every einsum is.
+Not modelled here: an einsum whose tensors live at different levels (its output kept in DRAM while
+the database streams from the SSD: the output of a first einsum at the SSD's level is written
+there and moved), tile-level fusion of two einsums, and the decomposition's own work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from dataclasses import dataclass
+
+from storeloop.errors import SpecError
+from storeloop.mapper import MapResult, map_workload
+from storeloop.mapper.objective import Objective
+from storeloop.model import disk
+from storeloop.spec.query import Query, QueryEinsum
+from storeloop.spec.types import Arch, EnergyTable
+
+
+@dataclass(frozen=True)
+class Move:
+    tensor: str
+    source: str             # level it is read from
+    target: str             # level it is written to
+    words_read: int
+    words_written: int
+    cycles: int
+    energy_pJ: float
+
+
+@dataclass
+class QueryResult:
+    query: Query
+    homes: list[str]                       # per einsum
+    parts: list[MapResult]                 # per einsum
+    moves: list[Move]
+    combinations: int                      # homes combinations priced
+    open_homes: list[list[str]] = dataclasses.field(default_factory=list)   # combinations a bound cannot rule out
+
+    @property
+    def cycles(self) -> int:
+        return sum(p.result.cycles for p in self.parts) + sum(m.cycles for m in self.moves)
+
+    @property
+    def energy_pJ(self) -> float:
+        return sum(p.result.energy_pJ for p in self.parts) + sum(m.energy_pJ for m in self.moves)
+
+    @property
+    def optimal(self) -> bool:
+        return all(p.search["optimal"] for p in self.parts)
+
+    @property
+    def claim(self) -> str:
+        """What the search proves of the whole query, from its einsums' stops."""
+        stops = {p.search["stopped"] for p in self.parts}
+        homes = f"over {self.combinations} combinations of homes"
+        if self.open_homes:
+            return (f"not proven: {len(self.open_homes)} other combination(s) of homes might be better (their "
+                    f"searches stopped early), e.g. {', '.join(self.open_homes[0])}")
+        if self.optimal:
+            return f"proven optimal {homes} (every einsum proven)"
+        if all(p.search["cycles_optimal"] for p in self.parts):
+            gap = max(p.search["energy_gap"] for p in self.parts)
+            return (f"cycles proven optimal {homes}; energy within {100 * gap:.3g} % of its lower bound "
+                    f"(einsums stopped: {', '.join(sorted(stops))})")
+        return f"not proven (einsums stopped: {', '.join(sorted(stops))}); homes: {self.combinations} combinations"
+
+    def to_dict(self, arch: Arch) -> dict:
+        clock = arch.clock_hz
+        return {"query": self.query.name, "cycles": self.cycles, "time_s": self.cycles / clock if clock else None,
+                "energy_J": self.energy_pJ / 1e12, "optimal": self.optimal, "claim": self.claim,
+                "home_combinations": self.combinations,
+                "einsums": [{"name": e.workload.name, "home": h, "macs": e.workload.macs, "cycles": p.result.cycles,
+                             "energy_J": p.result.energy_pJ / 1e12, "optimal": bool(p.search["optimal"]),
+                             "cycles_optimal": bool(p.search["cycles_optimal"]), "energy_gap": p.search["energy_gap"],
+                             "stopped": p.search["stopped"], "bound_by": p.result.bound_by}
+                            for e, h, p in zip(self.query.einsums, self.homes, self.parts)],
+                "moves": [dataclasses.asdict(m) for m in self.moves]}
+
+
+def homes(arch: Arch, query: Query, i: int) -> list[int]:
+    """Levels einsum ``i`` may live in: one instance, its tensors whole, every fixed input it reads."""
+    e = query.einsums[i]
+    need = sum(e.workload.tensor_elements(t) for t in e.workload.tensors)
+    names = [lvl.name for lvl in arch.levels]
+    fixed = set()
+    for local, (g, _) in e.binds.items():
+        at = query.inputs.get(g)
+        if at is None or at == "any":
+            continue
+        if at != "top" and at not in names:
+            file, line, fld = query.where[g]
+            raise SpecError(f"input {g!r} sits at {at!r}, not a level of {arch.name}", file=file, line=line,
+                            field=fld, allowed="top, any, " + ", ".join(names))
+        fixed.add(0 if at == "top" else names.index(at))
+    if e.home is not None:
+        if e.home not in names:
+            file, line, fld = e.where
+            raise SpecError(f"home {e.home!r} is not a level of {arch.name}", file=file, line=line, field=fld,
+                            allowed=", ".join(names))
+        given = [names.index(e.home)]
+    else:
+        given = list(range(len(arch.levels)))
+    out = [L for L in given if arch.levels[L].instances == 1 and fixed <= {L}
+           and (arch.levels[L].size_words is None or arch.levels[L].size_words >= need)]
+    if not out:
+        file, line, fld = e.where
+        raise SpecError(f"einsum {e.workload.name}: no level can hold its tensors ({need:,} words)"
+                        + (f" where its inputs sit ({', '.join(names[L] for L in sorted(fixed))})" if fixed else ""),
+                        file=file, line=line, field=fld,
+                        allowed="a level of one instance that holds them whole (or an unbounded one)")
+    return out
+
+
+def _stream(arch: Arch, energy: EnergyTable, L: int, name: str, words: int, read: bool) -> tuple[float, float]:
+    """(cycles, pJ) of ``words`` streamed whole out of (into) level ``L``."""
+    lvl = arch.levels[L]
+    if lvl.ssd is not None:
+        s = disk.price(lvl, {name: (words, 0) if read else (0, words)}, {name: (words, words)})[0]
+        return s.seconds * (arch.clock_hz or 1.0), s.energy_pJ
+    c = energy.storage[lvl.name]
+    pj = words / lvl.block_size * (c.read_pJ if read else c.write_pJ)
+    bw = [b for b in ((lvl.read_bandwidth if read else lvl.write_bandwidth), lvl.shared_bandwidth) if b]
+    return (words / min(bw) if bw else 0.0), pj
+
+
+def moves(arch: Arch, energy: EnergyTable, query: Query, at: list[int]) -> list[Move]:
+    """Tensors written at one home and read at another, each moved once per reader."""
+    out = []
+    for j, e in enumerate(query.einsums):
+        for local, (g, k) in e.binds.items():
+            i = query.writer(g)
+            if i is None or i == j or at[i] == at[j]:
+                continue
+            w = query.einsums[i].workload
+            words = next(w.tensor_elements(t) for t in w.tensors if t.read_write)
+            rc, rp = _stream(arch, energy, at[i], g, words, True)
+            wc, wp = _stream(arch, energy, at[j], g, words * k, False)
+            out.append(Move(g, arch.levels[at[i]].name, arch.levels[at[j]].name, words, words * k,
+                            math.ceil(max(rc, wc)), rp + wp))
+    return out
+
+
+def map_query(arch: Arch, query: Query, energy: EnergyTable, *, objective: str = "delay,energy",
+              progress=None, **opts) -> QueryResult:
+    """The best homes and mappings of ``query`` on ``arch`` (``opts``: :func:`map_workload`'s)."""
+    options = [homes(arch, query, i) for i in range(len(query.einsums))]
+    mapped: dict[tuple[int, int], MapResult] = {}
+    for i, e in enumerate(query.einsums):
+        for L in options[i]:
+            if progress:
+                progress(f"{e.workload.name} at {arch.levels[L].name}")
+            sliced = dataclasses.replace(arch, levels=arch.levels[L:])
+            layout = bool(opts.get("search_layout")) and sliced.levels[0].ssd is not None
+            mapped[(i, L)] = map_workload(sliced, e.workload, energy, objective=objective,
+                                          **{**opts, "search_layout": layout})
+    area = sum(energy.storage[lvl.name].area_um2 * lvl.instances for lvl in arch.levels) \
+        + energy.compute.area_um2 * arch.compute.instances
+    obj = Objective(objective, area)
+    best, best_cost, combos = None, None, []
+    for at in itertools.product(*options):
+        r = QueryResult(query, [arch.levels[L].name for L in at], [mapped[(i, L)] for i, L in enumerate(at)],
+                        moves(arch, energy, query, list(at)), 0)
+        combos.append(r)
+        if best is None or obj.better(r.cycles, r.energy_pJ, best_cost):
+            best, best_cost = r, (r.cycles, r.energy_pJ)
+    best.combinations = len(combos)
+    # another combination could still win if the lower bounds of its parts (a part's own value
+    # where its search proved it) and its moves beat the best found
+    for r in combos:
+        if r is best:
+            continue
+        lb_c = sum(p.result.cycles if p.search["cycles_optimal"] else p.search["lower_bound_cycles"] for p in r.parts) \
+            + sum(m.cycles for m in r.moves)
+        lb_e = sum(p.result.energy_pJ if p.search["optimal"] else p.search["lower_bound_energy_pJ"] for p in r.parts) \
+            + sum(m.energy_pJ for m in r.moves)
+        if obj.better(lb_c, lb_e, best_cost):
+            best.open_homes.append(r.homes)
+    return best
+
+
+__all__ = ["Move", "QueryResult", "map_query", "homes", "moves", "QueryEinsum"]

@@ -1,0 +1,152 @@
+"""Whole queries: several einsums joined by the tensors they pass on (storeloop.spec.query,
+storeloop.mapper.query)."""
+
+import math
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from storeloop.cli import main
+from storeloop.energy import price
+from storeloop.errors import SpecError
+from storeloop.mapper import map_workload
+from storeloop.mapper.query import map_query
+from storeloop.spec.load import load_arch, load_energy_table, load_query, load_workload
+from storeloop.workloads.pir import onionpir_query
+
+ARCH = ROOT / "arch" / "onionchopper.yaml"
+ERT, ART = ROOT / "arch" / "onionchopper.ERT.yaml", ROOT / "arch" / "onionchopper.ART.yaml"
+
+TWO = """\
+query:
+  name: chain
+  inputs: {x: top, w1: any, w2: any}
+  einsums:
+    - name: first
+      einsum: Y[m] = A[m,k] * X[k]
+      bounds: {M: 64, K: 256}
+      tensors: {A: w1, X: x, Y: h}
+    - name: second
+      einsum: Z[n] = B[n,m] * H[m]
+      bounds: {N: 16, M: 64}
+      tensors: {B: w2, H: h, Z: z}
+"""
+
+
+def write(tmp_path, text: str, name: str = "q.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_the_first_dimension_of_a_query_is_todays_single_einsum(tmp_path):
+    """OnionPIR 64 GiB as a whole query: its first einsum is the workload file's, mapped to the same
+    cycles and energy; the query's totals are its einsums' and moves' sums; the later dimensions
+    live in DRAM, so the first dimension's ciphertexts move there once."""
+    path = tmp_path / "q.yaml"
+    path.write_text(yaml.safe_dump(onionpir_query(64 << 30)))
+    query = load_query(path)
+    arch = load_arch(ARCH)
+    energy = load_energy_table(arch, ERT, ART)
+    single = load_workload(ROOT / "workloads" / "onionpir-64GiB.yaml")
+    first = query.einsums[0].workload
+    assert (first.dims, first.bounds, first.einsum) == (single.dims, single.bounds, single.einsum)
+    assert len(query.einsums) == 7                       # 2048 ciphertexts = 4^5 x 2
+    out = map_query(arch, query, energy)
+    alone = map_workload(arch, single, energy)
+    assert (out.parts[0].result.cycles, out.parts[0].result.energy_pJ) == (alone.result.cycles, alone.result.energy_pJ)
+    assert out.homes == ["Disk"] + ["DRAM"] * 6
+    assert [m.tensor for m in out.moves] == ["ciphertexts1"]
+    m = out.moves[0]
+    assert (m.source, m.target, m.words_written) == ("Disk", "DRAM", 5 * m.words_read)
+    assert m.words_read == 1 * 2048 * 2 * 1 * 2 * 4096            # C[m,n,p,q,c,d] of the first dimension
+    assert out.cycles == sum(p.result.cycles for p in out.parts) + m.cycles
+    assert math.isclose(out.energy_pJ, sum(p.result.energy_pJ for p in out.parts) + m.energy_pJ)
+    assert out.combinations == 2 ** 6 and not out.open_homes
+    assert 0.95 < out.parts[0].result.cycles / out.cycles < 1
+
+
+def test_a_move_is_priced_from_the_levels_it_leaves_and_enters(tmp_path):
+    """A tensor written at one home and read at another: read whole at the first (its read energy
+    and bandwidth), written whole at the second; the slower side sets the cycles."""
+    from storeloop.mapper.query import moves
+
+    arch = load_arch(ROOT / "tests" / "data" / "tiny.arch.yaml")
+    energy = price(arch)[0]
+    query = load_query(write(tmp_path, TWO))
+    (m,) = moves(arch, energy, query, [0, 1])
+    dram, sram = arch.levels
+    words = 64
+    assert (m.tensor, m.source, m.target, m.words_read, m.words_written) == ("h", "DRAM", "SRAM", words, words)
+    assert m.cycles == math.ceil(max(words / dram.shared_bandwidth, words / sram.write_bandwidth))
+    assert math.isclose(m.energy_pJ, words * (energy.storage["DRAM"].read_pJ / dram.block_size
+                                              + energy.storage["SRAM"].write_pJ / sram.block_size))
+    assert moves(arch, energy, query, [1, 1]) == [] == moves(arch, energy, query, [0, 0])
+
+
+def test_homes_are_every_level_that_holds_the_tensors_and_the_best_combination_wins(tmp_path):
+    """The tiny chain: the second einsum fits the 1 KiB SRAM (64 x 16 + 64 + 16 words would not:
+    8 B words, 1 KiB = 128 words), so only DRAM; giving a home that cannot hold it is an error at
+    its line; the inputs' fixed level restricts the first einsum."""
+    arch = load_arch(ROOT / "tests" / "data" / "tiny.arch.yaml")
+    energy = price(arch)[0]
+    small = TWO.replace("{N: 16, M: 64}", "{N: 2, M: 16}").replace("{M: 64, K: 256}", "{M: 16, K: 256}")
+    out = map_query(arch, load_query(write(tmp_path, small)), energy, energy_gap=0.0, converge=False)
+    assert out.combinations == 2 and out.homes[0] == "DRAM"      # x sits at the top: the first einsum too
+    # the best of both homes of the second einsum, each mapped alone and the move added
+    import dataclasses
+
+    from storeloop.mapper.query import moves as moved
+
+    totals = []
+    for home in (0, 1):
+        q = load_query(write(tmp_path, small))
+        r2 = map_workload(dataclasses.replace(arch, levels=arch.levels[home:]), q.einsums[1].workload, energy,
+                          energy_gap=0.0, converge=False)
+        mv = moved(arch, energy, q, [0, home])
+        totals.append((out.parts[0].result.cycles + r2.result.cycles + sum(m.cycles for m in mv),
+                       out.parts[0].result.energy_pJ + r2.result.energy_pJ + sum(m.energy_pJ for m in mv)))
+    assert (out.cycles, pytest.approx(out.energy_pJ)) == min(totals)
+    bad = write(tmp_path, TWO.replace("      tensors: {B: w2, H: h, Z: z}", "      home: SRAM\n      tensors: {B: w2, H: h, Z: z}"))
+    with pytest.raises(SpecError) as e:
+        map_query(arch, load_query(bad), energy)
+    assert e.value.line == 12 and "no level can hold" in str(e.value)
+
+
+@pytest.mark.parametrize("edit, line, needle", [
+    (("      tensors: {B: w2, H: h, Z: z}", "      tensors: {B: w2, H: g, Z: z}"), 12, "read but never written"),
+    (("{N: 16, M: 64}", "{N: 16, M: 32}"), 12, "but 'h' has 64 words"),
+    (("      tensors: {A: w1, X: x, Y: h}", "      tensors: {A: w1, X: z, Y: h}"), 8, "a cycle"),
+    (("      tensors: {B: w2, H: h, Z: z}", "      tensors: {B: w2, H: h, Z: h}"), 12, "written by einsum first"),
+    (("      tensors: {B: w2, H: h, Z: z}", "      tensors: {B: w2, H: h, Z: x}"), 12, "an input of the query"),
+    (("      tensors: {B: w2, H: h, Z: z}", "      tensors: {B: w2, H: h, Q: z}"), 12, "not a tensor of"),
+    (("      tensors: {B: w2, H: h, Z: z}", "      tensors: {B: w2, H: h}"), 12, "names no query tensor"),
+    (("      tensors: {B: w2, H: h, Z: z}", "      tensors: {B: w2, H: {tensor: h, decomposed: 3}, Z: z}"), 12,
+     "holds 64 words, not a multiple"),
+    (("      tensors: {B: w2, H: h, Z: z}", "      tensors: {B: w2, H: h, Z: {tensor: z, decomposed: 2}}"), 12,
+     "cannot be decomposed"),
+    (("{x: top, w1: any, w2: any}", "{x: top, w1: any, w2: any, v: any}"), 3, "read by no einsum"),
+    (("    - name: second", "    - name: first"), 9, "named twice"),
+    (("      bounds: {N: 16, M: 64}", "      bounds: {N: 16, M: 64}\n      homes: DRAM"), 12, "unknown field 'homes'"),
+])
+def test_a_bad_query_is_refused_at_its_line(tmp_path, capsys, edit, line, needle):
+    path = write(tmp_path, TWO.replace(*edit))
+    assert path.read_text() != TWO
+    assert main(["map", str(ROOT / "tests" / "data" / "tiny.arch.yaml"), str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:{line}" in err and needle in err and "Traceback" not in err and len(err.splitlines()) <= 25, err
+
+
+def test_map_prints_a_query_and_workload_writes_one(tmp_path, capsys):
+    out = tmp_path / "q.yaml"
+    assert main(["workload", "onionpir", "--db-size", "1GiB", "--query", "--out", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    assert main(["map", str(ARCH), str(out), "--ert", str(ERT), "--art", str(ART), "--out", str(tmp_path / "m.yaml")]) == 0
+    text = capsys.readouterr().out
+    query = load_query(out)
+    for e in query.einsums:
+        assert e.workload.name in text and (tmp_path / f"m-{e.workload.name}.yaml").exists()
+    assert "move ciphertexts1" in text and "the first einsum takes" in text
+    assert main(["workload", "sealpir", "--db-size", "1GiB", "--query"]) == 2
+    assert "onionpir only" in capsys.readouterr().err
