@@ -583,3 +583,36 @@ def test_grids_of_more_than_a_thousand_points_run_through(tmp_path):
                              '  constraints: ["SRAM.instances <= MAC.instances"]': "  constraints: []"})
     counts = run_sweep(load_sweep(spec), tmp_path / "r.sqlite", workers=2, progress=False)
     assert counts["run"] == 1100 and counts["invalid"] == 1100          # 3 SRAMs over 1 MAC: each invalid, fast
+
+
+def test_results_read_as_a_user_reads_them(tmp_path, capsys):
+    """results: parameters first and sorted as quantities (512 B < 1 KiB < 2 KiB), Result's units,
+    what binds each point with its runner-up and margin, per-level cycles, no JSON in the table;
+    the raw columns stay for scripts."""
+    import io
+
+    import pandas as pd
+
+    spec = tiny(tmp_path, **{"[512 B, 2 KiB]": "[2 KiB, 512 B, 1 KiB]"})
+    db = tmp_path / "r.sqlite"
+    run_sweep(load_sweep(spec), db, progress=False)
+    df = read_results(db)
+    assert list(df.columns[:2]) == ["sweep", "workload"]
+    assert set(df.columns[2:5]) == {"levels.SRAM.capacity", "levels.SRAM.instances", "compute.instances"}
+    ok = df[df["status"] == "ok"]
+    for _, row in ok.iterrows():
+        levels = json.loads(row["levels"])
+        most = max(levels, key=lambda k: levels[k]["cycles"])
+        assert row["bound_by"] == most and row["cycles"] == levels[most]["cycles"] == row[f"cycles.{most}"]
+        assert row["time_s"] == row["cycles"] / row["clock_hz"] and row["energy_J"] == row["energy_pJ"] / 1e12
+        assert row["margin"] >= 0 and row["runner_up"] in levels
+    assert main(["results", str(db)]) == 0
+    table = capsys.readouterr().out
+    assert "{" not in table and "bound_by" in table.splitlines()[0]
+    import re
+
+    first = [re.search(r"\d+ K?i?B\b", line).group(0) for line in table.splitlines()[1:]]
+    assert first.index("512 B") < first.index("1 KiB") < first.index("2 KiB"), first
+    assert main(["results", str(db), "--format", "csv"]) == 0
+    csv = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert {"params", "levels", "energy_pJ", "on_chip_area_um2", "bound_by"} <= set(csv.columns)

@@ -35,15 +35,60 @@ def read_results(db_path: str | Path, sweep: str | None = None):
         if any(u is not None for _, u in split) and all(v is not None for v, _ in split):
             df[f"{col}.value"] = [v for v, _ in split]
             df[f"{col}.unit"] = [u for _, u in split]
-    return df
+    return _readable(df, list(params.columns))
+
+
+def _readable(df, params: list[str]):
+    """The frame with Result's units (``time_s``, ``energy_J``, ``on_chip_area_mm2``), what binds
+    each point (``bound_by``: the level or compute with the most cycles; ``runner_up`` and
+    ``margin``, its cycles over the runner-up's, minus 1) and each level's cycles
+    (``cycles.<level>``), parameters first; the stored columns stay, after them."""
+    import pandas as pd
+
+    if "cycles" in df and "clock_hz" in df:
+        df["time_s"] = pd.to_numeric(df["cycles"]) / pd.to_numeric(df["clock_hz"])
+    if "energy_pJ" in df:
+        df["energy_J"] = pd.to_numeric(df["energy_pJ"]) / 1e12
+    if "on_chip_area_um2" in df:
+        df["on_chip_area_mm2"] = pd.to_numeric(df["on_chip_area_um2"]) / 1e6
+    if "levels" in df:
+        parts = [json.loads(v) if isinstance(v, str) else {} for v in df["levels"]]
+        bound, runner, margin, per = [], [], [], {}
+        for i, p in enumerate(parts):
+            ranked = sorted(((v.get("cycles") or 0, k) for k, v in p.items()), reverse=True)
+            for k, v in p.items():
+                per.setdefault(f"cycles.{k}", [None] * len(parts))[i] = v.get("cycles")
+            bound.append(ranked[0][1] if ranked else None)
+            runner.append(ranked[1][1] if len(ranked) > 1 else None)
+            margin.append(ranked[0][0] / ranked[1][0] - 1 if len(ranked) > 1 and ranked[1][0] else None)
+        df["bound_by"], df["runner_up"], df["margin"] = bound, runner, margin
+        for k, v in per.items():
+            df[k] = v
+    first = ["sweep", "workload"] + params + ["status", "time_s", "energy_J", "on_chip_area_mm2", "bound_by",
+                                              "runner_up", "margin"]
+    order = [c for c in first if c in df] + [c for c in df if c not in first]
+    return df[order]
 
 
 def render_results(df, fmt: str) -> str | bytes:
     """A results frame as ``table`` (for reading), ``csv``, ``json`` (records) or ``parquet`` (bytes)."""
     from storeloop.errors import SpecError
 
-    if fmt == "table":
-        return df.drop(columns=[c for c in ("key", "params", "error") if c in df]).to_string(max_rows=60) + "\n"
+    if fmt == "table":                         # for reading: no JSON, numbers sorted as quantities
+        hidden = ("key", "params", "error", "levels", "result", "scenario", "notes", "mapping")
+        shown = df.drop(columns=[c for c in hidden if c in df] + [c for c in df if c.endswith((".value", ".unit"))])
+        import pandas as pd
+
+        def key(c):                            # a quantity by its size, a number as one, else text
+            if f"{c}.value" in df:
+                return df[c].map(_magnitude).fillna(df[f"{c}.value"])
+            num = pd.to_numeric(df[c], errors="coerce")
+            return num if num.notna().eq(df[c].notna()).all() else df[c].astype(str)
+
+        params = [c for c in dict.fromkeys(k for p in df.get("params", ()) for k in json.loads(p)) if c in df]
+        keys = pd.DataFrame({"sweep": df["sweep"], "workload": df["workload"], **{c: key(c) for c in params}})
+        shown = shown.loc[keys.sort_values(list(keys.columns), kind="stable", na_position="last").index]
+        return shown.to_string(max_rows=60, index=False) + "\n"
     if fmt == "csv":
         return df.to_csv(index=False)
     if fmt == "json":
@@ -106,6 +151,18 @@ def _check_rows(df, db_path) -> None:
                 ok = False
             if not ok:
                 raise bad(i, col, f"{col} {str(v)[:40]!r} is not a JSON object", "a JSON object of parameter values")
+
+
+def _magnitude(value) -> float | None:
+    """A quantity in its base unit (bytes, bytes/s, Hz, seconds), so '1 MiB' sorts after '32 KiB'."""
+    from storeloop.units import bytes_of, hertz_of, rate_of, seconds_of
+
+    for fn in (bytes_of, rate_of, hertz_of, seconds_of):
+        try:
+            return float(fn(value))
+        except (ExpressionError, TypeError, ValueError):
+            continue
+    return None
 
 
 def _quantity(value) -> tuple[float | None, str | None]:
