@@ -226,8 +226,8 @@ def _map_query(args: argparse.Namespace, arch: Arch, opts) -> int:
                             field=f"--{flag.replace('_', '-')}", allowed="map the einsum's own workload file")
     query = load_query(args.workload)
     energy = energy_for(args, arch)
-    say = None if args.json else (lambda what: print(f"mapping {what} ...", file=sys.stderr, flush=True))
-    out = map_query(arch, query, energy, progress=say, **opts.model_dump(), converge=not args.no_converge)
+    out = map_query(arch, query, energy, progress=sys.stderr.isatty() and not args.json, **opts.model_dump(),
+                    converge=not args.no_converge)
     if args.out:
         base = Path(args.out)
         base.parent.mkdir(parents=True, exist_ok=True)

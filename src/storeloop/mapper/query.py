@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import sys
 from dataclasses import dataclass
 
 from storeloop.errors import SpecError
@@ -159,18 +160,23 @@ def moves(arch: Arch, energy: EnergyTable, query: Query, at: list[int]) -> list[
 
 
 def map_query(arch: Arch, query: Query, energy: EnergyTable, *, objective: str = "delay,energy",
-              progress=None, **opts) -> QueryResult:
-    """The best homes and mappings of ``query`` on ``arch`` (``opts``: :func:`map_workload`'s)."""
+              progress: bool = False, **opts) -> QueryResult:
+    """The best homes and mappings of ``query`` on ``arch`` (``opts``: :func:`map_workload`'s;
+    ``progress``: a progress bar of the einsums mapped on stderr)."""
+    from tqdm import tqdm
+
     options = [homes(arch, query, i) for i in range(len(query.einsums))]
     mapped: dict[tuple[int, int], MapResult] = {}
+    bar = tqdm(total=sum(map(len, options)), unit="einsum", disable=not progress, file=sys.stderr, dynamic_ncols=True)
     for i, e in enumerate(query.einsums):
         for L in options[i]:
-            if progress:
-                progress(f"{e.workload.name} at {arch.levels[L].name}")
+            bar.set_description_str(f"{e.workload.name} at {arch.levels[L].name}")
             sliced = dataclasses.replace(arch, levels=arch.levels[L:])
             layout = bool(opts.get("search_layout")) and sliced.levels[0].ssd is not None
             mapped[(i, L)] = map_workload(sliced, e.workload, energy, objective=objective,
                                           **{**opts, "search_layout": layout})
+            bar.update(1)
+    bar.close()
     area = sum(energy.storage[lvl.name].area_um2 * lvl.instances for lvl in arch.levels) \
         + energy.compute.area_um2 * arch.compute.instances
     obj = Objective(objective, area)

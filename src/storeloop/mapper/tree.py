@@ -524,7 +524,7 @@ class Tree:
         runs = self._ssd_runs(t, n.spans[0], rows["rem"])
         u = float(n.util[0])
         reads0 = via0 - n.partl[t] if self.rw[t] else via0
-        secs, pj = self._ssd_costs(runs, rows["tile"][:, t], reads0, via0 if self.rw[t] else 0.0 * via0)
+        secs, pj = self._ssd_costs(runs, rows["tile"][:, t], reads0, via0 if self.rw[t] else np.zeros_like(via0))
         # a later keeper's run is a sub-tile's, so no longer than the longest here nor its
         # capacity; the compute units take single words
         longest = np.ones(len(runs), np.int64) if innermost else \

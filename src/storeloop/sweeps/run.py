@@ -20,6 +20,8 @@ from typing import Iterator
 from storeloop.errors import StoreloopError
 from storeloop.spec.yamlio import LDict
 from storeloop.sweeps.spec import Sweep, _point_doc, load_sweep, point_arch, points, satisfies
+from tqdm import tqdm
+
 from storeloop.sweeps.store import FINAL, STATUSES, Lease, open_store
 
 
@@ -226,10 +228,11 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
                               "order by stale, finished", (sweep.name,)):
         finished.setdefault((p, w), m)
     db.execute("create temp table current (key text primary key)")
-    started = time.monotonic()
     counts = dict({"points": sweep.size(), "done_before": 0, "excluded": 0, "run": 0, "taken": 0},
                   **dict.fromkeys(STATUSES, 0))
     complete = False
+    bar = tqdm(desc=sweep.name, total=counts["points"], unit="point", disable=not progress, file=sys.stderr,
+               dynamic_ncols=True)
 
     def todo() -> Iterator[tuple]:
         """The grid's points not yet in the store, generated as they are needed (the grid is never
@@ -271,15 +274,10 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
             raise failed(exc) from None
         counts["run"] += 1
         counts[row["status"]] += 1
-        if progress:
-            n = counts["run"]
-            total = counts["points"] - counts["done_before"] - counts["excluded"]
-            rate = n / max(time.monotonic() - started, 1e-9)
-            eta = (total - n) / rate if rate else 0.0
-            sys.stderr.write(f"\r{sweep.name}: {n}/~{total} points ("
-                             + ", ".join(f"{counts[k]} {k}" for k in STATUSES if counts[k] or k in FINAL)
-                             + f") {rate:.1f} points/s, {eta:.0f} s left   ")
-            sys.stderr.flush()
+        # the points left to run: the grid less what is stored or excluded (known as the grid streams)
+        bar.total = max(counts["points"] - counts["done_before"] - counts["excluded"], counts["run"])
+        bar.set_postfix_str(", ".join(f"{counts[k]} {k}" for k in STATUSES if counts[k] or k in FINAL), refresh=False)
+        bar.update(1)
 
     def failed(exc: Exception) -> StoreloopError:
         return StoreloopError(f"{db_path}: cannot write to the store ({exc}); the {counts['run']} point(s) committed "
@@ -315,8 +313,7 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
             except sqlite3.DatabaseError as exc:
                 raise failed(exc) from None
     finally:
-        if progress and counts["run"]:
-            sys.stderr.write("\n")
+        bar.close()
         try:
             db.execute("delete from claims where pid = ? and host = ?", (os.getpid(), socket.gethostname()))
             db.commit()
