@@ -389,3 +389,17 @@ def test_a_bad_timeloop_mapper_config_is_refused_at_its_line(edit, needle, tmp_p
     cfg.write_text(TIMELOOP_MAPPER.replace(*edit))
     files = [str(ROOT / "arch" / "onionchopper.yaml"), str(ROOT / "workloads" / "onionpir-1GiB.yaml")]
     check(capsys, main(["map", *files, "--mapper", str(cfg)]), "mapper.yaml:", needle)
+
+
+@pytest.mark.parametrize("text, needle", [("42\n", "the int '42'"), ("- arch\n- levels\n", "a list"),
+                                          ("just words\n", "the str 'just words'")])
+@pytest.mark.parametrize("command", [["energy", "{f}"], ["model", "{f}", "{w}", "{f}"], ["map", "{w}", "{f}"],
+                                     ["sweep", "{f}"], ["system", "{f}"], ["ssd", "{f}"]])
+def test_a_file_that_is_not_a_mapping_is_named_with_what_it_holds(text, needle, command, tmp_path, capsys):
+    f = tmp_path / "odd.yaml"
+    f.write_text(text)
+    w = ROOT / "workloads" / "onionpir-1GiB.yaml"
+    args = [a.format(f=f, w=ROOT / "arch" / "onionchopper.yaml" if command[0] == "map" else w) for a in command]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{f}:1" in err and needle in err and "top-level key" in err and "Traceback" not in err, err

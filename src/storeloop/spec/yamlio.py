@@ -157,6 +157,11 @@ def load(path: str | Path) -> Any:
     doc = loads(text, str(path))
     if doc is None:
         raise SpecError("the file has no YAML document (it is empty or only comments)", file=str(path), line=1)
+    if not isinstance(doc, dict):                # every format is a mapping of top-level keys
+        kind = "a list" if isinstance(doc, list) else f"the {type(doc).__name__} {str(doc)[:40]!r}"
+        raise SpecError(f"the file holds {kind}; a storeloop file is a mapping under one top-level key",
+                        file=str(path), line=1, allowed="arch:, workload:, query:, mapping:, constraints:, sweep:, "
+                        "system: or ssd: (storeloop), or a Timeloop v0.3/v0.4 file (architecture:, problem:, ...)")
     return doc
 
 
