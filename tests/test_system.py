@@ -433,3 +433,11 @@ def test_any_field_of_the_wrong_shape_is_refused_cleanly(name, tmp_path, capsys)
                 assert "s.yaml" in err or str(ROOT) in err, (path, value, err)
             count += 1
     assert count > 100
+
+
+def test_the_report_says_what_binds_inside_an_einsum_stage(capsys):
+    """The bottleneck line and the stage's line name the level (or compute) that sets its cycles."""
+    assert main(["system", str(ROOT / "systems" / "onionchopper.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "bottleneck   stage accelerator (instances), inside it Disk" in out
+    assert "cycles (bound by Disk)" in out

@@ -44,7 +44,9 @@ def summary(r: dict) -> str:
     else:
         lines.append(f"throughput   {si(t['units_per_s'])} {unit['name']}/s = {_rate(t['bytes_per_s'], 'B/s')} of input")
         others = [_where(b) for b in r["bottlenecks"][1:]]
-        lines.append(f"bottleneck   {_where(r['bottleneck'])}" + (f" (tied: {', '.join(others)})" if others else ""))
+        inside = r["stages"].get(r["bottleneck"].get("stage"), {}).get("bound_by")
+        lines.append(f"bottleneck   {_where(r['bottleneck'])}" + (f", inside it {inside}" if inside else "")
+                     + (f" (tied: {', '.join(others)})" if others else ""))
     if r.get("target") and t is not None:
         tg = r["target"]
         lines.append(f"target       {_rate(tg['bytes_per_s'], 'B/s')}: {'met' if tg['met'] else 'NOT met'} "
@@ -99,8 +101,9 @@ def _rest(r: dict, lines: list[str]) -> str:
                 head += f", for the target {s['instances_needed']}"
         lines.append(head)
         if s["kind"] == "einsum":
+            bound = f"(bound by {s['bound_by']}) " if s.get("bound_by") else ""
             lines.append(f"    mapped on {s['arch']} by storeloop's mapper ({s['search_stopped']}): {s['cycles']:,} cycles "
-                         f"+ {si(s['setup_s'], 's')} setup per invocation of {si(s['stream_bytes'], 'B')}; "
+                         f"{bound}+ {si(s['setup_s'], 's')} setup per invocation of {si(s['stream_bytes'], 'B')}; "
                          f"{si(s['energy_J_per_byte'], 'J')}/B; on chip {si(s['on_chip_bytes'], 'B')}")
         elif s["kind"] == "table":
             lines.append(f"    {s['entries']:.4g} entries x {si(s['entry_bytes'], 'B')} = {si(s['bytes'], 'B')} in {s['store']}")
