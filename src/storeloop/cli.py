@@ -207,6 +207,75 @@ def cmd_map(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_crossover(args: argparse.Namespace) -> int:
+    """Where the bound of the best mapping moves along one arch parameter, by bisection."""
+    import copy
+    import math
+
+    from storeloop.mapper import map_workload
+    from storeloop.spec.native import arch_from_native
+    from storeloop.spec.yamlio import load
+    from storeloop.sweeps.spec import arch_field
+    from storeloop.units import split_unit
+
+    def quantity(text: str, flag: str) -> tuple[float, str | None]:
+        try:
+            amount, unit = split_unit(text)
+        except ExpressionError as exc:
+            raise SpecError(str(exc), field=flag, allowed="a positive number or quantity such as '10 GB/s'") from None
+        if not amount > 0:
+            raise SpecError(f"{text!r} is not positive", field=flag, allowed="a positive value (the search is geometric)")
+        return float(amount), unit
+
+    lo, unit = quantity(args.low, "LOW")
+    hi, unit_hi = quantity(args.high, "HIGH")
+    if unit != unit_hi or not lo < hi:
+        raise SpecError(f"{args.low!r} .. {args.high!r}", field="LOW HIGH",
+                        allowed="LOW < HIGH in the same unit, e.g. '1 GB/s' '100 GB/s'")
+    if not 0 < args.tolerance < 1:
+        raise SpecError(f"{args.tolerance}", field="--tolerance", allowed="a relative width between 0 and 1, e.g. 0.01")
+    doc = load(args.arch)
+    if not (isinstance(doc, dict) and "arch" in doc):
+        raise SpecError("crossover edits a storeloop arch file (arch:)", file=args.arch,
+                        allowed="an arch in storeloop's format")
+    workload = load_workload(args.workload)
+    arch_field(copy.deepcopy(doc), args.path)          # a path the arch does not have fails here, at once
+    probes: dict[float, tuple] = {}
+
+    def probe(v: float):
+        if v not in probes:
+            d = copy.deepcopy(doc)
+            target, fld = arch_field(d, args.path)
+            target[fld] = f"{v:.6g} {unit}" if unit else float(f"{v:.6g}")
+            arch = arch_from_native(d)
+            r = map_workload(arch, workload, energy_for(args, arch)).result
+            probes[v] = (r.bound_by, r.cycles, r.energy_J)
+            if not args.json:
+                print(f"  {args.path} = {v:.6g}{' ' + unit if unit else ''}: {r.cycles:,} cycles, bound by {r.bound_by}",
+                      file=sys.stderr)
+        return probes[v]
+
+    a, b = probe(lo), probe(hi)
+    while a[0] != b[0] and hi / lo - 1 > args.tolerance:
+        mid = math.sqrt(lo * hi)
+        m = probe(mid)
+        if m[0] == a[0]:
+            lo, a = mid, m
+        else:
+            hi, b = mid, m
+    fmt = (lambda v: f"{v:.6g} {unit}") if unit else (lambda v: f"{v:.6g}")
+    out = {"path": args.path, "moves": a[0] != b[0], "low": fmt(lo), "high": fmt(hi),
+           "bound_low": a[0], "bound_high": b[0], "cycles_low": a[1], "cycles_high": b[1], "probes": len(probes)}
+    if args.json:
+        print(json.dumps(out, indent=1))
+    elif a[0] == b[0]:
+        print(f"the bound does not move between {args.low} and {args.high}: {a[0]} at both ends ({len(probes)} maps)")
+    else:
+        print(f"the bound moves from {a[0]} to {b[0]} between {args.path} = {fmt(lo)} and {fmt(hi)} "
+              f"(within {100 * args.tolerance:g} %; {len(probes)} maps, each the mapper's best mapping)")
+    return 0
+
+
 def _is_query(path: str) -> bool:
     from storeloop.spec.yamlio import load
 
@@ -631,6 +700,15 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--sweep", help="one sweep of the store")
     pl.add_argument("--out", default="results/figures", help="folder for the PNG files")
     pl.set_defaults(func=cmd_plot)
+    cx = sub.add_parser("crossover", help="where the bound (Disk, DRAM, compute, ...) of the best mapping moves "
+                                          "along one arch parameter, by bisection")
+    inputs(cx, None)
+    cx.add_argument("path", help="the parameter, as in a sweep: levels.Disk.shared_bandwidth, compute.instances, ...")
+    cx.add_argument("low", metavar="LOW", help="one end, e.g. '1 GB/s'")
+    cx.add_argument("high", metavar="HIGH", help="the other end, in the same unit, e.g. '100 GB/s'")
+    cx.add_argument("--tolerance", type=float, default=0.01, help="relative width of the answer (default 0.01)")
+    cx.add_argument("--json", action="store_true")
+    cx.set_defaults(func=cmd_crossover)
     rp = sub.add_parser("reproduce", help="the thesis's chapter 6: its sweeps, 13 figures and reproduction.md")
     rp.add_argument("--quick", action="store_true", help="subsets of the grids: every figure in a few minutes")
     rp.add_argument("--out", help="folder for the store, figures and reproduction.md (default results/reproduction, "
