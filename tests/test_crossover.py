@@ -30,3 +30,13 @@ def test_no_crossover_and_bad_ranges(capsys):
         assert needle in capsys.readouterr().err
     assert main(["crossover", ARCH, WORK, "levels.Dsk.shared_bandwidth", "1 GB/s", "2 GB/s", *ENERGY]) == 2
     assert "Dsk" in capsys.readouterr().err
+
+
+def test_a_count_is_bisected_in_whole_numbers(capsys):
+    """Lanes (SRAM, RF and MAC instances together, a + b as in a sweep): one lane is compute-bound,
+    two already reach the Disk's bound; the answer is the pair of neighbouring counts."""
+    path = "levels.SRAM.instances+levels.RF.instances+compute.instances"
+    assert main(["crossover", ARCH, WORK, path, "1", "64", "--json", *ENERGY]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["low"], out["high"], out["bound_low"], out["bound_high"]) == ("1", "2", "MAC (compute)", "Disk")
+    assert out["cycles_low"] == 17_179_869_184 and out["cycles_high"] == 13_811_004_212

@@ -239,14 +239,17 @@ def cmd_crossover(args: argparse.Namespace) -> int:
         raise SpecError("crossover edits a storeloop arch file (arch:)", file=args.arch,
                         allowed="an arch in storeloop's format")
     workload = load_workload(args.workload)
-    arch_field(copy.deepcopy(doc), args.path)          # a path the arch does not have fails here, at once
+    for path in args.path.split("+"):                  # a path the arch does not have fails here, at once
+        arch_field(copy.deepcopy(doc), path)
+    whole = unit is None and lo.is_integer() and hi.is_integer()      # a count: integers only
     probes: dict[float, tuple] = {}
 
     def probe(v: float):
         if v not in probes:
             d = copy.deepcopy(doc)
-            target, fld = arch_field(d, args.path)
-            target[fld] = f"{v:.6g} {unit}" if unit else float(f"{v:.6g}")
+            for path in args.path.split("+"):          # a + b: both fields take the value, as in a sweep
+                target, fld = arch_field(d, path)
+                target[fld] = f"{v:.6g} {unit}" if unit else int(v) if whole else float(f"{v:.6g}")
             arch = arch_from_native(d)
             r = map_workload(arch, workload, energy_for(args, arch)).result
             probes[v] = (r.bound_by, r.cycles, r.energy_J)
@@ -256,8 +259,10 @@ def cmd_crossover(args: argparse.Namespace) -> int:
         return probes[v]
 
     a, b = probe(lo), probe(hi)
-    while a[0] != b[0] and hi / lo - 1 > args.tolerance:
+    while a[0] != b[0] and hi / lo - 1 > args.tolerance and not (whole and hi - lo <= 1):
         mid = math.sqrt(lo * hi)
+        if whole:
+            mid = float(min(max(round(mid), lo + 1), hi - 1))
         m = probe(mid)
         if m[0] == a[0]:
             lo, a = mid, m
@@ -703,7 +708,8 @@ def build_parser() -> argparse.ArgumentParser:
     cx = sub.add_parser("crossover", help="where the bound (Disk, DRAM, compute, ...) of the best mapping moves "
                                           "along one arch parameter, by bisection")
     inputs(cx, None)
-    cx.add_argument("path", help="the parameter, as in a sweep: levels.Disk.shared_bandwidth, compute.instances, ...")
+    cx.add_argument("path", help="the parameter, as in a sweep: levels.Disk.shared_bandwidth, compute.instances, "
+                                 "levels.RF.instances+compute.instances (both take the value)")
     cx.add_argument("low", metavar="LOW", help="one end, e.g. '1 GB/s'")
     cx.add_argument("high", metavar="HIGH", help="the other end, in the same unit, e.g. '100 GB/s'")
     cx.add_argument("--tolerance", type=float, default=0.01, help="relative width of the answer (default 0.01)")

@@ -128,12 +128,12 @@ class Lease:
     new process that reuses its pid); a claim of another host, once it is a day old."""
 
     def __init__(self, db_path: str | Path):
-        self.pid, self.host = os.getpid(), socket.gethostname()
+        self.pid, self.host, self.fd = os.getpid(), socket.gethostname(), None
         try:
-            self.fd: int | None = os.open(f"{db_path}-lease", os.O_RDWR | os.O_CREAT, 0o644)
+            self.fd = os.open(f"{db_path}-lease", os.O_RDWR | os.O_CREAT, 0o644)
             fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, self.pid)
         except OSError:                 # a file system without locks: the pid probe
-            self.fd = None
+            self.close()
 
     def alive(self, pid: int, host: str, t: float) -> bool:
         if host != self.host:
