@@ -30,7 +30,7 @@ from storeloop.errors import SpecError
 from storeloop.mapper import MapResult, map_workload
 from storeloop.mapper.objective import Objective
 from storeloop.model import disk
-from storeloop.spec.query import Query, QueryEinsum
+from storeloop.spec.query import Query
 from storeloop.spec.types import Arch, EnergyTable
 
 
@@ -202,4 +202,4 @@ def map_query(arch: Arch, query: Query, energy: EnergyTable, *, objective: str =
     return best
 
 
-__all__ = ["Move", "QueryResult", "map_query", "homes", "moves", "QueryEinsum"]
+__all__ = ["Move", "QueryResult", "map_query", "homes", "moves"]
