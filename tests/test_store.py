@@ -616,3 +616,30 @@ def test_results_read_as_a_user_reads_them(tmp_path, capsys):
     assert main(["results", str(db), "--format", "csv"]) == 0
     csv = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert {"params", "levels", "energy_pJ", "on_chip_area_um2", "bound_by"} <= set(csv.columns)
+
+
+def _open_at(path, barrier, out):
+    from storeloop.sweeps.store import open_store
+
+    barrier.wait()
+    try:
+        open_store(path).close()
+        out.put(None)
+    except Exception as exc:                  # noqa: BLE001 -- reported to the test
+        out.put(str(exc))
+
+
+def test_two_sweeps_creating_one_new_store_at_once_both_open_it(tmp_path):
+    """SQLite refuses a second WAL switch of a new file at once ('database is locked', no busy
+    wait): two sweeps started together on a new store both open it (it failed in most rounds)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    for i in range(20):
+        path, barrier, out = tmp_path / f"r{i}.sqlite", ctx.Barrier(2), ctx.Queue()
+        procs = [ctx.Process(target=_open_at, args=(path, barrier, out)) for _ in range(2)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        assert [out.get(timeout=5) for _ in procs] == [None, None], f"round {i}"

@@ -89,7 +89,7 @@ def open_store(path: str | Path) -> sqlite3.Connection:
         path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(path, timeout=60)
         _check_schema(db, path)
-        db.execute("pragma journal_mode=wal")
+        _wal(db)
         db.executescript(SCHEMA)
         have = {row[1] for row in db.execute("pragma table_info(points)")}
         for col, kind in ADDED.items():
@@ -103,6 +103,21 @@ def open_store(path: str | Path) -> sqlite3.Connection:
         raise SpecError(f"cannot use it as a results store ({exc})", file=str(path),
                         allowed=f"{STORE_HELP}, or a new path in a writable folder") from None
     return db
+
+
+def _wal(db: sqlite3.Connection, timeout: float = 60.0) -> None:
+    """Switch the store to WAL mode. SQLite answers 'database is locked' at once, without waiting
+    for its busy timeout, while another connection switches the same new file (two sweeps started
+    together on a new store), so the switch is retried for as long as the busy timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            db.execute("pragma journal_mode=wal")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def read_store(path: str | Path) -> sqlite3.Connection:
