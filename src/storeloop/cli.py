@@ -463,13 +463,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _sort_key(value):
-    """Sweep values in their natural order: quantities by amount (with units), then as written."""
-    from storeloop.plots.thesis import _amount
+    """Sweep values in their natural order: quantities by size (storeloop.units.magnitude), then the rest."""
+    from storeloop.units import magnitude
 
-    try:
-        return float(_amount(value))
-    except (TypeError, ValueError):
-        return float("inf")
+    amount = magnitude(value)
+    return float("inf") if amount is None else amount
 
 
 def _system_sweep_summary(ok, names: list[str]) -> None:

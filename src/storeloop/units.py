@@ -269,7 +269,21 @@ def seconds_of(value: object) -> float:
     return t
 
 
+def magnitude(value: object) -> float | None:
+    """A value in its base unit, to order values as quantities ('1 MiB' after '32 KiB', '500 MB/s'
+    before '1 GB/s'): a number, a word count ('32 words'), bytes, bytes/s, Hz or seconds; None for
+    anything else."""
+    if isinstance(value, str) and value.strip().endswith("words"):
+        value = value.strip()[:-len("words")]
+    for fn in (number, bytes_of, rate_of, hertz_of, seconds_of):
+        try:
+            return float(fn(value))
+        except (ExpressionError, TypeError, ValueError):
+            continue
+    return None
+
+
 __all__ = ["evaluate", "number", "integer", "bytes_of", "bits_of", "hertz_of", "words_per_cycle",
-           "rate_of", "seconds_of",
+           "rate_of", "seconds_of", "magnitude",
            "ExpressionError", "ceil_div"]
 

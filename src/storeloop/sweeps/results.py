@@ -79,9 +79,11 @@ def render_results(df, fmt: str) -> str | bytes:
         shown = df.drop(columns=[c for c in hidden if c in df] + [c for c in df if c.endswith((".value", ".unit"))])
         import pandas as pd
 
+        from storeloop.units import magnitude
+
         def key(c):                            # a quantity by its size, a number as one, else text
             if f"{c}.value" in df:
-                return df[c].map(_magnitude).fillna(df[f"{c}.value"])
+                return df[c].map(magnitude).fillna(df[f"{c}.value"])
             num = pd.to_numeric(df[c], errors="coerce")
             return num if num.notna().eq(df[c].notna()).all() else df[c].astype(str)
 
@@ -151,18 +153,6 @@ def _check_rows(df, db_path) -> None:
                 ok = False
             if not ok:
                 raise bad(i, col, f"{col} {str(v)[:40]!r} is not a JSON object", "a JSON object of parameter values")
-
-
-def _magnitude(value) -> float | None:
-    """A quantity in its base unit (bytes, bytes/s, Hz, seconds), so '1 MiB' sorts after '32 KiB'."""
-    from storeloop.units import bytes_of, hertz_of, rate_of, seconds_of
-
-    for fn in (bytes_of, rate_of, hertz_of, seconds_of):
-        try:
-            return float(fn(value))
-        except (ExpressionError, TypeError, ValueError):
-            continue
-    return None
 
 
 def _quantity(value) -> tuple[float | None, str | None]:
