@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field, StrictInt
 
+from storeloop.spec.einsum import EinsumError, parse_einsum
 from storeloop.spec.native import WorkloadSpec, _Spec, top_level, workload_at
 from storeloop.spec.types import Workload
 from storeloop.spec.yamlio import LDict, error_at, locate
@@ -118,10 +119,8 @@ def query_from_native(doc: LDict) -> Query:
                 words[g] = (n, t.bits, at)
             else:
                 if g not in inputs and g not in written:
-                    later = next((x for x in spec.einsums[i + 1:] for lt, bb in x.tensors.items()
-                                  if (bb if isinstance(bb, str) else bb.tensor) == g), None)
-                    why = "read before the einsum that writes it (a cycle)" if later is not None and g in \
-                        _outputs(later) else "read but never written"
+                    later = next((x.name for x in spec.einsums[i + 1:] if g in _written(x)), None)
+                    why = f"read before einsum {later} writes it (a cycle)" if later else "read but never written"
                     raise error_at(doc, at, f"{g!r} is {why}, and not an input",
                                    allowed=f"an input ({', '.join(inputs)}) or a tensor an earlier einsum writes")
                 if n % k:
@@ -147,7 +146,12 @@ def query_from_native(doc: LDict) -> Query:
     return Query(spec.name, dict(spec.inputs), tuple(out), where)
 
 
-def _outputs(e: QueryEinsumSpec) -> set[str]:
-    target = e.einsum.split("=")[0].strip().split("[")[0].strip()
-    b = e.tensors.get(target)
-    return {b if isinstance(b, str) else b.tensor} if b is not None else set()
+def _written(e: QueryEinsumSpec) -> set[str]:
+    """The query tensors einsum ``e`` writes (none where its einsum does not parse: its own error
+    comes when it is read)."""
+    try:
+        _, tensors = parse_einsum(e.einsum)
+    except EinsumError:
+        return set()
+    binds = [e.tensors.get(name) for name, _, rw in tensors if rw]
+    return {b if isinstance(b, str) else b.tensor for b in binds if b is not None}
