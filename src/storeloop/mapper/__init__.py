@@ -22,7 +22,7 @@ from storeloop.errors import SpecError, StoreloopError
 from storeloop.mapper.constraints import arch_constraints
 from storeloop.mapper.construct import Searcher, state_of
 from storeloop.mapper.merge import merge, split_mapping
-from storeloop.mapper.objective import Objective
+from storeloop.mapper.objective import Objective, arch_area_um2
 from storeloop.mapper.options import options
 from storeloop.mapper.search import Found, Goal, branch_and_bound, random_search
 from storeloop.mapper.space import Constraints, MapSpace, require_plain_indices
@@ -123,9 +123,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     if problem:
         raise SpecError(f"no mapping can meet the constraints: {problem}", file=None if constraints.source == "none"
                         else constraints.source, allowed="constraints within the fanouts and bounds")
-    area = sum(energy.storage[lvl.name].area_um2 * lvl.instances for lvl in arch.levels) \
-        + energy.compute.area_um2 * arch.compute.instances
-    obj = Objective(objective, area)
+    obj = Objective(objective, arch_area_um2(arch, energy))
     free = opts.search_layout
     if free and (arch.levels[0].ssd is None or algorithm != "exhaustive"):
         raise SpecError("a layout is searched on an SSD-backed first level, by the exhaustive search",
@@ -167,8 +165,9 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     mapping = split_mapping(found.mapping, members, workload)
     mapping = Mapping(mapping.levels, name=f"storeloop map ({algorithm}, {obj.name})")
     if free:
-        written = best_layout(arch, workload, mapping, energy, obj)
-    result = evaluate(written, workload, mapping, energy)
+        written, result = best_layout(arch, workload, mapping, energy, obj)
+    else:
+        result = evaluate(written, workload, mapping, energy)
     report = _search_json(found, tree, obj, result, algorithm, energy_lb, energy_parts)
     if any(lvl.ssd is not None for lvl in arch.levels):
         report["ssd"] = {"streams": [{"level": lr.name, "tensor": s.tensor, "direction": s.direction, "words": s.words,
@@ -192,10 +191,12 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     return MapResult(mapping, result, report)
 
 
-def best_layout(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTable, obj: Objective) -> Arch:
-    """``arch`` with the first (SSD-backed) level's layout that prices ``mapping`` best: per tensor,
-    the runs any rank order gives its child tiles (:func:`storeloop.model.costs.layout_runs`) cut to
-    those no other beats in both seconds and energy, and every combination of them priced by the model."""
+def best_layout(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTable,
+                obj: Objective) -> tuple[Arch, Result]:
+    """``arch`` with the first (SSD-backed) level's layout that prices ``mapping`` best, and that
+    price: per tensor, the runs any rank order gives its child tiles
+    (:func:`storeloop.model.costs.layout_runs`) cut to those no other beats in both seconds and
+    energy, and every combination of them priced by the model."""
     lvl = arch.levels[0]
     words = {(s.tensor, s.direction): s.words for s in evaluate(arch, workload, mapping, energy).levels[0].streams}
     fronts = []
@@ -215,12 +216,12 @@ def best_layout(arch: Arch, workload: Workload, mapping: Mapping, energy: Energy
         front = pareto(np.array([p[0] for p in pts]), np.array([p[1] for p in pts]))
         labels = [rank_label(r, workload.dims) for r in t.ranks]
         fronts.append([(name, tuple(labels[i] for i in layout_of(*pts[i][2], len(t.ranks)))) for i in front])
-    best, best_cost = None, None
+    best = None
     for combo in itertools.product(*fronts):
         laid = dataclasses.replace(arch, levels=(dataclasses.replace(lvl, layout=dict(combo)),) + arch.levels[1:])
         r = evaluate(laid, workload, mapping, energy)
-        if best is None or obj.better(r.cycles, r.energy_pJ, best_cost):
-            best, best_cost = laid, (r.cycles, r.energy_pJ)
+        if best is None or obj.better(r.cycles, r.energy_pJ, (best[1].cycles, best[1].energy_pJ)):
+            best = (laid, r)
     return best
 
 

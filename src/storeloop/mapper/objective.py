@@ -11,6 +11,13 @@ NAMES = {"delay,energy": "lexicographic: fewest cycles, then least energy (the t
          "area-energy": "area x energy"}
 
 
+def arch_area_um2(arch, energy) -> float:
+    """The area every instance of ``arch``'s levels and compute units takes under ``energy`` (µm²),
+    the area the area-energy objective weighs."""
+    return sum(energy.storage[lvl.name].area_um2 * lvl.instances for lvl in arch.levels) \
+        + energy.compute.area_um2 * arch.compute.instances
+
+
 class Objective:
     def __init__(self, name: str, area_um2: float = 1.0):
         name = name.replace(" ", "")

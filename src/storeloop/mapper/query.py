@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from storeloop.errors import SpecError
 from storeloop.mapper import MapResult, map_workload
-from storeloop.mapper.objective import Objective
+from storeloop.mapper.objective import Objective, arch_area_um2
 from storeloop.model import disk
 from storeloop.spec.query import Query
 from storeloop.spec.types import Arch, EnergyTable
@@ -177,9 +177,7 @@ def map_query(arch: Arch, query: Query, energy: EnergyTable, *, objective: str =
                                           **{**opts, "search_layout": layout})
             bar.update(1)
     bar.close()
-    area = sum(energy.storage[lvl.name].area_um2 * lvl.instances for lvl in arch.levels) \
-        + energy.compute.area_um2 * arch.compute.instances
-    obj = Objective(objective, area)
+    obj = Objective(objective, arch_area_um2(arch, energy))
     best, best_cost, combos = None, None, []
     for at in itertools.product(*options):
         r = QueryResult(query, [arch.levels[L].name for L in at], [mapped[(i, L)] for i, L in enumerate(at)],
