@@ -18,6 +18,7 @@ NATIVE = {"arch": ROOT / "arch" / "onionchopper.yaml", "workload": ROOT / "workl
           "ert": ROOT / "arch" / "onionchopper.ERT.yaml", "art": ROOT / "arch" / "onionchopper.ART.yaml",
           "constraints": ROOT / "mappings" / "onionchopper.constraints.yaml", "sweep": ROOT / "sweeps" / "demo.yaml",
           "ssd": ROOT / "arch" / "ssd" / "mqsim-reference.yaml",
+          "query": ROOT / "workloads" / "onionpir-1GiB.query.yaml",
           # an arch whose Disk embeds an ssd: block (and a layout): mutated in place of the arch
           "arch:ssd": ROOT / "arch" / "onionchopper-ssd.yaml"}
 TIMELOOP = {"arch": CASE / "arch.yaml", "workload": CASE / "problem.yaml", "mapping": CASE / "mapping.yaml",
@@ -27,7 +28,7 @@ SYSTEMS = {f"system:{p.stem}": p for p in sorted((ROOT / "systems").glob("*.yaml
 # the subcommands each input is run through
 COMMANDS = {"arch": ("model", "export"), "workload": ("model", "export"), "mapping": ("model", "export"),
             "ert": ("model",), "art": ("model",), "constraints": ("map",), "sweep": ("sweep",), "ssd": ("ssd",),
-            "arch:ssd": ("model",),
+            "query": ("map-query",), "arch:ssd": ("model",),
             **{role: ("system",) for role in SYSTEMS}}
 # keys whose values are free-form (names, notes, model attributes that storeloop passes through)
 FREE = {"name", "source", "einsum", "class", "type", "technology", "version", "target", "level", "clock",
@@ -80,7 +81,7 @@ def cases() -> list[Case]:
                 text = text.replace("../", str(ROOT) + "/")
             lines = text.splitlines()
             first = len(out)
-            if role in ("constraints", "sweep"):
+            if role in ("constraints", "sweep", "query"):
                 for i, (a, b) in _flow_entries(text):
                     for bad in ("-2", "0", "abc", "1e400"):
                         new = lines[:]
@@ -136,7 +137,8 @@ def run(case: Case, folder: Path) -> tuple[int | None, str, float, BaseException
                     "--art", str(NATIVE["art"]), "--constraints", str(files["constraints"]), "--time-limit", "5"],
             "sweep": ["sweep", str(files.get("sweep", "")), "--db", str(folder / "sweep.sqlite")],
             "system": ["system", str(files.get(case.role, ""))],
-            "ssd": ["ssd", str(files.get("ssd", ""))]}[case.command]
+            "ssd": ["ssd", str(files.get("ssd", ""))],
+            "map-query": ["map", str(NATIVE["arch"]), str(files.get("query", "")), *energy, "--time-limit", "5"]}[case.command]
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         try:
             code = main(args)

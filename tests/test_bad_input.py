@@ -273,11 +273,11 @@ def test_at_least_300_mutated_inputs_in_both_formats():
     assert len(MUTATIONS) >= 300
     assert {c.fmt for c in MUTATIONS} == {"native", "timeloop"}
     assert {c.role for c in MUTATIONS if ":" not in c.role} == \
-        {"arch", "workload", "mapping", "ert", "art", "constraints", "sweep", "ssd"}
+        {"arch", "workload", "mapping", "ert", "art", "constraints", "sweep", "ssd", "query"}
     assert "arch:ssd" in {c.role for c in MUTATIONS}
     assert {c.role for c in MUTATIONS if c.role.startswith("system:")} >= \
         {"system:copa", "system:fidr", "system:fidr-baseline", "system:p4-enckv", "system:rotation"}
-    assert {c.command for c in MUTATIONS} == {"model", "export", "map", "sweep", "system", "ssd"}
+    assert {c.command for c in MUTATIONS} == {"model", "export", "map", "sweep", "system", "ssd", "map-query"}
 
 
 @pytest.mark.parametrize("case", MUTATIONS, ids=[c.id for c in MUTATIONS])
