@@ -47,6 +47,22 @@ def _select(cond, a, b):
     return np.where(cond, a, b) if isinstance(cond, np.ndarray) else (a if cond else b)
 
 
+def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(a, axis=0, return_inverse=True)`` of an integer matrix, by a sort of its columns:
+    NumPy's version compares rows as structured values, and a Ctrl-C that lands in that comparison
+    comes out of it as a TypeError instead of a KeyboardInterrupt (the mapper stops on the latter)."""
+    a = np.asarray(a)
+    if not len(a):
+        return a, np.zeros(0, np.int64)
+    order = np.lexsort(a.T[::-1])                 # the first column most significant, as np.unique
+    s = a[order]
+    new = np.ones(len(a), bool)
+    new[1:] = (s[1:] != s[:-1]).any(axis=1)
+    inv = np.empty(len(a), np.int64)
+    inv[order] = np.cumsum(new) - 1
+    return s[new], inv
+
+
 def unshared_operands(factors, indexes, width):
     """Distinct elements of a tensor held by compute units with no mesh neighbour holding the same
     one (0 when every unit has one). ``factors``: the innermost level's spatial loops, innermost
@@ -63,7 +79,7 @@ def unshared_operands(factors, indexes, width):
         idx = np.broadcast_to(np.asarray(indexes, dtype=np.int64), F.shape)
         W = np.broadcast_to(np.asarray(width, dtype=np.int64), F.shape[:-1])
         keys = np.concatenate([F.reshape(-1, F.shape[-1]), idx.reshape(-1, F.shape[-1]), W.reshape(-1, 1)], axis=1)
-        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        uniq, inv = unique_rows(keys)
         n = F.shape[-1]
         vals = np.array([_unshared(tuple(u[:n]), tuple(u[n:2 * n]), int(u[-1])) for u in uniq], dtype=np.int64)
         return vals[inv.reshape(-1)].reshape(F.shape[:-1])
