@@ -68,7 +68,9 @@ def test_same_workload_name_in_two_folders_are_two_points(tmp_path):
     spec.write_text(spec.read_text().replace("workloads: [matvec.yaml]", "workloads: [matvec.yaml, other/matvec.yaml]"))
     counts = run_sweep(load_sweep(spec), tmp_path / "r.sqlite", progress=False)
     assert counts["run"] == 12
-    assert read_results(tmp_path / "r.sqlite")["key"].nunique() == 12
+    df = read_results(tmp_path / "r.sqlite")
+    assert df["key"].nunique() == 12
+    assert set(df["workload"]) == {"matvec.yaml", "other/matvec.yaml"}     # told apart in the rows too
 
 
 def test_a_reader_holding_a_transaction_does_not_lock_the_sweep(tmp_path):

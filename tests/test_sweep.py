@@ -170,3 +170,81 @@ def test_a_sweep_can_vary_an_attribute_the_plugins_read(tmp_path):
     assert ok.loc[1, "on_chip_area_um2"] != ok.loc[4, "on_chip_area_um2"]
     bad = df[df["status"] == "invalid"]
     assert all("LPDDR99" in e and "attributes.type" in e for e in bad["error"])
+
+
+def _weighted_set(tmp_path, weight="3"):
+    for f in ("tiny.arch.yaml", "matvec.yaml"):
+        shutil.copy(DATA / f, tmp_path)
+    (tmp_path / "matmul.yaml").write_text("workload:\n  name: mm\n  einsum: Z[m,n] = A[m,k] * B[k,n]\n"
+                                          "  bounds: {M: 64, N: 8, K: 256}\n")
+    spec = tmp_path / "set.yaml"
+    spec.write_text((DATA / "tiny.sweep.yaml").read_text().replace(
+        "workloads: [matvec.yaml]", f"workloads: [matvec.yaml, {{file: matmul.yaml, weight: {weight}}}]"))
+    return spec
+
+
+def test_a_workload_set_ranks_designs_by_weighted_mean_and_worst_ratio(tmp_path):
+    """Each design is mapped on each workload; the ranking's weighted mean and worst ratio are
+    recomputed here from the per-workload rows, and a changed weight relabels the rows (nothing
+    runs again)."""
+    from storeloop.sweeps import rank_designs
+
+    spec = _weighted_set(tmp_path)
+    s = load_sweep(spec)
+    assert s.weights == {"matvec.yaml": 1.0, "matmul.yaml": 3.0} and s.size() == 16
+    db = tmp_path / "r.sqlite"
+    run_sweep(s, db, progress=False)
+    df = read_results(db)
+    ok = df[df["status"] == "ok"]
+    assert set(ok.groupby("workload")["weight"].first().items()) == {("matvec.yaml", 1.0), ("matmul.yaml", 3.0)}
+    ranked = rank_designs(df)
+    complete = ranked[ranked["complete"]]
+    assert len(complete) >= 2 and list(complete["rank"]) == list(range(1, len(complete) + 1))
+    best = ok.groupby("workload")["time_s"].min()
+    for _, r in complete.iterrows():
+        rows = ok[ok["params"] == r["params"]].set_index("workload")
+        mean = (rows.loc["matvec.yaml", "time_s"] + 3 * rows.loc["matmul.yaml", "time_s"]) / 4
+        assert r["weighted_time_s"] == pytest.approx(mean, rel=1e-12)
+        assert r["worst_ratio"] == pytest.approx(max(rows["time_s"] / best), rel=1e-12)
+    assert complete["weighted_time_s"].is_monotonic_increasing
+    worst = rank_designs(df, order="worst")
+    assert worst.loc[worst["complete"], "worst_ratio"].is_monotonic_increasing
+    # the weight is no input of a result: 3 -> 1 relabels the rows and the ranking, nothing runs
+    again = run_sweep(load_sweep(_weighted_set(tmp_path, "1")), db, progress=False)
+    assert again["run"] == 0
+    df = read_results(db)
+    assert set(df.loc[df["status"] == "ok", "weight"]) == {1.0}
+    p = subprocess.run([sys.executable, "-m", "storeloop.cli", "results", str(db), "--rank", "--format", "csv"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0 and p.stdout.startswith("rank,") and len(p.stdout.splitlines()) == len(ranked) + 1
+
+
+def test_a_design_missing_a_workload_ranks_last():
+    import pandas as pd
+
+    from storeloop.sweeps import rank_designs
+
+    def row(p, w, t):
+        return {"sweep": "s", "params": f'{{"x": {p}}}', "x": p, "workload": w, "status": "ok", "stale": 0,
+                "time_s": t, "energy_J": t, "on_chip_area_mm2": 1.0, "cycles_optimal": 1, "scenario": "{}"}
+
+    df = pd.DataFrame([row(1, "a", 1.0), row(2, "a", 2.0), row(2, "b", 1.0), row(3, "a", 1.5), row(3, "b", 3.0)])
+    r = rank_designs(df)
+    assert list(r["x"]) == [2, 3, 1] and list(r["complete"]) == [True, True, False]
+    assert r.loc[0, "worst_ratio"] == 2.0 and r.loc[0, "worst_workload"] == "a"
+    assert r.loc[1, "worst_ratio"] == 3.0 and pd.isna(r.loc[2, "weighted_time_s"])
+
+
+@pytest.mark.parametrize("entry,field,allowed", [
+    ("{file: matmul.yaml, weight: 0}", "sweep.workloads[1].weight", "greater than 0"),
+    ("{file: matmul.yaml, weigth: 2}", "sweep.workloads[1]", "weigth"),
+    ("{file: nowhere.yaml}", "sweep.workloads[1].file", "no such file"),
+    ("matvec.yaml", "sweep.workloads[1]", "listed twice"),
+])
+def test_bad_workload_set_entries_are_refused_at_their_line(tmp_path, entry, field, allowed):
+    spec = _weighted_set(tmp_path)
+    spec.write_text(spec.read_text().replace("{file: matmul.yaml, weight: 3}", entry))
+    with pytest.raises(SpecError) as info:
+        load_sweep(spec)
+    msg = str(info.value)
+    assert "set.yaml:" in msg and field in msg and allowed in msg, msg

@@ -450,6 +450,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if unproven:
             print(f"  note: this pick rests on {unproven} point(s) whose cycles are not proven optimal "
                   f"(search stopped by its time limit); more search time could change it")
+    if sweep.system_file is None and len(sweep.workloads) > 1 and names:
+        _ranking_summary(df[df["stale"] != 1], names, sweep.scenarios)
     left = int(((df["status"] == "timeout") & (df["stale"] != 1)).sum())
     if left:
         print(f"{left} point(s) timed out before any mapping; run the sweep again (or raise mapper.time_limit)")
@@ -460,6 +462,27 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         for path in plot_sweep(db, args.plot, sweep.name):
             print(f"wrote {path}")
     return 0
+
+
+def _ranking_summary(df, names: list[str], scenarios: list[str], top: int = 3) -> None:
+    """A sweep over a workload set: the designs best across it (storeloop.sweeps.rank_designs)."""
+    from storeloop.sweeps import rank_designs
+
+    ranked = rank_designs(df)
+    for scenario, g in ranked.groupby("scenario", sort=False):
+        where = "" if scenario == "{}" else f" ({', '.join(f'{k} = {v}' for k, v in json.loads(scenario).items())})"
+        n = int(g["workloads"].max())
+        print(f"best across the {n} workloads{where} (weighted mean time, then on-chip area x energy; "
+              f"storeloop results --rank for all {len(g)}):")
+        for _, r in g.head(top).iterrows():
+            design = ", ".join(f"{c} = {r[c]}" for c in names)
+            if not r["complete"]:
+                print(f"  {r['rank']}. {design}: results on {r['workloads']} of {n} workloads only")
+                continue
+            print(f"  {r['rank']}. {design}: {r['weighted_time_s']:.4g} s, {r['weighted_energy_J']:.4g} J per "
+                  f"query (weighted mean), " + ("the best on every workload" if r["worst_ratio"] == 1 else
+                                          f"worst {r['worst_ratio']:.3f}x the best, on {r['worst_workload']}")
+                  + ("" if r["all_proven"] else "; cycles not all proven"))
 
 
 def _sort_key(value):
@@ -537,7 +560,15 @@ def cmd_results(args: argparse.Namespace) -> int:
 
         raise SpecError(f"no rows of a sweep named {args.sweep!r}", file=args.db, field="--sweep",
                         allowed=", ".join(sweep_names(args.db)) or "(the store is empty)")
-    if not args.all:
+    what = "rows"
+    if args.rank:
+        from storeloop.sweeps import rank_designs
+
+        df = rank_designs(df[df["stale"] != 1] if "stale" in df else df, by=args.by, order=args.order)
+        if not len(df):
+            raise SpecError("no mapped points to rank", file=args.db, allowed="a store with ok rows")
+        what = "ranked designs"
+    elif not args.all:
         df = df[df["stale"] != 1].drop(columns=["mapping"]) if "stale" in df else df.drop(columns=["mapping"])
     text = render_results(df, fmt)
     if out is None:
@@ -547,7 +578,7 @@ def cmd_results(args: argparse.Namespace) -> int:
             sys.stdout.write(text)
         return 0
     Path(out).write_bytes(text if isinstance(text, bytes) else text.encode())
-    print(f"wrote {len(df)} rows to {out} ({fmt})")
+    print(f"wrote {len(df)} {what} to {out} ({fmt})")
     return 0
 
 
@@ -752,6 +783,11 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--parquet", metavar="FILE", help="short for --format parquet --out FILE")
     fmt.add_argument("--json", action="store_true", help="short for --format json")
     rs.add_argument("--all", action="store_true", help="include stale rows (inputs changed since) and the mappings")
+    rs.add_argument("--rank", action="store_true", help="one row per design, ranked across the sweep's workloads "
+                    "(weighted mean and worst ratio to each workload's best design)")
+    rs.add_argument("--by", choices=("time_s", "energy_J"), default="time_s", help="with --rank: the objective")
+    rs.add_argument("--order", choices=("weighted", "worst"), default="weighted",
+                    help="with --rank: by the weighted mean (default) or the worst ratio to the best")
     rs.set_defaults(func=cmd_results)
     return p
 

@@ -5,7 +5,7 @@ A sweep spec (``sweeps/*.yaml``)::
     sweep:
       name: onionchopper-small
       arch: ../arch/onionchopper.yaml          # a storeloop arch file (paths relative to the spec)
-      workloads: [../workloads/onionpir-64GiB.yaml]
+      workloads: [../workloads/onionpir-64GiB.yaml, {file: ../workloads/sealpir-1GiB.yaml, weight: 4}]
       parameters:                               # the grid: arch fields -> values
         levels.SRAM.capacity: [1 KiB, 4 KiB]
         levels.SRAM.instances+levels.RF.instances+compute.instances: [2, 4]   # set together
@@ -21,6 +21,12 @@ picked per workload and scenario (:func:`best_points`, the CLI summary, the figu
 keeps its scenario values in ``scenario`` (JSON) and its per-level cycles, energy and area in
 ``levels`` (JSON).
 
+Several workloads make a workload set: each design is mapped on each, and :func:`rank_designs`
+(``storeloop results --rank``, the sweep's summary) ranks designs across the set by the weighted
+mean time (or energy) per query, each workload weighed by its ``weight`` (default 1; stored in the
+rows, and a changed weight relabels them without running anything again), and by the worst ratio
+to each workload's best design.
+
 Points are generated on the fly, filtered by the constraints on the loaded arch, and run by local
 processes (at most two points in flight per worker) or a Dask cluster. Every finished point is
 committed to a SQLite store at once (``results/<name>.sqlite``, WAL mode: readers never block it),
@@ -35,11 +41,12 @@ paths (a shared checkout); only the scheduler's client writes the store.
 
 from __future__ import annotations
 
-from storeloop.sweeps.results import best_points, mapped, read_results
+from storeloop.sweeps.results import best_points, mapped, rank_designs, read_results
 from storeloop.sweeps.run import level_breakdown, run_point, run_sweep
 from storeloop.sweeps.spec import Sweep, load_sweep, point_arch, points, satisfies
 from storeloop.sweeps.store import open_store
 
 
 __all__ = ["Sweep", "best_points", "mapped", "load_sweep", "points", "point_arch", "satisfies", "run_point", "run_sweep", "read_results",
+           "rank_designs",
            "open_store", "level_breakdown"]

@@ -87,6 +87,8 @@ def render_results(df, fmt: str) -> str | bytes:
             num = pd.to_numeric(df[c], errors="coerce")
             return num if num.notna().eq(df[c].notna()).all() else df[c].astype(str)
 
+        if "workload" not in df:              # ranked designs (rank_designs): in their order
+            return shown.to_string(max_rows=60, index=False) + "\n"
         params = [c for c in dict.fromkeys(k for p in df.get("params", ()) for k in json.loads(p)) if c in df]
         keys = pd.DataFrame({"sweep": df["sweep"], "workload": df["workload"], **{c: key(c) for c in params}})
         shown = shown.loc[keys.sort_values(list(keys.columns), kind="stable", na_position="last").index]
@@ -183,3 +185,44 @@ def best_points(df):
         ok["scenario"] = ok["scenario"].fillna("{}")
         group.append("scenario")
     return ok.sort_values(group + ["cycles", "area_energy"]).groupby(group).head(1)
+
+
+def rank_designs(df, by: str = "time_s", order: str = "weighted"):
+    """Designs ranked across a workload set: one row per design (its parameters) and scenario, with
+    ``weighted_<by>``, the weighted mean of ``by`` over the workloads (each row's ``weight``, 1 in
+    stores written before weights: a query mix in which workload w is run weight(w) times), and
+    ``worst_ratio``, the largest ratio of the design's ``by`` to the best design's on the same
+    workload (1: best on every workload), with ``worst_workload`` where it occurs. A design without
+    a result on some workload of the set (invalid, not run yet) ranks after those with all, its
+    aggregates empty. Sorted by the weighted objective (``order="worst"``: by ``worst_ratio``), then
+    on-chip area x weighted energy (the thesis's rule, ch. 5.1, across the set)."""
+    import pandas as pd
+
+    ok = mapped(df).copy()
+    if not len(ok):
+        return pd.DataFrame()
+    ok["weight"] = pd.to_numeric(ok["weight"], errors="coerce").fillna(1.0) if "weight" in ok else 1.0
+    ok["scenario"] = ok["scenario"].fillna("{}") if "scenario" in ok else "{}"
+    ok["_best"] = ok.groupby(["workload", "scenario"])[by].transform("min")
+    ok["_ratio"] = ok[by] / ok["_best"]
+    workloads = ok.groupby("scenario")["workload"].nunique()
+    params = [c for c in dict.fromkeys(k for p in ok["params"] for k in json.loads(p)) if c in ok]
+    rows = []
+    for (p, scenario), g in ok.groupby(["params", "scenario"], sort=False):
+        w = g["weight"]
+        worst = g.loc[g["_ratio"].idxmax()]
+        complete = g["workload"].nunique() == workloads[scenario]
+        agg = lambda col: float((g[col] * w).sum() / w.sum()) if complete else None   # noqa: E731
+        rows.append({**{c: g[c].iloc[0] for c in params}, "scenario": scenario, "workloads": g["workload"].nunique(),
+                     "complete": complete, f"weighted_{by}": agg(by), "weighted_energy_J": agg("energy_J"),
+                     "weighted_time_s": agg("time_s"), "worst_ratio": float(g["_ratio"].max()) if complete else None,
+                     "worst_workload": worst["workload"] if complete else None,
+                     "on_chip_area_mm2": float(g["on_chip_area_mm2"].iloc[0]),
+                     "all_proven": bool((g["cycles_optimal"] == 1).all()), "params": p})
+    out = pd.DataFrame(rows)
+    out["_ae"] = out["on_chip_area_mm2"] * out["weighted_energy_J"]
+    first = "worst_ratio" if order == "worst" else f"weighted_{by}"
+    out = out.sort_values(["scenario", "complete", first, "_ae"], ascending=[True, False, True, True],
+                          na_position="last", kind="stable").drop(columns="_ae")
+    out.insert(0, "rank", out.groupby("scenario").cumcount() + 1)
+    return out.reset_index(drop=True)

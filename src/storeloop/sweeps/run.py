@@ -124,8 +124,9 @@ def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ..
     (:func:`point_system`), so it is not loaded again. The row's status is one of :data:`STATUSES`; warnings
     (a plug-in that fell back to another, a component priced 0) are kept in its ``notes``."""
     sweep = cached_sweep(sweep_file)
-    row = {"params": json.dumps(params, sort_keys=True), "workload": Path(workload).name, "finished": time.time(),
-           "scenario": json.dumps({k: params[k] for k in sweep.scenarios if k in params}, sort_keys=True)}
+    row = {"params": json.dumps(params, sort_keys=True), "workload": sweep.label(workload), "finished": time.time(),
+           "scenario": json.dumps({k: params[k] for k in sweep.scenarios if k in params}, sort_keys=True),
+           "weight": sweep.weights.get(sweep.label(workload), 1.0)}
     with warnings.catch_warnings(record=True) as caught:     # plug-in fallbacks, zero prices: kept in the row
         warnings.simplefilter("always")
         from storeloop.mapper import MapTimeout
@@ -227,6 +228,12 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
     for p, w, m in db.execute("select params, workload, mapping from points where sweep = ? and status = 'ok' "
                               "order by stale, finished", (sweep.name,)):
         finished.setdefault((p, w), m)
+    try:                  # a weight is no input of a result: a changed one relabels the rows, nothing runs again
+        db.executemany("update points set weight = ? where sweep = ? and workload = ? and weight is not ?",
+                       [(w, sweep.name, name, w) for name, w in sweep.weights.items()])
+        db.commit()
+    except sqlite3.DatabaseError as exc:
+        raise StoreloopError(f"{db_path}: cannot write to the store ({exc})") from None
     db.execute("create temp table current (key text primary key)")
     counts = dict({"points": sweep.size(), "done_before": 0, "excluded": 0, "run": 0, "taken": 0},
                   **dict.fromkeys(STATUSES, 0))
@@ -430,7 +437,7 @@ def neighbour_seeds(sweep: Sweep, params: dict, workload: Path, finished: dict, 
     """The stored mappings of the ``count`` nearest points (one, then two steps along one
     parameter's list; same workload) that were finished before this run started. Points finished
     during the run are not used, so a point's answer does not depend on which worker finished
-    first. ``finished``: (params JSON, workload name) -> mapping YAML."""
+    first. ``finished``: (params JSON, workload label) -> mapping YAML."""
     out = []
     for step in (1, 2):
         for names, values in sweep.parameters:
@@ -442,7 +449,7 @@ def neighbour_seeds(sweep: Sweep, params: dict, workload: Path, finished: dict, 
             for j in (i - step, i + step):
                 if 0 <= j < len(values):
                     other = dict(params, **{k: values[j]})
-                    m = finished.get((json.dumps(other, sort_keys=True), workload.name))
+                    m = finished.get((json.dumps(other, sort_keys=True), sweep.label(workload)))
                     if m and len(out) < count:
                         out.append(m)
     return tuple(out)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from storeloop.errors import SpecError
 from storeloop.mapper.options import MapperOptions
@@ -39,6 +39,18 @@ class Sweep:
     energy: EnergyFiles = field(default_factory=lambda: EnergyFiles())  # paths resolved; none: the plug-ins
     scenarios: list[str] = field(default_factory=list)    # parameter keys that are the situation
     system_file: Path | None = None                       # a sweep over a system's fields (no arch)
+    weights: dict[str, float] = field(default_factory=dict)  # workload label -> its weight in the set
+
+    def label(self, workload: str | Path) -> str:
+        """The name a workload's rows carry: its file name, or its path from the sweep file's folder
+        when another workload file of the sweep has the same name."""
+        p = Path(workload)
+        if sum(w.name == p.name for w in self.workloads) < 2:
+            return p.name
+        try:
+            return str(p.resolve().relative_to(self.file.parent.resolve()))
+        except ValueError:
+            return str(p.resolve())
 
     def size(self) -> int:
         return math.prod(len(v) for _, v in self.parameters) * len(self.workloads)
@@ -56,12 +68,37 @@ class EnergyFiles(_Spec):
     art: str | None = Field(None, description="an Accelergy ART")
 
 
+class WeightedWorkload(_Spec):
+    """A workload of a workload set with its weight (how often it is run: the ranking of designs
+    across the set weighs each workload's time and energy by it)."""
+
+    file: str = Field(description="a workload file (relative to the sweep file)")
+    weight: float = Field(1.0, gt=0, allow_inf_nan=False, description="a positive number (default 1)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return {"file": v}
+        if not isinstance(v, dict):
+            from storeloop.spec.validate import shape
+
+            raise ValueError(f"a workload is a file name or {{file: <name>, weight: <number>}}, not {shape(v)}")
+        return v
+
+
 class SweepSpec(_Spec):
     """A sweep file's ``sweep:`` mapping: an arch and workloads, or a system, and the grid."""
 
     name: str = Field(description="names the store results/<name>.sqlite: letters, digits, '.', '_', '-'")
     arch: str | None = Field(None, description="a storeloop arch file (relative to the sweep file)")
-    workloads: list[str] | str | None = Field(None, description="workload files, at least one")
+    workloads: list[WeightedWorkload] | None = Field(
+        None, description="workload files, at least one; an entry {file, weight} weighs it in the ranking across them")
+
+    @field_validator("workloads", mode="before")
+    @classmethod
+    def _listed(cls, v: Any) -> Any:
+        return v if isinstance(v, list) or v is None else [v]
     system: str | None = Field(None, description="a system file instead of arch + workloads")
     parameters: dict[str, list[Value]] = Field(default_factory=dict, description="field paths -> values")
     scenarios: dict[str, list[Value]] = Field(default_factory=dict, description="the situation, not the design")
@@ -113,11 +150,16 @@ def load_sweep(path: str | Path) -> Sweep:
     arch_doc = load(arch_file)
     if not isinstance(arch_doc, dict) or "arch" not in arch_doc:
         raise error_at(doc, ("sweep", "arch"), "sweeps vary storeloop arch files", allowed="a file with 'arch:'")
-    listed = isinstance(spec.workloads, list)
-    wl = spec.workloads if listed else [spec.workloads]
+    listed, wl = isinstance(root.get("workloads"), list), spec.workloads
     if not wl:
         raise error_at(doc, ("sweep", "workloads"), "no workload to map", allowed="at least one workload file")
-    workloads = [rel(w, ("sweep", "workloads") + ((i,) if listed else ())) for i, w in enumerate(wl)]
+    workloads = []
+    for i, w in enumerate(wl):
+        loc = ("sweep", "workloads") + ((i,) if listed else ())
+        f = rel(w.file, loc + (("file",) if isinstance(root["workloads"][i] if listed else None, dict) else ()))
+        if f in workloads:
+            raise error_at(doc, loc, f"{w.file!r} is listed twice", allowed="each workload file once")
+        workloads.append(f)
     from storeloop.spec.load import load_workload
 
     for w in workloads:
@@ -161,7 +203,9 @@ def load_sweep(path: str | Path) -> Sweep:
                                            f"and attr in {', '.join(ATTRS)}")
     energy = EnergyFiles(**{k: str(rel(v, ("sweep", "energy", k)))
                             for k, v in spec.energy.model_dump(exclude_none=True).items()})
-    return Sweep(spec.name, path, arch_file, arch_doc, workloads, params, constraints, spec.mapper, energy, scenarios)
+    sweep = Sweep(spec.name, path, arch_file, arch_doc, workloads, params, constraints, spec.mapper, energy, scenarios)
+    sweep.weights = {sweep.label(f): w.weight for f, w in zip(workloads, wl)}
+    return sweep
 
 
 def _load_system_sweep(path: Path, doc: LDict, root: dict, spec: SweepSpec) -> Sweep:

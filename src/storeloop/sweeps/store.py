@@ -21,14 +21,14 @@ create table if not exists points (
     lower_bound_cycles integer, gap real, optimal integer, cycles_optimal integer, seconds real,
     clock_hz real, mapping text, error text, finished real,
     stopped text, lower_bound_energy_pJ real, energy_gap real, stale integer default 0, notes text,
-    scenario text, levels text, throughput_Bps real, bottleneck text, result text,
+    scenario text, levels text, throughput_Bps real, bottleneck text, result text, weight real,
     primary key (sweep, key));
 create table if not exists claims (sweep text, key text, pid integer, host text, t real, primary key (sweep, key));
 """
 # columns added after the first stores were written (added to old stores when they are opened)
 ADDED = {"stopped": "text", "lower_bound_energy_pJ": "real", "energy_gap": "real", "stale": "integer default 0",
          "notes": "text", "scenario": "text", "levels": "text", "throughput_Bps": "real", "bottleneck": "text",
-         "result": "text"}
+         "result": "text", "weight": "real"}
 # ok: mapped; invalid: the point's arch or workload has no answer; error: something unexpected (its
 # traceback in ``error``); timeout: the time limit ended the search before any mapping;
 # interrupted: Ctrl-C. Only the first two are final; the others run again on resume.
@@ -39,7 +39,7 @@ FINAL = ("ok", "invalid")
 # columns of numbers (integer or real): the readers check each cell
 NUMERIC = ("cycles", "energy_pJ", "area_um2", "on_chip_area_um2", "computes", "lower_bound_cycles", "gap", "optimal",
            "cycles_optimal", "seconds", "clock_hz", "finished", "lower_bound_energy_pJ", "energy_gap", "stale",
-           "throughput_Bps")
+           "throughput_Bps", "weight")
 
 
 def _columns() -> list[str]:
@@ -51,7 +51,7 @@ def _columns() -> list[str]:
 # columns every store has had since the first version: a 'points' table without them is not ours
 REQUIRED = tuple(c for c in _columns() if c not in ADDED)
 # what a migrated store's older rows hold in an added column that may not be empty
-FILLED = {"scenario": "{}"}
+FILLED = {"scenario": "{}", "weight": 1.0}
 STORE_HELP = "a .sqlite file written by storeloop sweep"
 
 
