@@ -200,13 +200,18 @@ def test_reproduce_end_to_end_on_tiny_grids(tmp_path, monkeypatch):
 
     monkeypatch.setattr(reproduce, "_specs", tiny)
     monkeypatch.setattr(reproduce, "_ssd_specs", tiny_ssd)
+    units = "levels.SRAM.instances+levels.RF.instances+compute.instances"
+    monkeypatch.setattr(reproduce.studies, "QUICK", {
+        "set": {"levels.SRAM.capacity": ["4 KiB"], "levels.RF.capacity": ["32 words"], units: [1, 2]},
+        "set_sizes": ("512MiB",), "batches": (1, 2), "units": [2, 4], "first_dims": (256, 1024), "db_bytes": 2**30})
     monkeypatch.setattr("storeloop.cpu.macs_per_second", lambda w, repeats=3: 5e7)
     done = reproduce.run(tmp_path, quick=True, workers=1)
     names = {p.stem for p in done["figures"]}
     thesis = {n for n in names if n.startswith(("fig-6-", "roofline"))}
     assert len(thesis) == 14 and {f"fig-6-{i:02d}" for i in range(1, 14)} <= {n[:8] for n in thesis}
     ssd = {"ssd-3a-access-pattern", "ssd-3b-speed-vs-architecture", "ssd-3c-disk-energy", "ssd-3d-placement"}
-    assert names - thesis == {"copa", "fidr", "rotation", "p4-enckv"} | ssd    # a figure per seed system, 4 SSD ones
+    studies = {"study-workload-set", "study-batching", "study-dimension-choice"}
+    assert names - thesis == {"copa", "fidr", "rotation", "p4-enckv"} | ssd | studies   # a figure per seed system
     assert all(p.stat().st_size > 1000 for p in done["figures"])
     text = done["report"].read_text()
     assert "| cycles | 12,833,318,209 | 13,811,004,212 |" in text
@@ -224,6 +229,13 @@ def test_reproduce_end_to_end_on_tiny_grids(tmp_path, monkeypatch):
     rows = {line.split("|")[1].strip(): float(line.split("|")[3].split()[0]) for line in text.splitlines()
             if line.startswith(("| on the flash channels", "| behind PCIe"))}
     assert rows["behind PCIe 4.0 x4"] > rows["on the flash channels"]
+    # the whole-server studies: every scheme at 512 MiB, 2 designs; the thesis's design is the only one
+    # with 2 units, so it ranks first; a batch of 2 makes its 2 units bind instead of the Disk
+    assert "# One design for a workload set" in text and "on 4 workloads" in text
+    assert "Best across the set: 2 x (SRAM 4 KiB, RF 32 words, ModMAC)" in text
+    assert "| 2 | 1 x (SRAM 4 KiB, RF 32 words, ModMAC) |" in text
+    assert "| 1 | " in text and "| 2 | " in text and "stops being Disk-bound at batch 2" in text
+    assert "| 256 | 4 | 233,866,855 |" in text and "| 1024 | " in text      # the 1 GiB query of docs/query.md
 
 
 def test_cpu_baseline_computes_the_pir_einsum_exactly():

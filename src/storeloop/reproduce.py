@@ -3,7 +3,8 @@
 Runs (or reuses, from its store) three sweeps -- the initial architecture space, the refined one
 and the database sizes of every PIR scheme -- measures the CPU baseline, draws Figures 6-1 .. 6-13
 and a roofline of the optimal design (PNG and PDF), answers the thesis's SSD questions with the
-Disk as an SSD (3a-3d of docs/ssd.md: two more sweeps, four figures), and writes
+Disk as an SSD (3a-3d of docs/ssd.md: two more sweeps, four figures), runs the whole-server
+studies (:mod:`storeloop.studies`: a workload set, batching, OnionPIR's dimension choice), and writes
 ``reproduction.md``: each number the thesis publishes beside storeloop's, with the difference and
 its reason. Every storeloop number in
 it is read from the store (or the CPU measurement's JSON), never typed in.
@@ -18,6 +19,8 @@ import time
 from pathlib import Path
 
 import yaml
+
+from storeloop import studies
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMES = ("onionpir", "sealpir", "simplepir", "fastpir")
@@ -138,9 +141,15 @@ def run(out: str | Path = "results/reproduction", *, quick: bool = False, worker
     t = time.monotonic()
     ssd_lines, ssd_figures = ssd_questions(out / "figures", root, db, quick=quick, workers=workers, progress=progress)
     timing["the Disk as an SSD"] = time.monotonic() - t
+    t = time.monotonic()
+    study_lines, study_figures = studies.section(out / "figures", root, db, quick=quick, workers=workers,
+                                                 progress=progress)
+    timing["whole-server studies"] = time.monotonic() - t
     md = out / "reproduction.md"
-    md.write_text(report(frames, cpu, quick, timing, files["refined"]) + "\n" + "\n".join(sections + ssd_lines))
-    return {"figures": written + system_figures + ssd_figures, "report": md, "store": db, "seconds": timing}
+    md.write_text(report(frames, cpu, quick, timing, files["refined"]) + "\n"
+                  + "\n".join(sections + ssd_lines + study_lines))
+    return {"figures": written + system_figures + ssd_figures + study_figures, "report": md, "store": db,
+            "seconds": timing}
 
 
 # the seed systems: their file, the figure function and its extra arguments (system files)

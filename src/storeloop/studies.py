@@ -1,0 +1,249 @@
+"""The design studies of a whole PIR server (issue 29) that ``storeloop reproduce`` runs after the
+thesis's chapter 6: one design for a workload set, batched queries, and OnionPIR's dimension choice.
+
+Each study runs its sweeps or searches, draws its figure (:mod:`storeloop.plots.studies`) and returns
+its section of ``reproduction.md``; every number in a section is read from the runs, never typed in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+UNITS = "levels.SRAM.instances+levels.RF.instances+compute.instances"
+THESIS = {"levels.SRAM.capacity": "4 KiB", "levels.RF.capacity": "32 words", UNITS: 2}
+BATCHES, BATCH_UNITS = (1, 2, 4, 8, 16, 32), [1, 2, 4, 8, 16, 32, 64]
+FIRST_DIMS = (64, 128, 256, 512, 1024, 2048)
+# ``quick``: subsets of the same studies (every figure in a few seconds)
+QUICK = {"set": {"levels.SRAM.capacity": ["2 KiB", "4 KiB"], "levels.RF.capacity": ["16 words", "32 words"],
+                 UNITS: [1, 2]}, "set_sizes": None, "batches": (1, 2, 4, 8), "units": [1, 2, 4, 8],
+         "first_dims": FIRST_DIMS, "db_bytes": 4 * 2**30}
+
+
+def _run(spec: dict, folder: Path, db: Path, workers: int, progress: bool):
+    """A sweep given as a ``sweep:`` dict (paths absolute), written beside the figures and run into ``db``."""
+    from storeloop.sweeps import load_sweep, read_results, run_sweep
+
+    f = folder / f"{spec['name']}.sweep.yaml"
+    f.write_text(yaml.safe_dump({"sweep": spec}, sort_keys=False))
+    run_sweep(load_sweep(f), db, workers=workers, progress=progress)
+    return read_results(db, spec["name"])
+
+
+def _absolute(name: str, root: Path) -> dict:
+    s = yaml.safe_load((root / f"sweeps/{name}.yaml").read_text())["sweep"]
+    s["arch"] = str((root / "sweeps" / s["arch"]).resolve())
+    s["workloads"] = [str((root / "sweeps" / w).resolve()) if isinstance(w, str) else
+                      {**w, "file": str((root / "sweeps" / w["file"]).resolve())} for w in s["workloads"]]
+    return s
+
+
+def _design(row) -> str:
+    return f"{int(row[UNITS])} x (SRAM {row['levels.SRAM.capacity']}, RF {row['levels.RF.capacity']}, ModMAC)"
+
+
+def _size_bytes(workload: str) -> int:
+    from storeloop.units import bytes_of
+
+    return int(bytes_of(workload.removesuffix(".yaml").split("-")[-1]))
+
+
+def workload_set(out: Path, root: Path, db: Path, *, quick: bool = False, workers: int = 2,
+                 progress: bool = False) -> tuple[list[str], list[Path]]:
+    """Study 3: OnionChopper variants ranked across every scheme at three database sizes
+    (``sweeps/workload-set.yaml``)."""
+    from storeloop.plots import studies as F
+    from storeloop.plots.thesis import save
+    from storeloop.sweeps import mapped, rank_designs
+
+    spec = _absolute("workload-set", root)
+    if quick:
+        spec["name"], spec["parameters"] = "quick-workload-set", QUICK["set"]
+        if QUICK["set_sizes"]:
+            spec["workloads"] = [w for w in spec["workloads"] if w.split("-")[-1][:-5] in QUICK["set_sizes"]]
+    df = _run(spec, out.parent, db, workers, progress)
+    ok = mapped(df)
+    ranked = rank_designs(ok)
+    ranked = ranked[ranked["complete"]].reset_index(drop=True)
+    best = ranked.iloc[0]
+    is_thesis = (ranked[list(THESIS)] == [str(v) if k != UNITS else v for k, v in THESIS.items()]).all(axis=1)
+    thesis = ranked[is_thesis].iloc[0] if is_thesis.any() else None
+    # the pick is proven if every design as fast has an on-chip area x (weighted) energy lower bound above it
+    lb = ok.assign(lb=ok["lower_bound_energy_pJ"] * ok["weight"].fillna(1) / 1e12,
+                   w=ok["weight"].fillna(1)).groupby("params")[["lb", "w"]].sum()
+    ranked["lb_J"] = [lb.loc[p, "lb"] / lb.loc[p, "w"] for p in ranked["params"]]
+    rivals = ranked.iloc[1:][ranked.iloc[1:]["weighted_time_s"] <= best["weighted_time_s"]]
+    ae = best["on_chip_area_mm2"] * best["weighted_energy_J"]
+    beaten = int((rivals["on_chip_area_mm2"] * rivals["lb_J"] < ae).sum())
+    proven = bool(ranked["all_proven"].all()) and not beaten
+    # the thesis's ch. 6.5 observation on the design best across the set
+    onion = ok[(ok["params"] == best["params"]) & ok["workload"].str.startswith("onionpir-")].copy()
+    onion["GBps"] = [_size_bytes(w) / t / 1e9 for w, t in zip(onion["workload"], onion["time_s"])]
+    onion["bytes"] = [_size_bytes(w) for w in onion["workload"]]
+    small, large = onion.loc[onion["bytes"].idxmin()], onion.loc[onion["bytes"].idxmax()]
+    one = ranked[ranked[UNITS] == 1]
+    fig = F.workload_set(ranked, ok, best, thesis)
+    paths = save(fig, out / "study-workload-set")
+    n = int(ranked["workloads"].max())
+    lines = [f"# One design for a workload set (`{spec['name']}`, docs/designs-across-workloads.md)", "",
+             f"{len(ranked)} OnionChopper variants (SRAM size x RF depth x units) on {n} workloads: every scheme at "
+             f"{', '.join(sorted({w.split('-')[-1].removesuffix('.yaml') for w in ok['workload']}, key=_size_bytes))}, "
+             "equal weights. Ranked by the weighted mean time per query, then on-chip area x weighted energy (the "
+             "thesis's rule across the set); the worst ratio is to each workload's best design.", "",
+             "| rank | design | mean time per query | mean energy per query | worst ratio to the best | on chip |",
+             "|---|---|---|---|---|---|"]
+    shown = list(ranked.index[:3]) + ([int(thesis.name)] if thesis is not None and thesis.name >= 3 else []) + \
+        ([int(one.index[0])] if len(one) else [])
+    for i in dict.fromkeys(shown):
+        r = ranked.loc[i]
+        lines.append(f"| {r['rank']} | {_design(r)} | {r['weighted_time_s']:.4f} s | {r['weighted_energy_J']:.3f} J | "
+                     + ("1 (the best on every workload)" if r["worst_ratio"] == 1 else
+                        f"{r['worst_ratio']:.3f} ({r['worst_workload'].removesuffix('.yaml')})")
+                     + f" | {r['on_chip_area_mm2']:.3f} mm² |")
+    tied = ranked[ranked["weighted_time_s"] == best["weighted_time_s"]]
+    binds = sorted(set(ok.loc[ok["params"].isin(tied["params"]), "bound_by"]))
+    lines += ["", f"Best across the set: {_design(best)}; {len(tied)} design(s) reach its mean time (bound by "
+              f"{' or '.join(binds)} on every workload), so on-chip area x energy decides. "
+              + ("The pick is proven: every point's cycles are proven and every design as fast has an area x "
+                 "energy lower bound above the pick's area x energy." if proven else
+                 f"The pick is not proven ({beaten} design(s) as fast could still beat it on area x energy, or some "
+                 "cycles are unproven); more search time could change it.")]
+    if thesis is not None:
+        lines.append(f"The thesis's pick, {_design(thesis)}, ranks {thesis['rank']}: "
+                     f"{100 * (thesis['weighted_time_s'] / best['weighted_time_s'] - 1):+.2f} % time, "
+                     f"{100 * (thesis['on_chip_area_mm2'] / best['on_chip_area_mm2'] - 1):+.2f} % on-chip area.")
+    if len(one):
+        o = ranked.loc[one.index[0]]
+        lines.append(f"With one unit the best design is {100 * (o['weighted_time_s'] / best['weighted_time_s'] - 1):+.1f} "
+                     f"% slower on average and {o['worst_ratio']:.3f}x the best on {o['worst_workload']}, at "
+                     f"{100 * (o['on_chip_area_mm2'] / best['on_chip_area_mm2'] - 1):+.0f} % area.")
+    lines += ["", f"Thesis ch. 6.5 on this design: OnionPIR at {small['workload'].split('-')[-1][:-5]} runs at "
+              f"{small['GBps']:.2f} GB/s, {100 * small['GBps'] / large['GBps']:.0f} % of its "
+              f"{large['workload'].split('-')[-1][:-5]} speed ({large['GBps']:.2f} GB/s); the thesis: "
+              "\"still 89 % of the maximum speed\".", "", "![workload set](figures/study-workload-set.png)", ""]
+    return lines, paths
+
+
+def batching(out: Path, root: Path, db: Path, *, quick: bool = False, workers: int = 2,
+             progress: bool = False) -> tuple[list[str], list[Path]]:
+    """Study 4 (thesis ch. 7): ``batch`` OnionPIR queries share one pass over a 1 GiB database; the best
+    design per batch size (units x SRAM size) and where the Disk stops binding the thesis's design."""
+    from storeloop.plots import studies as F
+    from storeloop.plots.thesis import save
+    from storeloop.sweeps import mapped
+    from storeloop.workloads.pir import onionpir_first_dimension
+
+    batches = QUICK["batches"] if quick else BATCHES
+    folder = out.parent / "batched-workloads"
+    folder.mkdir(parents=True, exist_ok=True)
+    files = []
+    for b in batches:
+        w = onionpir_first_dimension(2**30, batch=b)
+        f = folder / f"onionpir-1GiB-batch{b}.yaml"
+        f.write_text("# storeloop workload onionpir --db-size 1GiB --param batch=%d (storeloop.studies.batching)\n" % b
+                     + yaml.safe_dump({"workload": {"name": w.name, "einsum": w.einsum, "bounds": w.bounds_dict(),
+                                                    "bits": 64}}, sort_keys=False, default_flow_style=None))
+        files.append(str(f))
+    units = QUICK["units"] if quick else BATCH_UNITS
+    spec = {"name": ("quick-" if quick else "") + "batching", "arch": str(root / "arch/onionchopper.yaml"),
+            "workloads": files, "parameters": {UNITS: units, "levels.SRAM.capacity": ["4 KiB", "16 KiB"]},
+            "mapper": {"time_limit": 10}}
+    d = mapped(_run(spec, out.parent, db, workers, progress)).copy()
+    d["batch"] = [int(w.removesuffix(".yaml").split("batch")[-1]) for w in d["workload"]]
+    d["units"] = d[UNITS].astype(int)
+    d["time_per_query_s"], d["energy_per_query_J"] = d["time_s"] / d["batch"], d["energy_J"] / d["batch"]
+    d["area_energy"] = d["on_chip_area_mm2"] * d["energy_J"]
+    best = d.sort_values(["batch", "cycles", "area_energy"]).groupby("batch").head(1).set_index("batch")
+    thesis = d[(d["units"] == 2) & (d["levels.SRAM.capacity"] == "4 KiB")].set_index("batch")
+    # per batch, the fewest units that keep the pass Disk-bound (as fast as the Disk allows)
+    disk = d[d["bound_by"] == "Disk"].groupby("batch")["units"].min()
+    fig = F.batching(best, thesis)
+    paths = save(fig, out / "study-batching")
+    lines = [f"# Batched queries (`{spec['name']}`, docs/batching.md)", "",
+             f"OnionPIR 1 GiB, `batch` queries sharing one pass over the database (M = batch: each query its own "
+             f"A and C, the database B read once), on OnionChopper with {', '.join(map(str, units))} units x SRAM "
+             "4 or 16 KiB (RF 32 words). Best design per batch: fewest cycles, then on-chip area x energy.", "",
+             "| batch | thesis design: per query | bound by | best design | per query | energy per query | bound by |"
+             " fewest units Disk-bound | search |", "|---|---|---|---|---|---|---|---|---|"]
+    for b in batches:
+        t, r = thesis.loc[b], best.loc[b]
+        lines.append(f"| {b} | {1e3 * t['time_per_query_s']:.2f} ms, {t['energy_per_query_J']:.3f} J | {t['bound_by']} | "
+                     f"{int(r['units'])} units, SRAM {r['levels.SRAM.capacity']} | {1e3 * r['time_per_query_s']:.2f} ms | "
+                     f"{r['energy_per_query_J']:.3f} J | {r['bound_by']} | {disk.get(b, 'none of the grid')} | "
+                     f"{'proven' if r['cycles_optimal'] == 1 else r['stopped']} |")
+    first = next((b for b in batches if thesis.loc[b, "bound_by"] != "Disk"), None)
+    lines += ["", ("The thesis's design (2 units) is Disk-bound at every batch size of the grid." if first is None else
+                   f"The thesis's design stops being Disk-bound at batch {first} (bound by "
+                   f"{thesis.loc[first, 'bound_by']}); its time per query then stays at "
+                   f"{1e3 * thesis.loc[batches[-1], 'time_per_query_s']:.2f} ms however many queries share the pass.")
+              + f" With enough units the time per query falls from {1e3 * best.loc[batches[0], 'time_per_query_s']:.2f}"
+              f" ms (batch {batches[0]}) to {1e3 * best.loc[batches[-1], 'time_per_query_s']:.2f} ms "
+              f"(batch {batches[-1]}), and the energy per query from {best.loc[batches[0], 'energy_per_query_J']:.3f} J "
+              f"to {best.loc[batches[-1], 'energy_per_query_J']:.3f} J: the database's read is shared.", "",
+              "![batching](figures/study-batching.png)", ""]
+    return lines, paths
+
+
+def dimension_choice(out: Path, root: Path, *, quick: bool = False) -> tuple[list[str], list[Path]]:
+    """Study 2: OnionPIR's first dimension (and so its number of dimensions) for a 64 GiB database
+    (4 GiB with ``quick``), each whole query mapped by :func:`storeloop.mapper.query.map_query`."""
+    from storeloop.energy import price
+    from storeloop.mapper.query import map_query
+    from storeloop.plots import studies as F
+    from storeloop.plots.thesis import save
+    from storeloop.spec.load import load_arch
+    from storeloop.spec.query import query_from_native
+    from storeloop.spec.yamlio import loads
+    from storeloop.workloads.pir import onionpir_query
+
+    db_bytes = QUICK["db_bytes"] if quick else 64 * 2**30
+    size = f"{db_bytes / 2**30:g} GiB"
+    arch = load_arch(root / "arch/onionchopper.yaml")
+    energy = price(arch)[0]
+    rows = []
+    for j in QUICK["first_dims"] if quick else FIRST_DIMS:
+        query = query_from_native(loads(yaml.safe_dump(onionpir_query(db_bytes, first_dim=j)), f"first_dim={j}"))
+        r = map_query(arch, query, energy, time_limit=60)
+        first = r.parts[0].result
+        entries = sum(e.workload.tensor_elements(e.workload.tensor("A")) for e in query.einsums) * 8
+        rows.append({"first_dim": j, "einsums": len(query.einsums), "cycles": r.cycles, "time_s": r.cycles / arch.clock_hz,
+                     "energy_J": r.energy_pJ / 1e12, "first_s": first.cycles / arch.clock_hz,
+                     "later_s": sum(p.result.cycles for p in r.parts[1:]) / arch.clock_hz,
+                     "moves_s": sum(m.cycles for m in r.moves) / arch.clock_hz, "entries_bytes": entries,
+                     "claim": r.claim})
+    base = next(r for r in rows if r["first_dim"] == 256)
+    best = min(rows, key=lambda r: (r["cycles"], r["energy_J"]))
+    fig = F.dimension_choice(rows, size)
+    paths = save(fig, out / "study-dimension-choice")
+    lines = [f"# OnionPIR's dimension choice (docs/query.md), {size}", "",
+             "Each whole query (`storeloop workload onionpir --query --param first_dim=J`, later dimensions of 4) "
+             "mapped on OnionChopper (`storeloop map`), energy from the plug-ins.", "",
+             "| first dimension | einsums | query cycles | vs 256 | energy | first dimension's share | query entries "
+             "read (expanded) | search |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['first_dim']} | {r['einsums']} | {r['cycles']:,} | "
+                     f"{'' if r is base else f'{100 * (r['cycles'] / base['cycles'] - 1):+.2f} %'} | "
+                     f"{r['energy_J']:.2f} J | {100 * r['first_s'] / r['time_s']:.2f} % | "
+                     f"{r['entries_bytes'] / 2**20:.1f} MiB | {r['claim']} |")
+    lines += ["", f"The fastest query has a first dimension of {best['first_dim']}: "
+              f"{100 * (best['cycles'] / base['cycles'] - 1):+.2f} % against OnionPIR's 256, at "
+              f"{best['entries_bytes'] / base['entries_bytes']:.1f}x the query entries read. The network request is "
+              "compressed and is not this number: the request-size side of the trade-off is not priced.", "",
+              "![dimension choice](figures/study-dimension-choice.png)", ""]
+    return lines, paths
+
+
+def section(out: Path, root: Path, db: Path, *, quick: bool = False, workers: int = 2,
+            progress: bool = False) -> tuple[list[str], list[Path]]:
+    """Every study's section and figures."""
+    lines, paths = [], []
+    for part in (workload_set(out, root, db, quick=quick, workers=workers, progress=progress),
+                 batching(out, root, db, quick=quick, workers=workers, progress=progress),
+                 dimension_choice(out, root, quick=quick)):
+        lines += part[0]
+        paths += part[1]
+    return lines, paths
+
+
+__all__ = ["workload_set", "batching", "dimension_choice", "section"]
