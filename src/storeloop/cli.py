@@ -36,7 +36,16 @@ def render_table(r: Result, arch: Arch) -> str:
     lines.append(f"computes     {r.computes:,}")
     lines.append(f"utilization  {r.utilization:.4f}")
     lines.append(f"energy       {r.energy_pJ / 1e12:.6g} J  ({r.energy_pJ / r.computes:.6g} pJ/compute)")
-    lines.append(f"area         {r.area_um2 / 1e6:.6g} mm^2")
+    lines.append(f"area         {r.area_um2 / 1e6:.6g} mm^2 ({r.on_chip_area_um2 / 1e6:.6g} mm^2 on chip)")
+    if r.buffering:
+        need = [f"{n} (single-buffered: {b['single_cycles'] / b['overlapped_cycles'] - 1:+.1%} cycles)"
+                for n, b in r.buffering.items() if b["needs_double"]]
+        free = [n for n, b in r.buffering.items() if not b["needs_double"]]
+        said = [f"{n} {b['declared']}" for n, b in r.buffering.items() if b["declared"]]
+        lines.append("buffering    " + (f"needs double (overlapped fills): {', '.join(need)}" if need else
+                                        "no level needs double buffering")
+                     + (f"; single would cost no cycles: {', '.join(free)}" if free else "")
+                     + (f"; declared: {', '.join(said)}" if said else ""))
     if arch.clock_hz:
         lines.append(f"time         {r.cycles / arch.clock_hz:.6g} s at {arch.clock_hz / 1e9:g} GHz")
     return "\n".join(lines)

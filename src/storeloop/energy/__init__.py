@@ -220,4 +220,19 @@ def price(arch: Arch, registry: Registry | None = None) -> tuple[EnergyTable, li
     table = with_ssd_prices(arch, EnergyTable(storage, ActionCosts(mac, 0.0, ce.area_um2,
                                                                    f"{comps[-1].plugin}: {ce.source}"),
                                               source="energy plug-ins"))
-    return table, comps
+    return double_buffered(arch, table), comps
+
+
+def double_buffered(arch: Arch, table: EnergyTable) -> EnergyTable:
+    """``table`` with each level declared ``buffering: double`` charged a second copy of itself: twice
+    the area per instance (a second bank of the declared capacity, which fills while the first is
+    used; each access still reaches one bank, so the energy per access is unchanged)."""
+    import dataclasses
+
+    doubled = {lvl.name for lvl in arch.levels if lvl.buffering == "double"}
+    if not doubled:
+        return table
+    storage = {name: dataclasses.replace(c, area_um2=2 * c.area_um2,
+                                         source=f"{c.source}; area x2: double-buffered (a second copy)")
+               if name in doubled else c for name, c in table.storage.items()}
+    return dataclasses.replace(table, storage=storage)

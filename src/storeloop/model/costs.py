@@ -180,6 +180,29 @@ def throttle(level, reads, fills, updates, compute_cycles):
     return cycles, slow
 
 
+def port_cycles(level, reads: float, writes: float) -> float:
+    """Cycles one instance's ports need for ``reads`` and ``writes`` words (0 with unlimited bandwidth)."""
+    out = 0.0
+    for bw, words in ((level.read_bandwidth, reads), (level.write_bandwidth, writes),
+                      (level.shared_bandwidth, reads + writes)):
+        if bw is not None and words:
+            out = max(out, words / bw)
+    return out
+
+
+def buffered_cycles(level_cycles: list[int], fill: list[float], use: list[float], compute_cycles: int,
+                    single: set[int]) -> int:
+    """The run's cycles when the levels in ``single`` are single-buffered: such a level's fills wait for
+    the use of its contents to end, so the time from it down is its fill time plus the longer of its
+    own reads and updates and everything below it (``fill``/``use``: each level's port cycles for
+    them); every other level overlaps its fills with use and counts with its throttled cycles. With
+    ``single`` empty: the slowest of the levels and the compute units, the model's usual cycles."""
+    t = compute_cycles
+    for L in range(len(level_cycles) - 1, -1, -1):
+        t = math.ceil(fill[L] + max(t, use[L])) if L in single else max(t, level_cycles[L])
+    return t
+
+
 def level_costs(level, read_pJ: float, write_pJ: float, reads, fills, updates, compute_cycles):
     """Energy per instance (pJ) and cycles of one level from each tensor's per-instance counts."""
     e = 0.0

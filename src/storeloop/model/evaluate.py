@@ -89,6 +89,9 @@ class Result:
     compute_source: str
     levels: list[LevelResult] = field(default_factory=list)   # outermost first
     clock_hz: float | None = None                               # the arch's clock (for time_s)
+    # per level below the first: its declared buffering, the run's cycles were it single-buffered
+    # and whether the mapping needs it double-buffered (overlapped) to reach its cycles
+    buffering: dict[str, dict] = field(default_factory=dict)
 
     @property
     def energy_pJ(self) -> float:
@@ -198,6 +201,7 @@ def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTab
     cycles = compute_cycles
     ssd_levels = [L for L, lvl in enumerate(arch.levels) if lvl.ssd is not None]
     runs = tile_runs(arch, workload, mapping, ssd_levels) if ssd_levels else {}
+    level_cycles, fill, use = [], [], []
     for L, (lvl, st) in enumerate(zip(arch.levels, nest.levels)):
         ts = st.tensors.values()
         price = energy.storage[lvl.name]
@@ -215,6 +219,11 @@ def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTab
                                            compute_cycles)
             source = price.source
         cycles = max(cycles, cyc)
+        level_cycles.append(cyc)
+        fill.append(max([costs.port_cycles(lvl, 0, sum(t.fills for t in ts))] +
+                        ([costs.port_cycles(arch.levels[L - 1], sum(t.reads for t in nest.levels[L - 1].tensors.values()),
+                                            0)] if L else [])))
+        use.append(costs.port_cycles(lvl, sum(t.reads for t in ts), sum(t.updates for t in ts)))
         tensors = {}
         share = costs.cluster_share(lvl, st.utilized_instances)
         for name, t in st.tensors.items():
@@ -228,13 +237,22 @@ def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTab
                                          t.reads, t.fills, t.updates, e if t.kept else 0.0)
         levels.append(LevelResult(lvl.name, lvl.cls, lvl.instances, st.utilized_instances, cyc, slowdown,
                                   price.area_um2, source, tensors, lvl.off_chip, streams))
+    single = {L for L, lvl in enumerate(arch.levels) if lvl.buffering == "single"}
+    cycles = costs.buffered_cycles(level_cycles, fill, use, compute_cycles, single)
+    buffering = {}
+    for L, lvl in enumerate(arch.levels[1:], 1):
+        overlapped = costs.buffered_cycles(level_cycles, fill, use, compute_cycles, single - {L})
+        alone = costs.buffered_cycles(level_cycles, fill, use, compute_cycles, single | {L})
+        buffering[lvl.name] = {"declared": lvl.buffering, "single_cycles": alone, "overlapped_cycles": overlapped,
+                               "needs_double": alone > overlapped}
     c = arch.compute
     return Result(cycles=cycles, computes=nest.computes, compute_cycles=compute_cycles,
                   compute_name=c.name, compute_instances=c.instances,
                   utilized_compute_instances=nest.utilized_compute_instances,
                   compute_energy_pJ=nest.computes * energy.compute.read_pJ,
                   compute_area_per_instance_um2=energy.compute.area_um2,
-                  compute_source=energy.compute.source, levels=levels, clock_hz=arch.clock_hz)
+                  compute_source=energy.compute.source, levels=levels, clock_hz=arch.clock_hz,
+                  buffering=buffering)
 
 
 def result_to_json(r: Result, arch: Arch) -> dict:

@@ -58,4 +58,7 @@ def load_energy_table(arch: Arch, ert: str | Path | None, art: str | Path | None
         raise SpecError("not an Accelergy ERT file (no top-level 'ERT:')", file=str(ert), line=1)
     if art_doc is not None and (not isinstance(art_doc, dict) or "ART" not in art_doc):
         raise SpecError("not an Accelergy ART file (no top-level 'ART:')", file=str(art), line=1)
-    return timeloop.energy_table_from_timeloop(arch, ert_doc, art_doc, str(ert), str(art) if art else "no ART")
+    from storeloop.energy import double_buffered
+
+    return double_buffered(arch, timeloop.energy_table_from_timeloop(arch, ert_doc, art_doc, str(ert),
+                                                                     str(art) if art else "no ART"))

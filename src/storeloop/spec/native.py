@@ -7,7 +7,7 @@ turned into :class:`~storeloop.errors.SpecError` with the file, line and field p
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
 
@@ -70,6 +70,10 @@ class StorageSpec(_Spec):
     read_bandwidth: Scalar | None = Field(None, description="words/cycle, or 'N GB/s' with the arch clock")
     write_bandwidth: Scalar | None = Field(None, description="words/cycle, or 'N GB/s'")
     shared_bandwidth: Scalar | None = Field(None, description="reads + writes together: words/cycle or 'N GB/s'")
+    buffering: Literal["double", "single"] | None = Field(
+        None, description="double: a second copy that fills while the first is used (its area is charged); single: "
+        "fills wait for the use to end (the cycle count serializes them); unset: fills overlap use at no cost "
+        "(Timeloop's model)")
     page_size: Scalar | None = Field(None, description="access granularity, e.g. '4 KiB' (SSD page): a transfer "
                                      "whose contiguous run is shorter pays for whole pages")
     attributes: dict[str, Any] = Field(default_factory=dict, description="free attributes for energy/area models")
@@ -243,6 +247,7 @@ def arch_from_native(doc: LDict) -> Arch:
                                    word_bits=wb, block_size=s.block_size, read_bandwidth=bw("read_bandwidth"),
                                    write_bandwidth=bw("write_bandwidth"), shared_bandwidth=shared if ssd else bw("shared_bandwidth"),
                                    page_bytes=page, ssd=ssd, cluster_size=cluster_size(s.attributes),
+                                   buffering=s.buffering,
                                    attributes=dict(s.attributes), where=_where(doc, loc),
                                    placement=s.placement,
                                    layout={t: tuple(str(r).replace(" ", "").lower() for r in ranks)

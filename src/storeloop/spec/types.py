@@ -97,6 +97,10 @@ class StorageLevel:
     # each tensor's rank order in this level's storage, outermost first (rank labels: 'd', 'p+r');
     # a tensor not named is stored in the order the workload declares (storage_order)
     layout: MappingT[str, tuple[str, ...]] = field(default_factory=dict)
+    # 'double': a second copy fills while the first is used (priced: twice the area); 'single': a
+    # fill waits for the use of the tile before it (serialized in the cycles); None: fills overlap
+    # use at no cost, Timeloop's model
+    buffering: str | None = None
     layout_where: tuple | None = field(default=None, compare=False, repr=False)   # (file, line, path) of layout:
 
     @property
