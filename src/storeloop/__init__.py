@@ -24,16 +24,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __all__ = ["load_arch", "load_workload", "load_mapping", "load_energy_table", "price", "evaluate", "map",
-           "sweep", "read_results", "best_points", "load_system", "evaluate_system", "__version__"]
+           "sweep", "read_results", "best_points", "rank_designs", "load_system", "evaluate_system", "__version__"]
 
 if TYPE_CHECKING:                                   # for editors; at run time everything is lazy
     from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload  # noqa: F401
-    from storeloop.sweeps import best_points, read_results  # noqa: F401
+    from storeloop.sweeps import best_points, rank_designs, read_results  # noqa: F401
     from storeloop.system import evaluate_system, load_system  # noqa: F401
 
 _LAZY = {"load_arch": "storeloop.spec.load", "load_workload": "storeloop.spec.load",
          "load_mapping": "storeloop.spec.load", "load_energy_table": "storeloop.spec.load",
-         "read_results": "storeloop.sweeps", "best_points": "storeloop.sweeps",
+         "read_results": "storeloop.sweeps", "best_points": "storeloop.sweeps", "rank_designs": "storeloop.sweeps",
          "load_system": "storeloop.system", "evaluate_system": "storeloop.system"}
 
 
@@ -101,7 +101,8 @@ def sweep(spec, db=None, *, workers: int = 1, progress: bool = False):
             doc["arch"] = str(Path(doc["arch"]).resolve())
         if doc.get("workloads") is not None:       # missing: load_sweep says what is needed
             wl = doc["workloads"] if isinstance(doc["workloads"], list) else [doc["workloads"]]
-            doc["workloads"] = [str(Path(w).resolve()) for w in wl]
+            doc["workloads"] = [{**w, "file": str(Path(w["file"]).resolve())} if isinstance(w, dict) and "file" in w
+                                else str(Path(w).resolve()) if isinstance(w, (str, Path)) else w for w in wl]
         if isinstance(doc.get("energy"), dict):
             doc["energy"] = {k: str(Path(v).resolve()) for k, v in doc["energy"].items()}
         path = (Path(db).parent if db is not None else Path("results")) / f"{doc.get('name', 'sweep')}.sweep.yaml"

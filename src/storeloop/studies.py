@@ -74,7 +74,8 @@ def workload_set(out: Path, root: Path, db: Path, *, quick: bool = False, worker
     lb = ok.assign(lb=ok["lower_bound_energy_pJ"] * ok["weight"].fillna(1) / 1e12,
                    w=ok["weight"].fillna(1)).groupby("params")[["lb", "w"]].sum()
     ranked["lb_J"] = [lb.loc[p, "lb"] / lb.loc[p, "w"] for p in ranked["params"]]
-    rivals = ranked.iloc[1:][ranked.iloc[1:]["weighted_time_s"] <= best["weighted_time_s"]]
+    same = (ranked["weighted_time_s"] - best["weighted_time_s"]).abs() <= 1e-12 * best["weighted_time_s"]
+    rivals = ranked.iloc[1:][same.iloc[1:]]
     ae = best["on_chip_area_mm2"] * best["weighted_energy_J"]
     beaten = int((rivals["on_chip_area_mm2"] * rivals["lb_J"] < ae).sum())
     proven = bool(ranked["all_proven"].all()) and not beaten
@@ -102,7 +103,7 @@ def workload_set(out: Path, root: Path, db: Path, *, quick: bool = False, worker
                      + ("1 (the best on every workload)" if r["worst_ratio"] == 1 else
                         f"{r['worst_ratio']:.3f} ({r['worst_workload'].removesuffix('.yaml')})")
                      + f" | {r['on_chip_area_mm2']:.3f} mm² |")
-    tied = ranked[ranked["weighted_time_s"] == best["weighted_time_s"]]
+    tied = ranked[same]
     binds = sorted(set(ok.loc[ok["params"].isin(tied["params"]), "bound_by"]))
     lines += ["", f"Best across the set: {_design(best)}; {len(tied)} design(s) reach its mean time (bound by "
               f"{' or '.join(binds)} on every workload), so on-chip area x energy decides. "

@@ -55,7 +55,9 @@ def _readable(df, params: list[str]):
         parts = [json.loads(v) if isinstance(v, str) else {} for v in df["levels"]]
         bound, runner, margin, per = [], [], [], {}
         for i, p in enumerate(parts):
-            ranked = sorted(((v.get("cycles") or 0, k) for k, v in p.items()), reverse=True)
+            # the compute units bind on a tie: a level binds only when it is slower than them (Result.bound_by)
+            ranked = sorted(((v.get("cycles") or 0, bool(v.get("compute")), k) for k, v in p.items()), reverse=True)
+            ranked = [(c, k) for c, _, k in ranked]
             for k, v in p.items():
                 per.setdefault(f"cycles.{k}", [None] * len(parts))[i] = v.get("cycles")
             bound.append(ranked[0][1] if ranked else None)
@@ -221,8 +223,10 @@ def rank_designs(df, by: str = "time_s", order: str = "weighted"):
                      "all_proven": bool((g["cycles_optimal"] == 1).all()), "params": p})
     out = pd.DataFrame(rows)
     out["_ae"] = out["on_chip_area_mm2"] * out["weighted_energy_J"]
-    first = "worst_ratio" if order == "worst" else f"weighted_{by}"
-    out = out.sort_values(["scenario", "complete", first, "_ae"], ascending=[True, False, True, True],
-                          na_position="last", kind="stable").drop(columns="_ae")
+    # equal objectives tie (a weighted mean summed in another order may differ in its last bits)
+    out["_first"] = out["worst_ratio" if order == "worst" else f"weighted_{by}"].map(
+        lambda v: float(f"{v:.12g}") if v == v and v is not None else v)
+    out = out.sort_values(["scenario", "complete", "_first", "_ae"], ascending=[True, False, True, True],
+                          na_position="last", kind="stable").drop(columns=["_ae", "_first"])
     out.insert(0, "rank", out.groupby("scenario").cumcount() + 1)
     return out.reset_index(drop=True)
