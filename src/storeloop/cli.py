@@ -460,7 +460,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"  note: this pick rests on {unproven} point(s) whose cycles are not proven optimal "
                   f"(search stopped by its time limit); more search time could change it")
     if sweep.system_file is None and len(sweep.workloads) > 1 and names:
-        _ranking_summary(df[df["stale"] != 1], names, sweep.scenarios)
+        _ranking_summary(df[df["stale"] != 1], names)
     left = int(((df["status"] == "timeout") & (df["stale"] != 1)).sum())
     if left:
         print(f"{left} point(s) timed out before any mapping; run the sweep again (or raise mapper.time_limit)")
@@ -473,7 +473,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ranking_summary(df, names: list[str], scenarios: list[str], top: int = 3) -> None:
+def _ranking_summary(df, names: list[str], top: int = 3) -> None:
     """A sweep over a workload set: the designs best across it (storeloop.sweeps.rank_designs)."""
     from storeloop.sweeps import rank_designs
 
