@@ -170,9 +170,12 @@ def cmd_map(args: argparse.Namespace) -> int:
     arch = load_arch(args.arch)
     if args.out and Path(args.out).is_dir():
         raise SpecError("is a folder", file=args.out, field="--out", allowed="a file path for the mapping YAML")
-    if _is_query(args.workload):
-        return _map_query(args, arch, opts)
-    workload = load_workload(args.workload)
+    from storeloop.spec.load import load_workload_or_query
+    from storeloop.spec.query import Query
+
+    workload = load_workload_or_query(args.workload)
+    if isinstance(workload, Query):
+        return _map_query(args, arch, opts, workload)
     energy = energy_for(args, arch)
     constraints = load_constraints(args.constraints, arch, workload) if args.constraints else None
     seeds = [load_mapping(f, arch, workload) for f in args.seed_mapping or []]
@@ -290,24 +293,15 @@ def cmd_crossover(args: argparse.Namespace) -> int:
     return 0
 
 
-def _is_query(path: str) -> bool:
-    from storeloop.spec.yamlio import load
-
-    doc = load(path)
-    return isinstance(doc, dict) and "query" in doc
-
-
-def _map_query(args: argparse.Namespace, arch: Arch, opts) -> int:
+def _map_query(args: argparse.Namespace, arch: Arch, opts, query) -> int:
     """``storeloop map ARCH QUERY.yaml``: every einsum of the query mapped at its best home."""
     from storeloop.mapper.query import map_query
-    from storeloop.spec.load import load_query
     from storeloop.spec.native import mapping_to_native
 
     for flag in ("constraints", "seed_mapping"):
         if getattr(args, flag):
             raise SpecError(f"--{flag.replace('_', '-')} applies to one einsum, not to a query",
                             field=f"--{flag.replace('_', '-')}", allowed="map the einsum's own workload file")
-    query = load_query(args.workload)
     energy = energy_for(args, arch)
     out = map_query(arch, query, energy, progress=sys.stderr.isatty() and not args.json, **opts.model_dump(),
                     converge=not args.no_converge)

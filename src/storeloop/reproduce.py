@@ -18,8 +18,6 @@ import json
 import time
 from pathlib import Path
 
-import yaml
-
 from storeloop import studies
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,11 +27,7 @@ SIZES = ("512MiB", "1GiB", "2GiB", "4GiB", "8GiB", "16GiB", "32GiB", "64GiB")
 
 def _specs(quick: bool, root: Path) -> dict[str, dict]:
     """The three sweeps as ``sweep:`` dicts (paths absolute). Quick: subsets of the full grids."""
-    initial = yaml.safe_load((root / "sweeps/thesis-initial.yaml").read_text())["sweep"]
-    refined = yaml.safe_load((root / "sweeps/thesis-refined.yaml").read_text())["sweep"]
-    for s in (initial, refined):
-        s["arch"] = str((root / "sweeps" / s["arch"]).resolve())
-        s["workloads"] = [str((root / "sweeps" / w).resolve()) for w in s["workloads"]]
+    initial, refined = studies.repository_sweep("thesis-initial", root), studies.repository_sweep("thesis-refined", root)
     sizes = SIZES
     if quick:
         p = initial["parameters"]
@@ -110,7 +104,6 @@ def run(out: str | Path = "results/reproduction", *, quick: bool = False, worker
         progress: bool = False, root: Path | None = None) -> dict:
     """Run the sweeps into ``out/reproduction.sqlite``, then write the figures and reproduction.md.
     Returns the paths written and the seconds each step took."""
-    from storeloop.sweeps import load_sweep, read_results, run_sweep
 
     root = root or ROOT
     if not (root / "sweeps/thesis-initial.yaml").is_file():
@@ -123,12 +116,9 @@ def run(out: str | Path = "results/reproduction", *, quick: bool = False, worker
     db = out / "reproduction.sqlite"
     frames, timing, files = {}, {}, {}
     for key, spec in _specs(quick, root).items():
-        f = files[key] = out / f"{spec['name']}.sweep.yaml"
-        f.write_text(yaml.safe_dump({"sweep": spec}, sort_keys=False))
         t = time.monotonic()
-        run_sweep(load_sweep(f), db, workers=workers, progress=progress)
+        files[key], frames[key] = studies.run_spec(spec, out, db, workers, progress)
         timing[spec["name"]] = time.monotonic() - t
-        frames[key] = read_results(db, spec["name"])
     t = time.monotonic()
     cpu = cpu_baseline(out, quick)
     timing["cpu baseline"] = time.monotonic() - t
@@ -341,12 +331,8 @@ def _bound_by(levels_json: str) -> str:
 
 def _ssd_specs(quick: bool, root: Path) -> dict[str, dict]:
     """The SSD speed sweep (3b) and the placement sweep (3d) as ``sweep:`` dicts (paths absolute)."""
-    out = {}
-    for key, name in (("speed", "ssd-speed"), ("placement", "ssd-placement")):
-        s = yaml.safe_load((root / f"sweeps/{name}.yaml").read_text())["sweep"]
-        s["arch"] = str((root / "sweeps" / s["arch"]).resolve())
-        s["workloads"] = [str((root / "sweeps" / w).resolve()) for w in s["workloads"]]
-        out[key] = s
+    out = {key: studies.repository_sweep(name, root) for key, name in (("speed", "ssd-speed"),
+                                                                        ("placement", "ssd-placement"))}
     if quick:
         p = out["speed"]["parameters"]
         p["levels.Disk.ssd.channels"], p["levels.SRAM.capacity"] = [2, 8, 32], ["4 KiB", "256 KiB"]
@@ -363,7 +349,7 @@ def ssd_questions(out: Path, root: Path, db: Path, *, quick: bool = False, worke
     from storeloop import evaluate, load_arch, load_mapping, load_workload, map as map_, price
     from storeloop.plots import ssd as F
     from storeloop.plots.thesis import save
-    from storeloop.sweeps import load_sweep, mapped, read_results, run_sweep
+    from storeloop.sweeps import mapped
 
     wl = load_workload(root / "workloads/onionpir-64GiB.yaml")
     rows = []
@@ -381,10 +367,7 @@ def ssd_questions(out: Path, root: Path, db: Path, *, quick: bool = False, worke
     specs = _ssd_specs(quick, root)
     frames = {}
     for key, spec in specs.items():
-        f = out.parent / f"{spec['name']}.sweep.yaml"
-        f.write_text(yaml.safe_dump({"sweep": spec}, sort_keys=False))
-        run_sweep(load_sweep(f), db, workers=workers, progress=progress)
-        frames[key] = mapped(read_results(db, spec["name"]))
+        frames[key] = mapped(studies.run_spec(spec, out.parent, db, workers, progress)[1])
     base = load_arch(specs["speed"]["arch"])
     ssd, sram = base.levels[0].ssd, next(lvl for lvl in base.levels if lvl.name == "SRAM")
     d = frames["speed"].copy()

@@ -22,17 +22,19 @@ QUICK = {"set": {"levels.SRAM.capacity": ["2 KiB", "4 KiB"], "levels.RF.capacity
          "first_dims": FIRST_DIMS, "db_bytes": 4 * 2**30}
 
 
-def _run(spec: dict, folder: Path, db: Path, workers: int, progress: bool):
-    """A sweep given as a ``sweep:`` dict (paths absolute), written beside the figures and run into ``db``."""
+def run_spec(spec: dict, folder: Path, db: Path, workers: int, progress: bool):
+    """A sweep given as a ``sweep:`` dict (paths absolute), written to ``folder/<name>.sweep.yaml``
+    and run into ``db``: (that file, the sweep's rows)."""
     from storeloop.sweeps import load_sweep, read_results, run_sweep
 
     f = folder / f"{spec['name']}.sweep.yaml"
     f.write_text(yaml.safe_dump({"sweep": spec}, sort_keys=False))
     run_sweep(load_sweep(f), db, workers=workers, progress=progress)
-    return read_results(db, spec["name"])
+    return f, read_results(db, spec["name"])
 
 
-def _absolute(name: str, root: Path) -> dict:
+def repository_sweep(name: str, root: Path) -> dict:
+    """``sweeps/<name>.yaml`` of the repository as a ``sweep:`` dict, its paths made absolute."""
     s = yaml.safe_load((root / f"sweeps/{name}.yaml").read_text())["sweep"]
     s["arch"] = str((root / "sweeps" / s["arch"]).resolve())
     s["workloads"] = [str((root / "sweeps" / w).resolve()) if isinstance(w, str) else
@@ -44,26 +46,21 @@ def _design(row) -> str:
     return f"{int(row[UNITS])} x (SRAM {row['levels.SRAM.capacity']}, RF {row['levels.RF.capacity']}, ModMAC)"
 
 
-def _size_bytes(workload: str) -> int:
-    from storeloop.units import bytes_of
-
-    return int(bytes_of(workload.removesuffix(".yaml").split("-")[-1]))
-
-
 def workload_set(out: Path, root: Path, db: Path, *, quick: bool = False, workers: int = 2,
                  progress: bool = False) -> tuple[list[str], list[Path]]:
     """Study 3: OnionChopper variants ranked across every scheme at three database sizes
     (``sweeps/workload-set.yaml``)."""
-    from storeloop.plots import studies as F
+    from storeloop.plots import _scheme_and_bytes, studies as F
     from storeloop.plots.thesis import save
     from storeloop.sweeps import mapped, rank_designs
+    from storeloop.units import bytes_of
 
-    spec = _absolute("workload-set", root)
+    spec = repository_sweep("workload-set", root)
     if quick:
         spec["name"], spec["parameters"] = "quick-workload-set", QUICK["set"]
         if QUICK["set_sizes"]:
             spec["workloads"] = [w for w in spec["workloads"] if w.split("-")[-1][:-5] in QUICK["set_sizes"]]
-    df = _run(spec, out.parent, db, workers, progress)
+    _, df = run_spec(spec, out.parent, db, workers, progress)
     ok = mapped(df)
     ranked = rank_designs(ok)
     ranked = ranked[ranked["complete"]].reset_index(drop=True)
@@ -81,8 +78,8 @@ def workload_set(out: Path, root: Path, db: Path, *, quick: bool = False, worker
     proven = bool(ranked["all_proven"].all()) and not beaten
     # the thesis's ch. 6.5 observation on the design best across the set
     onion = ok[(ok["params"] == best["params"]) & ok["workload"].str.startswith("onionpir-")].copy()
-    onion["GBps"] = [_size_bytes(w) / t / 1e9 for w, t in zip(onion["workload"], onion["time_s"])]
-    onion["bytes"] = [_size_bytes(w) for w in onion["workload"]]
+    onion["bytes"] = [_scheme_and_bytes(w)[1] for w in onion["workload"]]
+    onion["GBps"] = onion["bytes"] / onion["time_s"] / 1e9
     small, large = onion.loc[onion["bytes"].idxmin()], onion.loc[onion["bytes"].idxmax()]
     one = ranked[ranked[UNITS] == 1]
     fig = F.workload_set(ranked, ok, best, thesis)
@@ -90,7 +87,7 @@ def workload_set(out: Path, root: Path, db: Path, *, quick: bool = False, worker
     n = int(ranked["workloads"].max())
     lines = [f"# One design for a workload set (`{spec['name']}`, docs/designs-across-workloads.md)", "",
              f"{len(ranked)} OnionChopper variants (SRAM size x RF depth x units) on {n} workloads: every scheme at "
-             f"{', '.join(sorted({w.split('-')[-1].removesuffix('.yaml') for w in ok['workload']}, key=_size_bytes))}, "
+             f"{', '.join(sorted({w.split('-')[-1].removesuffix('.yaml') for w in ok['workload']}, key=bytes_of))}, "
              "equal weights. Ranked by the weighted mean time per query, then on-chip area x weighted energy (the "
              "thesis's rule across the set); the worst ratio is to each workload's best design.", "",
              "| rank | design | mean time per query | mean energy per query | worst ratio to the best | on chip |",
@@ -151,7 +148,7 @@ def batching(out: Path, root: Path, db: Path, *, quick: bool = False, workers: i
     spec = {"name": ("quick-" if quick else "") + "batching", "arch": str(root / "arch/onionchopper.yaml"),
             "workloads": files, "parameters": {UNITS: units, "levels.SRAM.capacity": ["4 KiB", "16 KiB"]},
             "mapper": {"time_limit": 10}}
-    d = mapped(_run(spec, out.parent, db, workers, progress)).copy()
+    d = mapped(run_spec(spec, out.parent, db, workers, progress)[1]).copy()
     d["batch"] = [int(w.removesuffix(".yaml").split("batch")[-1]) for w in d["workload"]]
     d["units"] = d[UNITS].astype(int)
     d["time_per_query_s"], d["energy_per_query_J"] = d["time_s"] / d["batch"], d["energy_J"] / d["batch"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib import ticker
 
+from storeloop.plots import _scheme_and_bytes
 from storeloop.plots.thesis import STYLE, _fig
 
 UNITS = "levels.SRAM.instances+levels.RF.instances+compute.instances"
@@ -37,7 +38,7 @@ def workload_set(ranked, rows, best, thesis):
         a.set(xlabel="on-chip area (mm²)", ylabel="mean time per query over the set (s, axis from 0)",
               title="Designs across the workload set")
         a.legend(fontsize=7, loc="lower right")
-        order = sorted(rows["workload"].unique(), key=lambda w: (w.split("-")[0], _bytes(w)))
+        order = sorted(rows["workload"].unique(), key=_scheme_and_bytes)
         best_t = rows.groupby("workload")["time_s"].min()
         for u in units:
             top = ranked[ranked[UNITS].astype(int) == u].iloc[0]
@@ -49,12 +50,6 @@ def workload_set(ranked, rows, best, thesis):
         b.set(ylabel="time / the workload's best design", title="Per workload")
         b.legend(fontsize=7)
     return fig
-
-
-def _bytes(workload: str) -> float:
-    from storeloop.units import bytes_of
-
-    return float(bytes_of(workload.removesuffix(".yaml").split("-")[-1]))
 
 
 def batching(best, thesis):

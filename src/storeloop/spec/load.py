@@ -18,7 +18,10 @@ def load_arch(path: str | Path) -> Arch:
 
 
 def load_workload(path: str | Path) -> Workload:
-    doc = load(path)
+    return _workload(load(path))
+
+
+def _workload(doc) -> Workload:
     if timeloop.is_timeloop_problem(doc):
         return timeloop.workload_from_timeloop(doc)
     return native.workload_from_native(doc)
@@ -29,6 +32,14 @@ def load_query(path: str | Path):
     from storeloop.spec.query import query_from_native
 
     return query_from_native(load(path))
+
+
+def load_workload_or_query(path: str | Path):
+    """A workload file as a Workload, or a query file (``query:``) as a Query; the file read once."""
+    from storeloop.spec.query import query_from_native
+
+    doc = load(path)
+    return query_from_native(doc) if "query" in doc else _workload(doc)
 
 
 def load_mapping(path: str | Path, arch: Arch, workload: Workload) -> Mapping:
