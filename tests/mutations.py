@@ -20,7 +20,10 @@ NATIVE = {"arch": ROOT / "arch" / "onionchopper.yaml", "workload": ROOT / "workl
           "ssd": ROOT / "arch" / "ssd" / "mqsim-reference.yaml",
           "query": ROOT / "workloads" / "onionpir-1GiB.query.yaml",
           # an arch whose Disk embeds an ssd: block (and a layout): mutated in place of the arch
-          "arch:ssd": ROOT / "arch" / "onionchopper-ssd.yaml"}
+          "arch:ssd": ROOT / "arch" / "onionchopper-ssd.yaml",
+          # levels declared buffering: double; a workload set with a weight
+          "arch:buffered": ROOT / "tests" / "data" / "onionchopper-buffered.yaml",
+          "sweep:set": ROOT / "sweeps" / "workload-set.yaml"}
 TIMELOOP = {"arch": CASE / "arch.yaml", "workload": CASE / "problem.yaml", "mapping": CASE / "mapping.yaml",
             "ert": CASE / "ERT.yaml", "art": CASE / "ART.yaml",
             "constraints": ROOT / "mappings" / "onionchopper.timeloop-constraints.yaml"}
@@ -28,12 +31,15 @@ SYSTEMS = {f"system:{p.stem}": p for p in sorted((ROOT / "systems").glob("*.yaml
 # the subcommands each input is run through
 COMMANDS = {"arch": ("model", "export"), "workload": ("model", "export"), "mapping": ("model", "export"),
             "ert": ("model",), "art": ("model",), "constraints": ("map",), "sweep": ("sweep",), "ssd": ("ssd",),
-            "query": ("map-query",), "arch:ssd": ("model",),
+            "query": ("map-query",), "arch:ssd": ("model",), "arch:buffered": ("model",), "sweep:set": ("sweep",),
             **{role: ("system",) for role in SYSTEMS}}
 # keys whose values are free-form (names, notes, model attributes that storeloop passes through)
 FREE = {"name", "source", "einsum", "class", "type", "technology", "version", "target", "level", "clock",
         "assumed", "assumes", "why", "missing", "note", "description"}           # free text of system files
 BAD_NUMBERS = ["abc", "-1", "nan", "1e400", "[1, 2]"]
+# keys whose value is one of a few words, and values none of them takes
+CHOICES = {"buffering"}
+BAD_CHOICES = ["triple", "2", "[double]", "Double"]
 BAD_FACTORS = ["{d}=-2", "{d}=0", "{d}=abc", "Z=2", "{d}=1e400"]
 
 
@@ -67,7 +73,7 @@ def _factor_lines(text: str):
 def _flow_entries(text: str):
     """(line index, span) of the numbers in `{K: 1, D: "<=64"}`-style flow mappings."""
     for i, line in enumerate(text.splitlines()):
-        if re.search(r":\s*\{", line) and not line.lstrip().startswith("#"):
+        if re.search(r"(^|[:,\[])\s*\{", line) and not line.lstrip().startswith("#"):
             for m in re.finditer(r"\b[A-Za-z_]\w*:\s*(\"[^\"]*\d\"|\d+)", line):
                 yield i, m.span(1)
 
@@ -77,11 +83,11 @@ def cases() -> list[Case]:
     for fmt, files in (("native", NATIVE), ("timeloop", TIMELOOP), ("native", SYSTEMS)):
         for role, path in files.items():
             text = path.read_text()
-            if role == "sweep" or role in SYSTEMS:     # the copy lives elsewhere: absolute input paths
+            if role.startswith("sweep") or role in SYSTEMS:     # the copy lives elsewhere: absolute input paths
                 text = text.replace("../", str(ROOT) + "/")
             lines = text.splitlines()
             first = len(out)
-            if role in ("constraints", "sweep", "query"):
+            if role in ("constraints", "sweep", "sweep:set", "query"):
                 for i, (a, b) in _flow_entries(text):
                     for bad in ("-2", "0", "abc", "1e400"):
                         new = lines[:]
@@ -95,6 +101,13 @@ def cases() -> list[Case]:
                     new = lines[:]
                     new[i] = lines[i][:a] + bad + lines[i][b:]
                     out.append(Case(f"{fmt}-{role}-L{i + 1}-{key}-{bad}", role, fmt, "\n".join(new) + "\n"))
+            for i, line in enumerate(lines):
+                m = re.match(r"^\s*(\w+):\s+(\w+)\s*(#.*)?$", line)
+                if m and m.group(1) in CHOICES:
+                    for bad in BAD_CHOICES:
+                        new = lines[:]
+                        new[i] = line[:m.start(2)] + bad + line[m.end(2):]
+                        out.append(Case(f"{fmt}-{role}-L{i + 1}-{m.group(1)}-{bad}", role, fmt, "\n".join(new) + "\n"))
             for i, m in _factor_lines(text):
                 dim = re.search(r"(\w)=\d", m.group(3)).group(1)
                 for bad in BAD_FACTORS:
@@ -124,7 +137,7 @@ def run(case: Case, folder: Path) -> tuple[int | None, str, float, BaseException
     files = dict(NATIVE if case.fmt == "native" else TIMELOOP)
     bad = folder / f"mutated-{case.role.replace(':', '-')}.yaml"
     bad.write_text(case.text, encoding="utf-8")
-    files[case.role.split(":")[0] if case.role.startswith("arch:") else case.role] = bad
+    files[case.role.split(":")[0] if case.role.startswith(("arch:", "sweep:")) else case.role] = bad
     err = io.StringIO()
     t0 = time.monotonic()
     code, exc = None, None

@@ -59,7 +59,8 @@ def workload_set(out: Path, root: Path, db: Path, *, quick: bool = False, worker
     if quick:
         spec["name"], spec["parameters"] = "quick-workload-set", QUICK["set"]
         if QUICK["set_sizes"]:
-            spec["workloads"] = [w for w in spec["workloads"] if w.split("-")[-1][:-5] in QUICK["set_sizes"]]
+            spec["workloads"] = [w for w in spec["workloads"] if Path(w["file"] if isinstance(w, dict) else w).stem
+                                 .split("-")[-1] in QUICK["set_sizes"]]
     _, df = run_spec(spec, out.parent, db, workers, progress)
     ok = mapped(df)
     ranked = rank_designs(ok)
