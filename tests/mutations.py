@@ -78,6 +78,20 @@ def _flow_entries(text: str):
                 yield i, m.span(1)
 
 
+def _attribute_keys(lines: list[str]):
+    """(line index, span) of the first key of each component's ``attributes:`` (a flow mapping on its
+    line, or the first key of its block)."""
+    for i, line in enumerate(lines):
+        flow = re.match(r"^\s*attributes:\s*\{\s*(\w{4,}):", line)
+        if flow:
+            yield i, flow.span(1)
+        elif re.match(r"^\s*attributes:\s*(#.*)?$", line):
+            j = next((j for j in range(i + 1, len(lines)) if not lines[j].strip().startswith("#")), None)
+            key = re.match(r"^\s*(\w{4,}):", lines[j]) if j is not None else None
+            if key:
+                yield j, key.span(1)
+
+
 def cases() -> list[Case]:
     out: list[Case] = []
     for fmt, files in (("native", NATIVE), ("timeloop", TIMELOOP), ("native", SYSTEMS)):
@@ -108,6 +122,13 @@ def cases() -> list[Case]:
                         new = lines[:]
                         new[i] = line[:m.start(2)] + bad + line[m.end(2):]
                         out.append(Case(f"{fmt}-{role}-L{i + 1}-{m.group(1)}-{bad}", role, fmt, "\n".join(new) + "\n"))
+            if fmt == "native" and role.startswith("arch"):
+                for i, (a, b) in _attribute_keys(lines):
+                    key = lines[i][a:b]
+                    typo = key[0] + key[2] + key[1] + key[3:]          # two letters swapped: witdh
+                    new = lines[:]
+                    new[i] = lines[i][:a] + typo + lines[i][b:]
+                    out.append(Case(f"{fmt}-{role}-L{i + 1}-attribute-{typo}", role, fmt, "\n".join(new) + "\n"))
             for i, m in _factor_lines(text):
                 dim = re.search(r"(\w)=\d", m.group(3)).group(1)
                 for bad in BAD_FACTORS:

@@ -275,7 +275,7 @@ def test_at_least_300_mutated_inputs_in_both_formats():
     assert {c.role for c in MUTATIONS if ":" not in c.role} == \
         {"arch", "workload", "mapping", "ert", "art", "constraints", "sweep", "ssd", "query"}
     assert {"arch:ssd", "arch:buffered", "sweep:set"} <= {c.role for c in MUTATIONS}
-    assert any("-buffering-" in c.id for c in MUTATIONS) and any("-sweep:set-" in c.id and "-C" in c.id for c in MUTATIONS)
+    assert any("-attribute-" in c.id for c in MUTATIONS) and any("-buffering-" in c.id for c in MUTATIONS) and any("-sweep:set-" in c.id and "-C" in c.id for c in MUTATIONS)
     assert {c.role for c in MUTATIONS if c.role.startswith("system:")} >= \
         {"system:copa", "system:fidr", "system:fidr-baseline", "system:p4-enckv", "system:rotation"}
     assert {c.command for c in MUTATIONS} == {"model", "export", "map", "sweep", "system", "ssd", "map-query"}
@@ -304,6 +304,45 @@ def test_attribute_near_miss_is_refused_and_the_documented_override_is_read(tmp_
     table = price(load_arch(arch))[0]
     assert table.storage["Disk"].read_pJ == table.storage["Disk"].write_pJ == 10000
     assert "vector_access_energy" in table.storage["Disk"].source
+
+
+@pytest.mark.parametrize("edit,line,needle", [
+    (("attributes: {width: 256,", "attributes: {witdh: 256,"), ":37", "did you mean 'width'?"),
+    (("attributes: {type: LPDDR4,", "attributes: {type: LPDDR4, page_polcy: open,"), ":28",
+     "did you mean 'page_policy'?"),
+    (("    word_bits: 64\n", "    word_bits: 64\n    attributes: {fa_per_stag: 4}\n"), ":52", "did you mean 'fa_per_stage'?"),
+    (("vector_access_energy: 20000", "read_power: 25"), ":21", "did you mean 'read_power_W'?"),
+])
+def test_an_attribute_no_plugin_reads_is_refused_with_a_did_you_mean(edit, line, needle, tmp_path, capsys):
+    """Each energy plug-in declares the attributes it reads (hwcomponents' SRAM, the DRAM, ModMAC and
+    Disk plug-ins here): a word none of them reads would be dropped silently."""
+    arch = tmp_path / "a.yaml"
+    assert edit[0] in ARCH
+    arch.write_text(ARCH.replace(*edit, 1) if "word_bits" not in edit[0] else
+                    ARCH[::-1].replace(edit[0][::-1], edit[1][::-1], 1)[::-1])         # the compute's word_bits
+    check(capsys, main(["model", str(arch), str(ROOT / "workloads" / "onionpir-64GiB.yaml"), MAPPING]),
+          f"a.yaml{line}", "attributes.", needle)
+
+
+def test_an_attribute_a_sweep_sets_must_be_read_by_a_plugin(tmp_path, capsys):
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text((ROOT / "sweeps" / "demo.yaml").read_text().replace("../", str(ROOT) + "/").replace(
+        "levels.RF.capacity:", "levels.SRAM.attributes.n_bnaks: [1, 2]\n    levels.RF.capacity:"))
+    check(capsys, main(["sweep", str(sweep), "--db", str(tmp_path / "x.sqlite")]), "s.yaml:9",
+          "did you mean 'n_banks'?")
+    assert not (tmp_path / "x.sqlite").exists()
+
+
+def test_a_timeloop_arch_keeps_accelergys_open_attributes(tmp_path):
+    """Accelergy passes any attribute to its plug-ins: a Timeloop arch's extra ones stay allowed."""
+    from storeloop.spec.load import load_arch
+
+    case = ROOT / "tests" / "corpus" / "thesis__ssd-einsum__pir-onion"
+    text = (case / "arch.yaml").read_text()
+    assert "datawidth" in text
+    (tmp_path / "arch.yaml").write_text(text.replace("                datawidth:", "                my_note: 1\n                datawidth:", 1))
+    arch = load_arch(tmp_path / "arch.yaml")
+    assert any("my_note" in c.attributes for c in (*arch.levels, arch.compute))
 
 
 def test_mesh_x_must_divide_the_instances(tmp_path, capsys):

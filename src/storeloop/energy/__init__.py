@@ -9,7 +9,12 @@
 * ``choices(cls: str) -> {attribute: allowed values}`` for attributes whose values form a closed set
   (a DRAM's ``type``) or a range (:class:`Between`: an SRAM's ``size_bits`` CACTI can model). When
   every plug-in of a class declares an attribute's values, a value none of them allows is an error
-  at that attribute (a size at the level's capacity) before any plug-in runs.
+  at that attribute (a size at the level's capacity) before any plug-in runs, and
+* ``attributes(cls: str) -> {attribute: what it is}``: the arch-file attributes it reads for a
+  class. When every plug-in of a class declares them, a storeloop arch file's attribute that none
+  of them reads and storeloop does not read itself (:data:`STORELOOP_ATTRIBUTES`) is an error at
+  its line, with a did-you-mean (``witdh``), when the arch is loaded. Timeloop arch files keep
+  Accelergy's open attribute set.
 
 Plug-ins are found through the Python entry-point group ``storeloop.energy`` (the packages in
 ``plugins/`` register there) plus storeloop's own hwcomponents adapter. A plug-in that fails to
@@ -21,6 +26,7 @@ site-packages, keyed by plug-in, class and attributes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -58,6 +64,26 @@ def _allows(declared, value) -> bool:
 
 # attributes storeloop derives from a level's fields: an error about them is an error at the field
 DERIVED = {"size_bits": "capacity", "depth": "capacity"}
+
+# attributes a storeloop arch file may give whatever plug-in prices the component: what
+# :func:`components` derives from the level's fields (and lets ``width``/``depth`` override),
+# what storeloop reads itself, and Timeloop/Accelergy's port and bank counts kept for an export
+STORELOOP_ATTRIBUTES = frozenset({
+    "technology", "word_bits", "block_size", "width", "depth", "size_bits", "clock_hz",
+    "read_bandwidth", "write_bandwidth", "shared_bandwidth", "read_bytes_per_s", "write_bytes_per_s",
+    "shared_bytes_per_s", "vector_access_energy", "vector-access-energy", "cluster_size", "cluster-size",
+    "datawidth", "word-bits", "block-size", "entries", "size", "meshX", "meshY",
+    "n_rdwr_ports", "n_rd_ports", "n_wr_ports", "n_banks"})
+
+
+@functools.cache
+def declared_attributes(cls: str) -> tuple[frozenset, tuple[str, ...]] | None:
+    """(the attributes the plug-ins of ``cls`` read, their names), or None where a plug-in of the
+    class does not declare them (or none prices it): then any attribute may be given."""
+    cands = [p for p in Registry.discover(use_cache=False).plugins if cls.lower() in p.classes]
+    if not cands or not all(hasattr(p, "attributes") for p in cands):
+        return None
+    return frozenset(a for p in cands for a in p.attributes(cls.lower())), tuple(p.name for p in cands)
 
 
 @dataclass(frozen=True)

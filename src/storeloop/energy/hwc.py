@@ -51,6 +51,11 @@ class HwComponentsPlugin:
             return {"size_bits": Between(1, 2**33, "bits: CACTI models SRAMs of up to 1 GiB")}
         return {"type": dram_table_types()} if cls == "dram" else {}
 
+    def attributes(self, cls: str) -> dict:
+        """The arch-file attributes it reads beyond storeloop's own (see the registry's contract)."""
+        return {"sram": {"n_rdwr_ports": "CACTI read/write ports", "n_banks": "CACTI banks"},
+                "dram": {"type": "the DRAM's energy table"}}.get(cls, {})
+
     def estimate(self, cls: str, a: dict) -> Estimate:
         tech = a["technology"]
         if cls == "sram":

@@ -16,6 +16,9 @@ class NetworkPlugin:
     priority = 0.5
     classes = ("nic", "network")
 
+    def attributes(self, cls: str) -> dict:
+        return {"power_W": "the interface's active power (W)", "area_um2": "area per instance (um^2)"}
+
     def estimate(self, cls: str, a: dict) -> Estimate:
         bits = int(a.get("word_bits", 64)) * int(a.get("block_size", 1))
         rate = a.get("read_bytes_per_s") or a.get("shared_bytes_per_s")

@@ -62,15 +62,39 @@ def cluster_size(attrs) -> int:
     return integer(attrs.get("cluster_size", attrs.get("cluster-size", 1)))
 
 
-def check_attributes(doc, loc: tuple, attrs: dict) -> None:
+def unread_attribute(cls: str, key: str) -> tuple[str, str] | None:
+    """(why, allowed) where no energy plug-in of class ``cls`` reads attribute ``key`` (when they all
+    declare what they read) and storeloop does not read it either; None where it is read."""
+    import difflib
+
+    from storeloop.energy import STORELOOP_ATTRIBUTES, declared_attributes
+
+    declared = declared_attributes(cls)
+    if declared is None:
+        return None
+    read = sorted(STORELOOP_ATTRIBUTES | declared[0], key=str.lower)
+    if key in read:
+        return None
+    near = difflib.get_close_matches(str(key), read, n=1, cutoff=0.6)
+    return (f"no energy plug-in of class {cls!r} ({', '.join(declared[1])}) nor storeloop reads attribute {key!r}"
+            + (f"; did you mean {near[0]!r}?" if near else ""), ", ".join(read))
+
+
+def check_attributes(doc, loc: tuple, attrs: dict, cls: str | None = None) -> None:
     """Numeric component attributes: counts and widths are positive whole numbers, ports whole
-    numbers >= 0, bandwidths positive, energy overrides finite and >= 0 (errors at the attribute)."""
+    numbers >= 0, bandwidths positive, energy overrides finite and >= 0 (errors at the attribute).
+    With the component's ``cls``: an attribute that no energy plug-in of the class reads (when they
+    all declare theirs) and storeloop does not read is refused, with a did-you-mean."""
     from storeloop.spec.yamlio import error_at
     from storeloop.units import ExpressionError, number
 
     import difflib
 
     known = _COUNTS + _PORTS + _RATES + _ENERGIES
+    for key in attrs if cls is not None else ():
+        unread = unread_attribute(cls, key)
+        if unread:
+            raise error_at(doc, loc + (key,), unread[0], allowed=unread[1])
     for key, value in attrs.items():
         near = [k for k in known if k.lower() == str(key).lower()] or \
             difflib.get_close_matches(str(key), known, n=1, cutoff=0.85)

@@ -195,7 +195,7 @@ def arch_from_native(doc: LDict) -> Arch:
             raise error_at(doc, loc + ("name",), f"level name '{s.name}' is used twice", allowed="unique names")
         names.add(s.name)
         wb = bits_of(s.word_bits)
-        check_attributes(doc, loc + ("attributes",), s.attributes)
+        check_attributes(doc, loc + ("attributes",), s.attributes, s.cls)
 
         def bw(field: str):
             v = getattr(s, field)
@@ -254,7 +254,7 @@ def arch_from_native(doc: LDict) -> Arch:
                                            for t, ranks in s.layout.items()},
                                    layout_where=_where(doc, loc + ("layout",)) if s.layout else None))
     c = spec.compute
-    check_attributes(doc, ("arch", "compute", "attributes"), c.attributes)
+    check_attributes(doc, ("arch", "compute", "attributes"), c.attributes, c.cls)
     if c.mesh_x is not None and c.instances % c.mesh_x:
         raise error_at(doc, ("arch", "compute", "mesh_x"), f"mesh_x {c.mesh_x} does not divide the {c.instances} "
                        f"compute units", allowed=f"a divisor of {c.instances}")

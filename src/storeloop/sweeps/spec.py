@@ -168,10 +168,17 @@ def load_sweep(path: str | Path) -> Sweep:
     def check(paths: list[str], values: list, loc: tuple) -> None:
         """Each value in the field it sets, through the arch schema (cross-level rules, such as
         instances that must divide, are the point's: it is stored with its error)."""
+        from storeloop.spec.check import unread_attribute
         from storeloop.spec.native import ArchSpec
 
         for p in paths:
-            arch_field(arch_doc, p, doc, loc)
+            owner, fld = arch_field(arch_doc, p, doc, loc)
+            parts = p.split(".")
+            if len(parts) >= 3 and parts[-2] == "attributes":        # an attribute some plug-in must read
+                level, _ = arch_field(arch_doc, ".".join(parts[:-1]), doc, loc)
+                unread = unread_attribute(str(level.get("class")), fld)
+                if unread:
+                    raise error_at(doc, loc, f"'{p}': {unread[0]}", allowed=unread[1])
             if p.rsplit(".", 1)[-1] == "name":
                 raise error_at(doc, loc, f"'{p}' is a name, not a design field", allowed="a field of the level")
         for value in values:

@@ -28,6 +28,13 @@ class DiskPlugin:
     priority = 1.0
     classes = ("disk", "ssd", "nvme")
 
+    def attributes(self, cls: str) -> dict:
+        """The arch-file attributes it reads (storeloop's registry refuses others, with a did-you-mean)."""
+        return {"read_power_W": "active read power (W)", "write_power_W": "active write power (W)",
+                "read_bytes_per_s_datasheet": "the read bandwidth the power was measured at (B/s)",
+                "write_bytes_per_s_datasheet": "the write bandwidth the power was measured at (B/s)",
+                "area_um2": "area (um^2; default 0, off chip)"}
+
     def estimate(self, cls: str, a: dict) -> Estimate:
         bw = a.get("shared_bytes_per_s") or a.get("read_bytes_per_s") or THESIS_BYTES_PER_S
         rbw = float(a.get("read_bytes_per_s_datasheet", a.get("read_bytes_per_s", bw)))

@@ -134,6 +134,13 @@ class DRAMPlugin:
 
         return {"type": tuple(sorted(set(CACTI_IO) | set(dram_table_types()))), "page_policy": ("open", "closed")}
 
+    def attributes(self, cls: str) -> dict:
+        """The arch-file attributes it reads (storeloop's registry refuses others, with a did-you-mean)."""
+        return {"type": "DDR3/DDR4/LPDDR4/... (choices)", "burst_length": "burst length (default 8)",
+                "page_bits": "row buffer bits (default 8192)", "dram_node": "DRAM process (m, default 22e-9)",
+                "die_bits": "bits per die (default 8 Gib)", "page_policy": "open or closed",
+                "bus_mhz": "interface clock (MHz)"}
+
     def estimate(self, cls: str, a: dict) -> Estimate:
         kind = str(a.get("type", "DDR4")).upper()
         width = int(a.get("width", 64))

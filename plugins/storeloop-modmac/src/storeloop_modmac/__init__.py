@@ -65,6 +65,11 @@ class ModMACPlugin:
     priority = 1.0
     classes = ("modmac",)
 
+    def attributes(self, cls: str) -> dict:
+        """The arch-file attributes it reads (storeloop's registry refuses others, with a did-you-mean)."""
+        return {"clock_period_ps": "the clock period the pipeline meets (default: the arch's clock)",
+                "fa_per_stage": "full adders per pipeline stage (default: the most the clock allows)"}
+
     def estimate(self, cls: str, a: dict) -> Estimate:
         from hwcomponents_library.library.aladdin import (AladdinAdder, AladdinComparator, AladdinMultiplier,
                                                           AladdinRegister)
