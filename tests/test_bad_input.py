@@ -443,3 +443,50 @@ def test_a_file_that_is_not_a_mapping_is_named_with_what_it_holds(text, needle, 
     assert main(args) == 2
     err = capsys.readouterr().err
     assert f"{f}:1" in err and needle in err and "top-level key" in err and "Traceback" not in err, err
+
+
+CORPUS = ROOT / "tests" / "corpus"
+PIR = CORPUS / "thesis__ssd-einsum__pir-onion"
+CNN = CORPUS / "a3-dram-glb-pe16-rf-32b__cnn-5x5__b3-r1"
+
+
+def _edited(tmp_path, src, name, old, new):
+    text = src.read_text()
+    assert old in text, old
+    (tmp_path / name).write_text(text.replace(old, new, 1).replace("../", str(ROOT) + "/"))
+    return str(tmp_path / name)
+
+
+@pytest.mark.parametrize("case", ["no-output", "meshX", "disk-energy", "ert-energy", "min-utilization",
+                                  "time-limit-string", "energy-file-is-an-arch"])
+def test_values_that_pass_a_type_but_mean_nothing_are_refused(case, tmp_path, capsys):
+    """Issue 30's family: each is a value of the right type that no design can mean."""
+    w64 = str(ROOT / "workloads" / "onionpir-64GiB.yaml")
+    if case == "no-output":            # Timeloop: the output is the read-write data space
+        p = _edited(tmp_path, PIR / "problem.yaml", "problem.yaml", "read-write: True", "read-write: False")
+        args, where = ["model", str(PIR / "arch.yaml"), p, str(PIR / "mapping.yaml")], ("problem.yaml:", "read-write")
+    elif case == "meshX":              # Timeloop: instances must be a multiple of meshX
+        a = _edited(tmp_path, CNN / "arch.yaml", "arch.yaml", "meshX: 4}", "meshX: 3}")
+        args = ["model", a, str(CNN / "problem.yaml"), str(CNN / "mapping.yaml"), "--ert", str(CNN / "ERT.yaml")]
+        where = ("arch.yaml:21", "meshX 3 does not divide the 16 instances")
+    elif case == "disk-energy":
+        a = _edited(tmp_path, ROOT / "arch" / "onionchopper.yaml", "a.yaml", "vector_access_energy: 20000",
+                    "vector_access_energy: 1e30")
+        args, where = ["model", a, w64, MAPPING], ("a.yaml:21", "1 mJ per access")
+    elif case == "ert-energy":
+        e = _edited(tmp_path, PIR / "ERT.yaml", "ERT.yaml", "energy: 1024\n", "energy: 2e25\n")
+        args = ["model", str(PIR / "arch.yaml"), str(PIR / "problem.yaml"), str(PIR / "mapping.yaml"), "--ert", e]
+        where = ("ERT.yaml:", "slip of units")
+    elif case == "min-utilization":
+        c = tmp_path / "c.yaml"
+        c.write_text("constraints:\n  min_spatial_utilization: true\n")
+        args, where = ["map", str(ROOT / "arch" / "onionchopper.yaml"), w64, "--constraints", str(c)], ("c.yaml:2", "fraction")
+    elif case == "time-limit-string":
+        s = _edited(tmp_path, ROOT / "sweeps" / "demo.yaml", "s.yaml", "time_limit: 5", 'time_limit: "5"')
+        args, where = ["sweep", s, "--db", str(tmp_path / "x.sqlite")], ("s.yaml:10", "time_limit")
+    else:
+        s = _edited(tmp_path, ROOT / "sweeps" / "demo.yaml", "s.yaml", "  mapper: {time_limit: 5}",
+                    "  mapper: {time_limit: 5}\n  energy: {ert: ../arch/onionchopper.yaml}")
+        args, where = ["sweep", s, "--db", str(tmp_path / "x.sqlite")], ("s.yaml:11", "it holds 'arch:'")
+    check(capsys, main(args), *where)
+    assert not (tmp_path / "x.sqlite").exists()

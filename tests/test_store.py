@@ -398,7 +398,25 @@ def test_a_billion_point_grid_starts_at_once_in_flat_memory(tmp_path):
                              "    levels.SRAM.instances: [1, 2]": "    levels.SRAM.instances: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]",
                              '  constraints: ["SRAM.instances <= MAC.instances"]': "  constraints: []"})
     assert load_sweep(spec).size() == 10 ** 9
-    db = tmp_path / "big.sqlite"
+    _first_rows_in_flat_memory(spec, tmp_path / "big.sqlite")
+
+
+def test_a_trillion_point_grid_of_scenarios_starts_at_once_in_flat_memory(tmp_path):
+    """10^12 points, 10^9 of them scenario combinations: the grid and the scenario product stream too."""
+    values = lambda unit: "[" + ", ".join(f"{i} {unit}" for i in range(1, 1001)) + "]"
+    spec = tiny(tmp_path, **{"    levels.SRAM.capacity: [512 B, 2 KiB]":
+                             f"    levels.SRAM.capacity: {values('B')}",
+                             "    compute.instances: [1, 2]": "",
+                             "    levels.SRAM.instances: [1, 2]": "",
+                             '  constraints: ["SRAM.instances <= MAC.instances"]':
+                             f"  scenarios:\n    levels.DRAM.shared_bandwidth: {values('B/cycle')}\n"
+                             f"    levels.SRAM.read_bandwidth: {values('')}\n    levels.SRAM.write_bandwidth: {values('')}"})
+    sweep = load_sweep(spec)
+    assert sweep.size() == 10 ** 12 * len(sweep.workloads) and len(sweep.scenarios) == 3
+    _first_rows_in_flat_memory(spec, tmp_path / "big.sqlite")
+
+
+def _first_rows_in_flat_memory(spec, db):
     proc = subprocess.Popen([sys.executable, "-m", "storeloop.cli", "sweep", str(spec), "--db", str(db)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     rows, peak = 0, 0

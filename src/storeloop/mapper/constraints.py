@@ -112,7 +112,7 @@ def _native(doc, arch: Arch, workload: Workload, source: str) -> Constraints:
             raise error_at(doc, ("constraints", key), f"unknown field {key!r}", allowed="levels, min_spatial_utilization")
     if "min_spatial_utilization" in root:
         v = root["min_spatial_utilization"]
-        if not isinstance(v, (int, float)) or not 0 <= v <= 1:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
             raise error_at(doc, ("constraints", "min_spatial_utilization"), f"{v!r} is not a fraction", allowed="0 .. 1")
         out.min_spatial_utilization = float(v)
     allowed = "level, temporal, spatial, spatial_y, permutation, keep, bypass, stationary"

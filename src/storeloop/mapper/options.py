@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError, field_validator
 
 from storeloop.errors import SpecError
 from storeloop.mapper.objective import NAMES as OBJECTIVES
@@ -22,10 +22,10 @@ class MapperOptions(BaseModel):
     objective: str = Field("delay,energy", description="delay,energy | delay | energy | edp | area-energy")
     algorithm: Literal["exhaustive", "random-pruned", "random"] = Field(
         "exhaustive", description="exhaustive (branch and bound), random-pruned, random")
-    time_limit: float | None = Field(None, gt=0, le=86400, description="seconds, a safety net")
-    energy_gap: float | None = Field(None, ge=0, le=1, description="a relative gap such as 0.001 (0.1 %); "
+    time_limit: StrictFloat | StrictInt | None = Field(None, gt=0, le=86400, description="seconds, a safety net")
+    energy_gap: StrictFloat | StrictInt | None = Field(None, ge=0, le=1, description="a relative gap such as 0.001 (0.1 %); "
                                      "0 proves optimality")
-    threads: int = Field(1, ge=1, le=1024, description="processes for the exhaustive search")
+    threads: StrictInt = Field(1, ge=1, le=1024, description="processes for the exhaustive search")
     search_layout: bool = Field(False, strict=True, description="true: the SSD-backed first level's "
                                 "layout (rank order per tensor) is searched with the mapping")
 

@@ -42,6 +42,11 @@ _COUNTS = ("width", "depth", "entries", "size", "word-bits", "word_bits", "dataw
 _PORTS = ("n_rdwr_ports", "n_rd_ports", "n_wr_ports")
 _RATES = ("read_bandwidth", "write_bandwidth", "shared_bandwidth")
 _ENERGIES = ("vector-access-energy", "vector_access_energy")
+#: the most energy one access (or action) may cost, and the most area one component may take: more
+#: than any memory, drive or unit spends (a 4 KiB flash page costs about 10 uJ; a DRAM die is
+#: ~100 mm^2), so a larger number is a slip of units or exponent
+MAX_ACTION_PJ = 1e9              # 1 mJ
+MAX_AREA_UM2 = 1e12              # 1 m^2
 
 
 #: the most operations (the product of a workload's bounds) the model counts: it counts in 64-bit integers
@@ -111,7 +116,7 @@ def check_attributes(doc, loc: tuple, attrs: dict, cls: str | None = None) -> No
             want, ok = f"a number of words/cycle in {WPC_RANGE[0]:g} .. {WPC_RANGE[1]:g}", \
                 lambda v: WPC_RANGE[0] <= v <= WPC_RANGE[1]
         elif key in _ENERGIES:
-            want, ok = "a number of pJ >= 0", lambda v: v >= 0
+            want, ok = f"a number of pJ in 0 .. {MAX_ACTION_PJ:g} (1 mJ per access)", lambda v: 0 <= v <= MAX_ACTION_PJ
         else:
             continue
         try:

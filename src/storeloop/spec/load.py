@@ -7,7 +7,7 @@ from pathlib import Path
 from storeloop.errors import SpecError
 from storeloop.spec import native, timeloop
 from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
-from storeloop.spec.yamlio import load
+from storeloop.spec.yamlio import error_at, load
 
 
 def load_arch(path: str | Path) -> Arch:
@@ -58,17 +58,29 @@ def load_mapping(path: str | Path, arch: Arch, workload: Workload) -> Mapping:
     return native.mapping_from_native(doc, arch, workload)
 
 
+def load_energy_file(path: str | Path, kind: str, named_at: tuple | None = None):
+    """An Accelergy ERT or ART file (``kind``), its tables checked (every number at its line).
+    ``named_at`` (doc, loc): where another file names it, the place a file of another kind is refused."""
+    doc = load(path)
+    if not isinstance(doc, dict) or kind not in doc:
+        what = next((k for k in ("arch", "workload", "mapping", "sweep", "system", "architecture", "problem", "ERT", "ART")
+                     if isinstance(doc, dict) and k in doc), None)
+        why = f"not an Accelergy {kind} file (no top-level '{kind}:')" + (f"; it holds '{what}:'" if what else "")
+        allowed = f"an Accelergy {kind} ({kind}: {{version, tables}})"
+        if named_at is not None:
+            raise error_at(*named_at, f"{path}: {why}", allowed=allowed)
+        raise SpecError(why, file=str(path), line=1, allowed=allowed)
+    timeloop._check_table(doc, kind, str(path))
+    return doc
+
+
 def load_energy_table(arch: Arch, ert: str | Path | None, art: str | Path | None) -> EnergyTable:
     """Per-action energies and areas from Timeloop/Accelergy ERT and ART files."""
     if ert is None:
         raise SpecError("no energy source: pass --ert ERT.yaml (and --art ART.yaml)",
                         allowed="an Accelergy ERT/ART pair")
-    ert_doc = load(ert)
-    art_doc = load(art) if art is not None else None
-    if not isinstance(ert_doc, dict) or "ERT" not in ert_doc:
-        raise SpecError("not an Accelergy ERT file (no top-level 'ERT:')", file=str(ert), line=1)
-    if art_doc is not None and (not isinstance(art_doc, dict) or "ART" not in art_doc):
-        raise SpecError("not an Accelergy ART file (no top-level 'ART:')", file=str(art), line=1)
+    ert_doc = load_energy_file(ert, "ERT")
+    art_doc = load_energy_file(art, "ART") if art is not None else None
     from storeloop.energy import double_buffered
 
     return double_buffered(arch, timeloop.energy_table_from_timeloop(arch, ert_doc, art_doc, str(ert),

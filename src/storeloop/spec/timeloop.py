@@ -197,6 +197,9 @@ def arch_from_timeloop(doc: LDict) -> Arch:
             a = comp.attributes
             cls = comp.cls
             check_attributes(doc, cloc + ("attributes",), a)
+            if "meshX" in a and inst % integer(a["meshX"]):         # Timeloop: instances a multiple of meshX
+                raise error_at(doc, cloc + ("attributes", "meshX"), f"meshX {a['meshX']} does not divide the "
+                               f"{inst} instances of {base}", allowed=f"a divisor of {inst}")
             try:
                 if cls.lower() in COMPUTE_CLASSES:
                     computes.append(ComputeLevel(
@@ -316,6 +319,10 @@ def workload_from_timeloop(doc: LDict) -> Workload:
                 terms.append((dims.index(dim), coef))
             ranks.append(tuple(terms))
         tensors.append(Tensor(name=ds.name, ranks=tuple(ranks), read_write=bool(ds.read_write or ds.read_write_v04)))
+    if tensors and not any(t.read_write for t in tensors):
+        raise error_at(doc, ("problem", "shape", key), f"no data space is read-write: the problem writes nothing "
+                       f"(data spaces {', '.join(t.name for t in tensors)})",
+                       allowed="read-write: True on the output data space (e.g. Outputs)")
     return Workload(name=shape.name or "timeloop-problem", dims=tuple(dims),
                     bounds=tuple(bounds), tensors=tuple(tensors))
 
@@ -461,27 +468,31 @@ def _check_table(doc, kind: str, name: str) -> None:
     validate(ERTBody if kind == "ERT" else ARTBody, doc[kind], doc, (kind,))
     tables = doc[kind]["tables"]
 
-    def nonneg(value, loc, what):
+    from storeloop.spec.check import MAX_ACTION_PJ, MAX_AREA_UM2
+
+    def nonneg(value, loc, what, most=math.inf, unit=""):
         try:
             v = number(value)
-            good = math.isfinite(v) and v >= 0
+            good = math.isfinite(v) and 0 <= v <= most
         except (ExpressionError, TypeError):
             good = False
         if not good:
-            raise error_at(doc, loc, f"{what} {value!r} is not a number >= 0", allowed=f"a finite {what} >= 0")
+            raise error_at(doc, loc, f"{what} {value!r} is not a number in 0 .. {most:g}{unit}",
+                           allowed=f"a finite {what} >= 0" + (f", at most {most:g}{unit} (more is a slip of units)"
+                                                             if most < math.inf else ""))
 
     for i, t in enumerate(tables):
         loc = (kind, "tables", i)
         if not isinstance(t, dict) or "name" not in t:
             raise error_at(doc, loc, "a table needs a 'name'", allowed="{name, actions} (ERT) or {name, area} (ART)")
         if kind == "ART":
-            nonneg(t.get("area", 0.0), loc + ("area",), "area")
+            nonneg(t.get("area", 0.0), loc + ("area",), "area", MAX_AREA_UM2, " um^2")
             continue
         for j, a in enumerate(t.get("actions") or []):
             aloc = loc + ("actions", j)
             if not isinstance(a, dict) or "name" not in a:
                 raise error_at(doc, aloc, "an action needs a 'name'", allowed="{name, arguments, energy}")
-            nonneg(a.get("energy", 0.0), aloc + ("energy",), "energy")
+            nonneg(a.get("energy", 0.0), aloc + ("energy",), "energy", MAX_ACTION_PJ, " pJ")
             for arg, v in (a.get("arguments") or {}).items():
                 if arg in ("address_delta", "data_delta"):
                     if isinstance(v, bool) or not isinstance(v, int) or v < 0:

@@ -210,6 +210,11 @@ def load_sweep(path: str | Path) -> Sweep:
                                            f"and attr in {', '.join(ATTRS)}")
     energy = EnergyFiles(**{k: str(rel(v, ("sweep", "energy", k)))
                             for k, v in spec.energy.model_dump(exclude_none=True).items()})
+    from storeloop.spec.load import load_energy_file
+
+    for kind in ("ert", "art"):                  # an arch (or anything but an ERT/ART) is refused now
+        if getattr(energy, kind) is not None:
+            load_energy_file(getattr(energy, kind), kind.upper(), (doc, ("sweep", "energy", kind)))
     sweep = Sweep(spec.name, path, arch_file, arch_doc, workloads, params, constraints, spec.mapper, energy, scenarios)
     sweep.weights = {sweep.label(f): w.weight for f, w in zip(workloads, wl)}
     return sweep
