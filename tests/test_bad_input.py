@@ -490,3 +490,15 @@ def test_values_that_pass_a_type_but_mean_nothing_are_refused(case, tmp_path, ca
         args, where = ["sweep", s, "--db", str(tmp_path / "x.sqlite")], ("s.yaml:11", "it holds 'arch:'")
     check(capsys, main(args), *where)
     assert not (tmp_path / "x.sqlite").exists()
+
+
+def test_an_input_file_above_the_size_limit_is_refused_at_once(tmp_path, capsys):
+    import time
+
+    big = tmp_path / "s.yaml"
+    text = (ROOT / "sweeps" / "demo.yaml").read_text().replace("../", str(ROOT) + "/")
+    big.write_text(text + ("# " + "x" * 1021 + "\n") * (17 * 1024))          # 17 MiB of comments
+    t = time.monotonic()
+    check(capsys, main(["sweep", str(big), "--db", str(tmp_path / "x.sqlite")]), "s.yaml:1", "17.0 MiB",
+          "STORELOOP_MAX_INPUT_BYTES")
+    assert time.monotonic() - t < 5 and not (tmp_path / "x.sqlite").exists()

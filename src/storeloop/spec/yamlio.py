@@ -7,6 +7,8 @@ keys are an error (PyYAML silently keeps the last one).
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Any
 
@@ -142,9 +144,25 @@ def loads(text: str, filename: str | None = None) -> Any:
             loader.dispose()
 
 
+#: the largest input file read (bytes): the repository's largest is ~100 KB; a sweep of thousands of
+#: values is ~1 MB. A bigger file is a slip (a data dump named as an input) and would take minutes
+#: and gigabytes to parse before its error; STORELOOP_MAX_INPUT_BYTES raises the limit.
+MAX_INPUT_BYTES = 16 * 2**20
+
+
 def load(path: str | Path) -> Any:
     path = Path(path)
     try:
+        limit = int(os.environ.get("STORELOOP_MAX_INPUT_BYTES") or MAX_INPUT_BYTES)
+    except ValueError:
+        limit = MAX_INPUT_BYTES
+    try:
+        size = path.stat().st_size if path.is_file() else 0
+        if size > limit:
+            raise SpecError(f"the file is {size / 2**20:.1f} MiB, more than an input file may be "
+                            f"({limit / 2**20:g} MiB)", file=str(path), line=1,
+                            allowed="a storeloop or Timeloop input (set STORELOOP_MAX_INPUT_BYTES to read a "
+                                    "larger one)")
         data = path.read_bytes()
     except OSError as exc:
         raise SpecError(f"cannot read file: {exc.strerror}", file=str(path)) from None
