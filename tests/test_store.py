@@ -233,7 +233,9 @@ def test_a_store_row_storeloop_would_not_write_is_refused_by_every_reader(column
     db = tmp_path / "r.sqlite"
     run_sweep(load_sweep(spec), db, progress=False)
     con = sqlite3.connect(db)
-    con.execute(f"update points set {column} = {value} where rowid = (select min(rowid) from points)")
+    # a row without a checksum (a store written before checksums, or by another program): its cells
+    # are checked (a row with a checksum that fails is left out: test_a_flipped_bit_...)
+    con.execute(f"update points set {column} = {value}, checksum = null where rowid = (select min(rowid) from points)")
     con.commit()
     con.close()
     capsys.readouterr()
@@ -663,3 +665,40 @@ def test_two_sweeps_creating_one_new_store_at_once_both_open_it(tmp_path):
         for p in procs:
             p.join(60)
         assert [out.get(timeout=5) for _ in procs] == [None, None], f"round {i}"
+
+
+def _flip_a_bit_in(path, text: str) -> None:
+    """One bit of the middle byte of ``text`` (a cell, found once in the store file) flipped, after a
+    checkpoint so that the row sits in the main file."""
+    con = sqlite3.connect(path)
+    con.execute("pragma wal_checkpoint(truncate)")
+    con.close()
+    data, needle = bytearray(path.read_bytes()), text.encode()
+    at = data.find(needle)
+    assert at >= 0 and data.find(needle, at + 1) < 0
+    data[at + len(needle) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("cell", ["params", "levels"])
+def test_a_flipped_bit_in_a_row_is_reported_not_served(cell, tmp_path, capsys):
+    """Each row carries a checksum of its cells: a bit flipped since it was written leaves the row
+    out of every reader (with its sweep and key), `results --verify` lists it (exit 2), and the
+    next sweep runs its point again."""
+    db = tmp_path / "r.sqlite"
+    run_sweep(load_sweep(tiny(tmp_path)), db, progress=False)
+    con = sqlite3.connect(db)
+    key, text = con.execute(f"select key, {cell} from points where status = 'ok' order by key").fetchone()
+    con.close()
+    assert main(["results", str(db), "--verify"]) == 0
+    capsys.readouterr()
+    _flip_a_bit_in(db, text)
+    with pytest.warns(UserWarning, match="changed since they were written"):
+        df = read_results(db)
+    assert len(df) == 5 and key not in set(df["key"])
+    assert main(["results", str(db), "--verify"]) == 2
+    out = capsys.readouterr()
+    assert f"key {key}" in out.out and "1 changed since written" in out.out and "fail their checksum" in out.err
+    counts = run_sweep(load_sweep(tiny(tmp_path)), db, progress=False)
+    assert counts["run"] == 1
+    assert main(["results", str(db), "--verify"]) == 0

@@ -543,6 +543,34 @@ def _check_workers(n: int) -> None:
 RESULT_FORMATS = ("table", "csv", "json", "parquet")
 
 
+def _verify_store(path: str, sweep: str | None) -> int:
+    """``results --verify``: SQLite's own integrity check, then every row against its checksum."""
+    import sqlite3
+
+    from storeloop.sweeps.store import STORE_HELP, failed_checksums, read_store
+
+    db = read_store(path)
+    try:
+        pages = [r for (r,) in db.execute("pragma integrity_check")]
+        bad, checked, unchecked = failed_checksums(db, sweep)
+    except sqlite3.DatabaseError as exc:
+        raise SpecError(f"cannot read it as a results store ({exc})", file=path, allowed=STORE_HELP) from None
+    finally:
+        db.close()
+    print(f"{path}: {checked:,} row(s) checked, {len(bad):,} changed since written"
+          + (f", {unchecked:,} written before checksums (not checked)" if unchecked else "")
+          + f"; SQLite integrity: {'ok' if pages == ['ok'] else '; '.join(pages[:3])}")
+    for s, k in bad[:50]:
+        print(f"  changed: sweep {s!r} key {k}")
+    if len(bad) > 50:
+        print(f"  ... and {len(bad) - 50:,} more")
+    if bad or pages != ["ok"]:
+        raise SpecError(f"{len(bad)} row(s) fail their checksum" + ("" if pages == ["ok"] else "; SQLite finds the "
+                        "file damaged"), file=path,
+                        allowed="run the sweep again: it re-runs the points whose rows fail their checksum")
+    return 0
+
+
 def cmd_results(args: argparse.Namespace) -> int:
     from storeloop.sweeps import read_results
     from storeloop.sweeps.results import render_results
@@ -557,6 +585,8 @@ def cmd_results(args: argparse.Namespace) -> int:
     if fmt == "parquet" and out is None and sys.stdout.isatty():
         raise SpecError("Parquet is binary: it goes to a file or a pipe, not the terminal", field="--format",
                         allowed="--out FILE, or a redirection (> rows.parquet)")
+    if args.verify:
+        return _verify_store(args.db, args.sweep)
     df = read_results(args.db, args.sweep)          # any file that is not a store is refused there
     if args.sweep and not len(df):
         from storeloop.sweeps.results import sweep_names
@@ -791,6 +821,8 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--by", choices=("time_s", "energy_J"), default="time_s", help="with --rank: the objective")
     rs.add_argument("--order", choices=("weighted", "worst"), default="weighted",
                     help="with --rank: by the weighted mean (default) or the worst ratio to the best")
+    rs.add_argument("--verify", action="store_true", help="check every row's checksum and SQLite's integrity; "
+                    "list the rows changed since they were written (exit 2 if any)")
     rs.set_defaults(func=cmd_results)
     return p
 

@@ -13,20 +13,30 @@ def read_results(db_path: str | Path, sweep: str | None = None):
     """The store as a pandas DataFrame, one column per parameter (values as written in the spec; a
     parameter with units also gets ``<param>.value``, a number, and ``<param>.unit``). Rows whose
     inputs have changed since (``stale`` = 1) are included; :func:`mapped`, :func:`best_points`
-    and the figures leave them out."""
+    and the figures leave them out. A row whose cells no longer give its checksum (changed since it
+    was written) is left out, with a warning naming its sweep and key."""
+    import warnings
+
     import pandas as pd
 
     from storeloop.errors import SpecError
-    from storeloop.sweeps.store import STORE_HELP, read_store
+    from storeloop.sweeps.store import STORE_HELP, failed_checksums, read_store
 
     db = read_store(db_path)
     try:
         q = "select * from points" + (" where sweep = ?" if sweep else "")
         df = pd.read_sql_query(q, db, params=(sweep,) if sweep else None)
+        bad = failed_checksums(db, sweep)[0]
     except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
         raise SpecError(f"cannot read it as a results store ({exc})", file=str(db_path), allowed=STORE_HELP) from None
     finally:
         db.close()
+    if bad:
+        warnings.warn(f"storeloop: {db_path}: {len(bad)} row(s) changed since they were written (checksum), left "
+                      f"out: " + ", ".join(f"sweep {s!r} key {k}" for s, k in bad[:3]) + (", ..." if len(bad) > 3 else "")
+                      + f"; storeloop results {db_path} --verify lists them")
+        gone = set(bad)
+        df = df[[(s, k) not in gone for s, k in zip(df["sweep"], df["key"])]].reset_index(drop=True)
     _check_rows(df, db_path)
     params = df["params"].map(json.loads).apply(pd.Series) if len(df) else pd.DataFrame()
     df = pd.concat([df, params], axis=1)
@@ -77,7 +87,7 @@ def render_results(df, fmt: str) -> str | bytes:
     from storeloop.errors import SpecError
 
     if fmt == "table":                         # for reading: no JSON, numbers sorted as quantities
-        hidden = ("key", "params", "error", "levels", "result", "scenario", "notes", "mapping")
+        hidden = ("key", "params", "error", "levels", "result", "scenario", "notes", "mapping", "checksum")
         shown = df.drop(columns=[c for c in hidden if c in df] + [c for c in df if c.endswith((".value", ".unit"))])
         import pandas as pd
 

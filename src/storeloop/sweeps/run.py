@@ -22,7 +22,7 @@ from storeloop.spec.yamlio import LDict
 from storeloop.sweeps.spec import Sweep, _point_doc, load_sweep, point_arch, points, satisfies
 from tqdm import tqdm
 
-from storeloop.sweeps.store import FINAL, STATUSES, Lease, open_store
+from storeloop.sweeps.store import CHECKED, FINAL, STATUSES, Lease, failed_checksums, open_store, row_checksum
 
 
 def _digest(data: bytes) -> str:
@@ -224,13 +224,21 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
     context, files = run_context(sweep), {}
     # keys of points already final, whatever their stale mark (a key names its inputs exactly)
     done = {k for (k,) in db.execute(f"select key from points where sweep = ? and status in {FINAL}", (sweep.name,))}
+    done -= {k for _, k in failed_checksums(db, sweep.name)[0]}     # a row changed since written runs again
     finished = {}
     for p, w, m in db.execute("select params, workload, mapping from points where sweep = ? and status = 'ok' "
                               "order by stale, finished", (sweep.name,)):
         finished.setdefault((p, w), m)
     try:                  # a weight is no input of a result: a changed one relabels the rows, nothing runs again
-        db.executemany("update points set weight = ? where sweep = ? and workload = ? and weight is not ?",
-                       [(w, sweep.name, name, w) for name, w in sweep.weights.items()])
+        for name, w in sweep.weights.items():
+            relabel = db.execute(f"select {', '.join(CHECKED)}, checksum from points where sweep = ? and workload = ? "
+                                 "and weight is not ?", (sweep.name, name, w)).fetchall()
+            for values in relabel:          # a row that failed its checksum keeps failing it
+                old = dict(zip(CHECKED, values))
+                fresh = {**old, "weight": w}
+                ok = values[-1] is not None and row_checksum(old) == values[-1]
+                db.execute("update points set weight = ?, checksum = ? where sweep = ? and key = ?",
+                           (w, row_checksum(fresh) if ok else values[-1], sweep.name, old["key"]))
         db.commit()
     except sqlite3.DatabaseError as exc:
         raise StoreloopError(f"{db_path}: cannot write to the store ({exc})") from None
@@ -268,10 +276,11 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
         complete = True
 
     def store(key: str, row: dict) -> None:
-        cols = ["sweep", "key"] + list(row)
+        row = {"sweep": sweep.name, "key": key, **row}
+        row["checksum"] = row_checksum(row)
         try:
-            db.execute(f"insert or replace into points ({', '.join(cols)}) values ({', '.join('?' * len(cols))})",
-                       [sweep.name, key] + list(row.values()))
+            db.execute(f"insert or replace into points ({', '.join(row)}) values ({', '.join('?' * len(row))})",
+                       list(row.values()))
             # the same point of earlier inputs is stale from now on
             db.execute("update points set stale = 1 where sweep = ? and params = ? and workload = ? and key != ?",
                        (sweep.name, row["params"], row["workload"], key))

@@ -4,6 +4,8 @@ two sweeps share one store."""
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import json
 import os
 import socket
 import sqlite3
@@ -13,7 +15,7 @@ from pathlib import Path
 from storeloop.errors import SpecError
 
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 SCHEMA = """
 create table if not exists points (
     sweep text, key text, params text, workload text, status text,
@@ -22,13 +24,13 @@ create table if not exists points (
     clock_hz real, mapping text, error text, finished real,
     stopped text, lower_bound_energy_pJ real, energy_gap real, stale integer default 0, notes text,
     scenario text, levels text, throughput_Bps real, bottleneck text, result text, weight real,
-    primary key (sweep, key));
+    checksum text, primary key (sweep, key));
 create table if not exists claims (sweep text, key text, pid integer, host text, t real, primary key (sweep, key));
 """
 # columns added after the first stores were written (added to old stores when they are opened)
 ADDED = {"stopped": "text", "lower_bound_energy_pJ": "real", "energy_gap": "real", "stale": "integer default 0",
          "notes": "text", "scenario": "text", "levels": "text", "throughput_Bps": "real", "bottleneck": "text",
-         "result": "text", "weight": "real"}
+         "result": "text", "weight": "real", "checksum": "text"}
 # ok: mapped; invalid: the point's arch or workload has no answer; error: something unexpected (its
 # traceback in ``error``); timeout: the time limit ended the search before any mapping;
 # interrupted: Ctrl-C. Only the first two are final; the others run again on resume.
@@ -53,6 +55,44 @@ REQUIRED = tuple(c for c in _columns() if c not in ADDED)
 # what a migrated store's older rows hold in an added column that may not be empty
 FILLED = {"scenario": "{}", "weight": 1.0}
 STORE_HELP = "a .sqlite file written by storeloop sweep"
+
+
+# what a row's checksum covers: every column but the checksum and the stale mark (which a sweep
+# recomputes over whole sweeps as its grid changes: a derived label, not a result)
+CHECKED = tuple(c for c in _columns() if c not in ("stale", "checksum"))
+
+
+def _canonical(v):
+    """One text for a cell however SQLite hands it back: whole numbers as integers (a 5.0 in an
+    integer column reads back 5), other floats by their exact repr, bools as 0/1."""
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, (int, float)):
+        return int(v) if float(v).is_integer() and abs(v) < 2**63 else repr(float(v))
+    return v
+
+
+def row_checksum(row: dict) -> str:
+    """A row's checksum (sha256 of its CHECKED cells, 16 hex digits): written with the row, checked
+    on every read, so a cell changed since (a flipped bit, an edit by hand) is never served."""
+    text = json.dumps([_canonical(row.get(c)) for c in CHECKED], separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def failed_checksums(db: sqlite3.Connection, sweep: str | None = None) -> tuple[list[tuple[str, str]], int, int]:
+    """(sweep, key) of the rows whose cells no longer give their checksum, the rows checked, and the
+    rows without one (written before checksums)."""
+    q = f"select {', '.join(CHECKED)}, checksum from points" + (" where sweep = ?" if sweep else "")
+    bad, checked, unchecked = [], 0, 0
+    for values in db.execute(q, (sweep,) if sweep else ()):
+        row = dict(zip(CHECKED, values))
+        if values[-1] is None:
+            unchecked += 1
+            continue
+        checked += 1
+        if row_checksum(row) != values[-1]:
+            bad.append((row["sweep"], row["key"]))
+    return bad, checked, unchecked
 
 
 def _check_schema(db: sqlite3.Connection, path: Path) -> None:
@@ -185,8 +225,11 @@ class Lease:
                 db.rollback()
                 return False
             if row is None:     # a point finished by another sweep since this one started is done
-                st = db.execute("select status, stale from points where sweep = ? and key = ?", (sweep, key)).fetchone()
-                if st is not None and st[0] in FINAL and not st[1]:
+                st = db.execute(f"select stale, checksum, {', '.join(CHECKED)} from points where sweep = ? and key = ?",
+                                (sweep, key)).fetchone()
+                cells = dict(zip(CHECKED, st[2:])) if st is not None else {}
+                if st is not None and cells["status"] in FINAL and not st[0] and \
+                        st[1] in (None, row_checksum(cells)):          # (a row changed since: run again)
                     db.rollback()
                     return False
             db.execute("insert or replace into claims values (?, ?, ?, ?, ?)",
