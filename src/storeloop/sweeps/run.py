@@ -3,6 +3,7 @@ or a system analysed) and the pools that run them: local processes or a Dask clu
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -409,10 +410,21 @@ def _run_dask(address: str, workers: int, jobs, store) -> None:
                 store(key, row)
             for new in submit(1):
                 pending.add(new)
+    except KeyboardInterrupt:
+        # Ctrl-C: the points in flight are left unstored (claims of a gone process: re-run on
+        # resume); a local cluster's worker processes, busy in a search, are killed at once (a
+        # graceful close waits 4 s for each and prints Dask's warnings), and Dask says nothing more
+        logging.getLogger("distributed").setLevel(logging.CRITICAL)
+        for nanny in (cluster.workers.values() if cluster is not None else ()):
+            proc = getattr(getattr(nanny, "process", None), "process", None)
+            if proc is not None and proc.pid:
+                with contextlib.suppress(OSError):
+                    os.kill(proc.pid, signal.SIGKILL)
+        raise
     finally:
-        client.close()
+        client.close(timeout=2)
         if cluster is not None:
-            cluster.close()
+            cluster.close(timeout=2)
 
 
 def _run_pool(workers: int, jobs, store) -> None:
