@@ -502,3 +502,21 @@ def test_an_input_file_above_the_size_limit_is_refused_at_once(tmp_path, capsys)
     check(capsys, main(["sweep", str(big), "--db", str(tmp_path / "x.sqlite")]), "s.yaml:1", "17.0 MiB",
           "STORELOOP_MAX_INPUT_BYTES")
     assert time.monotonic() - t < 5 and not (tmp_path / "x.sqlite").exists()
+
+
+@pytest.mark.parametrize("value,needle", [
+    ("{compute: 5}", "expected a mapping"),
+    ("{levels: 3}", "expected a list"),
+    ("{levels.SRAM.capacity: abc}", "expected a quantity"),
+    ("{compute.instances: 3}", "cannot be spread over 2 RFs"),
+])
+def test_an_arch_set_value_the_arch_cannot_take_is_an_error_at_its_line_in_the_system_file(value, needle, tmp_path,
+                                                                                             capsys):
+    """A system stage's arch_set goes through the arch schema; its error names the system file's
+    line (not the arch file's, whose own lines are fine)."""
+    text = (ROOT / "systems" / "onionchopper.yaml").read_text().replace("../", str(ROOT) + "/")
+    line = next(x for x in text.splitlines() if x.strip().startswith("arch:"))
+    path = tmp_path / "s.yaml"
+    path.write_text(text.replace(line, f"{line}\n      arch_set: {value}", 1))
+    at = text.splitlines().index(line) + 2
+    check(capsys, main(["system", str(path)]), f"s.yaml:{at}", "arch_set", needle)

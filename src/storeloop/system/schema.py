@@ -707,10 +707,26 @@ def _einsum(spec: EinsumStageSpec, ctx: _Ctx, loc: tuple, base: Path) -> dict:
         if not isinstance(doc, dict) or "arch" not in doc:
             raise ctx.err(loc + ("arch_set",), f"{arch_path} is not a storeloop arch file, so arch_set cannot "
                           "address its fields", "arch_set only with storeloop-format arch files")
-        for key, value in spec.arch_set.items():
-            target, fld = arch_field(doc, str(key), ctx.root, loc + ("arch_set", key))
-            target[fld] = value
-        arch = arch_from_native(doc)
+        def overridden(keys) -> LDict:
+            out = copy.deepcopy(doc)
+            for key in keys:
+                target, fld = arch_field(out, str(key), ctx.root, loc + ("arch_set", key))
+                target[fld] = spec.arch_set[key]
+            return out
+
+        try:
+            arch = arch_from_native(overridden(spec.arch_set))
+        except SpecError as exc:
+            # a value the arch cannot take is an error at its arch_set line, not at the arch file's
+            arch_from_native(doc)                       # (an error of the arch file itself stays there)
+            for key in spec.arch_set:
+                try:
+                    arch_from_native(overridden([key]))
+                except SpecError as alone:
+                    raise ctx.err(loc + ("arch_set", key), f"{spec.arch_set[key]!r}: {alone.message} (in "
+                                  f"{alone.field or 'the arch'})", alone.allowed) from None
+            raise ctx.err(loc + ("arch_set",), f"these overrides together: {exc.message} (in {exc.field or 'the arch'})",
+                          exc.allowed) from None
     else:
         arch = load_arch(arch_path)
     if arch.clock_hz is None:
