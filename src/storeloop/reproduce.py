@@ -164,7 +164,8 @@ def systems(out: Path, root: Path) -> tuple[list[str], list[Path]]:
              "Each system file in `systems/` carries its paper's claims; storeloop derives each from the "
              "system (`storeloop system FILE --claims`). Status: *reproduced* (inputs published, within "
              "tolerance), *assumed* (within tolerance with inputs the paper does not publish, named), "
-             "*differs* (with the reason), *unpublished* (the missing input named).", ""]
+             "*differs* (with the reason), *unpublished* (the missing input named), *derived* (the paper "
+             "shows it without its value: storeloop's number alone).", ""]
     paths: list[Path] = []
     for title, name, extra in SYSTEMS:
         path = root / "systems" / f"{name}.yaml"

@@ -92,6 +92,7 @@ class Estimate:
     area_um2: float
     leak_W: float = 0.0
     source: str = ""
+    unpriced: bool = False             # left at 0 on purpose (the source says why): no warning
 
 
 @dataclass
@@ -223,7 +224,7 @@ def price(arch: Arch, registry: Registry | None = None) -> tuple[EnergyTable, li
                                                   located=comp.where)
     for comp in comps:
         e = comp.estimate
-        zero = [k for k, v in e.actions.items() if v == 0] + \
+        zero = [] if e.unpriced else [k for k, v in e.actions.items() if v == 0] + \
             (["area"] if e.area_um2 == 0 and not comp.off_chip else [])
         if zero:
             warnings.warn(f"storeloop: {comp.name} ({comp.cls}) is priced 0 for {', '.join(zero)} by "

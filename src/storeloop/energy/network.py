@@ -13,6 +13,7 @@ from storeloop.energy import Estimate
 
 class NetworkPlugin:
     name = "storeloop-network"
+    version = "0.2.0"          # (an estimate's cache key: 0.2 marks an unpriced NIC as meant)
     priority = 0.5
     classes = ("nic", "network")
 
@@ -24,7 +25,7 @@ class NetworkPlugin:
         rate = a.get("read_bytes_per_s") or a.get("shared_bytes_per_s")
         if "power_W" not in a or not rate:
             return Estimate({"read": 0.0, "write": 0.0}, float(a.get("area_um2", 0.0)), 0.0,
-                            "NIC not priced: give power_W (datasheet active power) and its bandwidth")
+                            "NIC not priced: give power_W (datasheet active power) and its bandwidth", unpriced=True)
         per_access = float(a["power_W"]) / (float(rate) * 8) * bits * 1e12
         return Estimate({"read": per_access, "write": per_access}, float(a.get("area_um2", 0.0)), 0.0,
                         f"NIC: {float(a['power_W']):g} W at {float(rate) * 8 / 1e9:g} Gb/s, per {bits}-bit access "

@@ -325,8 +325,11 @@ def lookup(result: dict, path: str, where) -> float:
 def check_claims(system: System, base: SystemResult) -> list[dict]:
     """Each claim: the published value, storeloop's derivation (in the variant its ``at`` names),
     their difference and a status: reproduced (inputs published, within tolerance), assumed (within
-    tolerance, with inputs the paper does not publish), differs (with why), unpublished."""
-    variants: dict[tuple, SystemResult] = {(system.path, ()): base}
+    tolerance, with inputs the paper does not publish), differs (with why), unpublished (storeloop
+    cannot derive it), derived (the paper shows it without its value: storeloop's alone)."""
+    # the claims are the paper's, about its configuration: they are scored on the file as written,
+    # whatever --set changes in the results around them
+    variants: dict[tuple, SystemResult] = {} if system.overrides else {(system.path, ()): base}
 
     def variant(path: str, at) -> SystemResult:
         if isinstance(at, str):                      # a scenario of another system file
@@ -336,8 +339,7 @@ def check_claims(system: System, base: SystemResult) -> list[dict]:
             at = scenarios[at]
         key = (path, tuple(at))
         if key not in variants:
-            extra = system.overrides if path == system.path else ()
-            variants[key] = evaluate_system(load_system(path, extra + tuple(at)), claims=False)
+            variants[key] = evaluate_system(load_system(path, tuple(at)), claims=False)
         return variants[key]
 
     rows = []
@@ -357,7 +359,7 @@ def check_claims(system: System, base: SystemResult) -> list[dict]:
                 row["relative_to"] = {"system": other, "output": output, "form": form}
             row.update(storeloop=v, storeloop_in_unit=v / c.unit_factor,
                        difference=(v - c.published) / c.published if c.published else None)
-            row["status"] = _status(c, v)
+            row["status"] = _status(c, v) if c.published is not None else "derived"
         rows.append(row)
     return rows
 

@@ -132,7 +132,8 @@ def _rest(r: dict, lines: list[str]) -> str:
         for c in r["claims"]:
             counts[c["status"]] = counts.get(c["status"], 0) + 1
         lines.append(f"claims       {len(r['claims'])}: " + ", ".join(f"{n} {k}" for k, n in counts.items())
-                     + " (--claims for the table)")
+                     + " (--claims for the table)" + (", scored on the file as written (--set does not change "
+                                                     "them)" if r.get("overrides") else ""))
     return "\n".join(lines)
 
 
@@ -146,7 +147,8 @@ def _cells(c: dict, *, none: str, le: str, ge: str, percent: str) -> tuple[str, 
 
 def claims_table(r: dict) -> str:
     """Published beside derived, with the difference and the reason where they differ."""
-    lines = [f"claims of {r['system']} ({r['file']}): published vs derived by storeloop", ""]
+    lines = [f"claims of {r['system']} ({r['file']}): published vs derived by storeloop"
+             + (" on the file as written (without --set)" if r.get("overrides") else ""), ""]
     lines.append(f"{'claim':<58} {'published':>13} {'storeloop':>13} {'diff':>8}  status       source")
     for c in r["claims"]:
         mine, diff, pub = _cells(c, none="-", le="<= ", ge=">= ", percent="%")

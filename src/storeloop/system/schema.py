@@ -242,7 +242,9 @@ class RelativeSpec(_Spec):
 
 class ClaimSpec(_Spec):
     name: str
-    published: Scalar = Field(description="the paper's value with its unit: '17.5 Gb/s', '9.5 TiB', '1.9x', '88%'")
+    published: Scalar | None = Field(None, description="the paper's value with its unit: '17.5 Gb/s', '9.5 TiB', "
+                                     "'1.9x', '88%'; omitted where the paper shows the quantity without its value "
+                                     "(a figure's bars): storeloop's derivation is shown, compared with nothing")
     source: str = Field(description="'file:line' of the sentence or table that states it")
     output: str | None = Field(None, description="the result it is derived as: 'resources.nic.out.used'")
     at: str | dict[str, Scalar] | None = Field(None, description="a scenario name or {field: value} overrides")
@@ -354,7 +356,7 @@ class Flow:
 @dataclass(frozen=True)
 class Claim:
     name: str
-    published: float                    # SI (B, B/s, s, Hz) or a plain number
+    published: float | None             # SI (B, B/s, s, Hz) or a plain number; None: not given (derived only)
     published_text: str
     unit: str | None                    # the unit it was published in
     unit_factor: float                  # SI per published unit
@@ -863,7 +865,10 @@ def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...]
     claims = []
     for i, c in enumerate(spec.claims):
         loc = ("system", "claims", i)
-        if (c.output is None) == (c.missing is None):
+        if c.published is None and (c.output is None or c.missing is not None or c.relation != "=" or not c.note):
+            raise ctx.err(loc, f"claim '{c.name}' has no published value: storeloop derives it ('output') and a "
+                          "'note' says where the paper shows it without its value", "published, or output + note")
+        if (c.output is None) == (c.missing is None) and c.published is not None:
             raise ctx.err(loc, f"claim '{c.name}' needs exactly one of 'output' (what storeloop derives it as) and "
                           "'missing' (the unpublished inputs that keep it from being derived)", "output | missing")
         if isinstance(c.at, str) and c.at not in scenarios:
@@ -875,8 +880,9 @@ def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...]
                 apply(trial, key, value)
             except SpecError as exc:
                 raise ctx.err(loc + ("at", key), exc.message, exc.allowed) from None
-        value, unit, factor = _published(c.published, ctx, loc + ("published",))
-        if not (value > 0 and math.isfinite(value)):
+        value, unit, factor = _published(c.published, ctx, loc + ("published",)) if c.published is not None \
+            else (None, None, 1.0)
+        if value is not None and not (value > 0 and math.isfinite(value)):
             raise ctx.err(loc + ("published",), f"{c.published!r} is not a positive finite value",
                           "the published magnitude (a reduction is written as a positive share: '18%')")
         relative = None
@@ -894,7 +900,7 @@ def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...]
             rel_at = rel.at if isinstance(rel.at, str) else _overrides(rel.at or {})
             relative = (None if other is None else str(other), rel.output,
                         scenarios[rel_at] if isinstance(rel_at, str) and other is None else rel_at, rel.form)
-        claims.append(Claim(c.name, value, str(c.published), unit, factor, c.source, c.output, at,
+        claims.append(Claim(c.name, value, "not given" if c.published is None else str(c.published), unit, factor, c.source, c.output, at,
                             c.at if isinstance(c.at, str) else None, c.relation, c.tolerance, c.assumes, c.why,
                             c.missing, c.note, relative, ctx.where(loc)))
     target = None if spec.target is None else ctx.q(rate_of, spec.target, ("system", "target"), positive=True)
