@@ -41,6 +41,16 @@ BAD_NUMBERS = ["abc", "-1", "nan", "1e400", "[1, 2]"]
 CHOICES = {"buffering"}
 BAD_CHOICES = ["triple", "2", "[double]", "Double"]
 BAD_FACTORS = ["{d}=-2", "{d}=0", "{d}=abc", "Z=2", "{d}=1e400"]
+# values of the right type that mean nothing (issue 30): (role, text in the file, its replacement)
+MEANINGLESS = [
+    ("workload", "read-write: True", "read-write: False"),              # Timeloop: a problem with no output
+    ("arch", "vector_access_energy: 20000", "vector_access_energy: 1e30"),   # 10^30 pJ per access
+    ("ert", "energy: 1024\n", "energy: 2e25\n"),
+    ("constraints", "min_spatial_utilization: 1.0", "min_spatial_utilization: true"),
+    ("sweep", "time_limit: 5}", 'time_limit: "5"}'),                     # a string where seconds go
+    ("system:rotation", "levels.CoreRegs.instances: 1}", "levels.CoreRegs.instances: 2}"),  # 2 register sets, 1 core
+    ("system:rotation", "arch_set: {compute.instances: 1,", "arch_set: {compute: 5,"),
+]
 
 
 @dataclass(frozen=True)
@@ -137,6 +147,9 @@ def cases() -> list[Case]:
                     new = lines[:]
                     new[i] = re.sub(rf"\b{dim}=\d+", bad.format(d=dim), lines[i], count=1)
                     out.append(Case(f"{fmt}-{role}-L{i + 1}-factor-{bad.format(d=dim)}", role, fmt, "\n".join(new) + "\n"))
+            for k, (r, old, bad) in enumerate(m for m in MEANINGLESS if m[0] == role):
+                if old in text:
+                    out.append(Case(f"{fmt}-{role}-meaningless-{k}", role, fmt, text.replace(old, bad, 1)))
             # the document itself: cut in the middle, a tab indent, an unknown key at the top
             out.append(Case(f"{fmt}-{role}-truncated", role, fmt, text[: len(text) // 2].rsplit("\n", 1)[0] + "\n  x: [\n"))
             out.append(Case(f"{fmt}-{role}-tab", role, fmt, text.replace("\n  ", "\n\t", 1)))
