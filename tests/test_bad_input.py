@@ -446,9 +446,8 @@ def test_a_file_that_is_not_a_mapping_is_named_with_what_it_holds(text, needle, 
     assert f"{f}:1" in err and needle in err and "top-level key" in err and "Traceback" not in err, err
 
 
-CORPUS = ROOT / "tests" / "corpus"
-PIR = CORPUS / "thesis__ssd-einsum__pir-onion"
-CNN = CORPUS / "a3-dram-glb-pe16-rf-32b__cnn-5x5__b3-r1"
+PIR = ROOT / "tests" / "corpus" / "thesis__ssd-einsum__pir-onion"
+CNN = ROOT / "tests" / "corpus" / "a3-dram-glb-pe16-rf-32b__cnn-5x5__b3-r1"
 
 
 def _edited(tmp_path, src, name, old, new):

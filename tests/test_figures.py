@@ -65,13 +65,13 @@ def test_fig_6_2_and_6_3_refined_sweep_zero_based(frames):
     ax = T.fig_6_2(frames["refined"]).axes[0]
     assert ax.get_ylim()[0] == 0 and ax.get_xscale() == "log"
     points = set(_points(ax))
-    assert all((r["area_mm2"], r["cycles"]) in points for _, r in d.iterrows())   # every design, at its values
+    assert all((r["on_chip_area_mm2"], r["cycles"]) in points for _, r in d.iterrows())   # every design, at its values
     ax = T.fig_6_3(frames["refined"]).axes[0]
     assert ax.get_ylim()[0] == 0
     xs_ys = set(_points(ax))
     for _, r in d.iterrows():                           # every design is one point, at its own values
-        assert (r["area_mm2"], r["energy_J"]) in xs_ys
-    assert (T.THESIS["area_mm2"], T.THESIS["energy_J"]) in xs_ys
+        assert (r["on_chip_area_mm2"], r["energy_J"]) in xs_ys
+    assert (T.THESIS["on_chip_area_mm2"], T.THESIS["energy_J"]) in xs_ys
     front = [ln for ln in ax.get_lines() if ln.get_label() == "Pareto front"][0]
     ys = list(front.get_ydata())
     assert ys == sorted(ys, reverse=True)               # a front: energy falls as area grows

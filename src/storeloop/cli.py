@@ -17,7 +17,9 @@ from storeloop.units import ExpressionError, bytes_of, integer
 from storeloop.workloads import pir
 
 
-def render_table(r: Result, arch: Arch) -> str:
+def render_table(r: Result, arch: Arch, mapping: str | None = None) -> str:
+    """The model's table per level, then the totals, each energy and area said with what priced it
+    and (``mapping``) which mapping produced it."""
     lines = [f"{'level':<10} {'inst':>5} {'cycles':>18} {'thrott':>7} {'energy pJ':>20} {'area um2':>12}"]
     for lvl in r.levels:
         lines.append(f"{lvl.name:<10} {lvl.utilized_instances:>2}/{lvl.instances:<2} {lvl.cycles:>18,} "
@@ -36,7 +38,11 @@ def render_table(r: Result, arch: Arch) -> str:
     lines.append(f"computes     {r.computes:,}")
     lines.append(f"utilization  {r.utilization:.4f}")
     lines.append(f"energy       {r.energy_pJ / 1e12:.6g} J  ({r.energy_pJ / r.computes:.6g} pJ/compute)")
-    lines.append(f"area         {r.area_um2 / 1e6:.6g} mm^2 ({r.on_chip_area_um2 / 1e6:.6g} mm^2 on chip)")
+    lines.append(f"area         {r.on_chip_area_um2 / 1e6:.6g} mm^2 on chip ({r.area_um2 / 1e6:.6g} mm^2 with the "
+                 f"off-chip levels: {', '.join(lv.name for lv in r.levels if lv.off_chip) or 'none'})")
+    lines.append(f"priced by    {r.priced_by}")
+    if mapping:
+        lines.append(f"mapping      {mapping}")
     if r.buffering:
         need = [f"{n} (single-buffered: {b['single_cycles'] / b['overlapped_cycles'] - 1:+.1%} cycles)"
                 for n, b in r.buffering.items() if b["needs_double"]]
@@ -76,7 +82,7 @@ def cmd_model(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result_to_json(result, arch), indent=1))
     else:
-        print(render_table(result, arch))
+        print(render_table(result, arch, args.mapping))
     return 0
 
 
@@ -190,7 +196,7 @@ def cmd_map(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({**result_to_json(out.result, arch), "search": s}, indent=1))
         return 0
-    print(render_table(out.result, arch))
+    print(render_table(out.result, arch, "the mapper's (below)" + (f", written to {args.out}" if args.out else "")))
     print()
     print("mapping (outer -> inner):")
     for lvl, lm in zip(arch.levels, out.mapping.levels):
@@ -441,6 +447,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     df = read_results(db, sweep.name)
     if sweep.system_file is not None:
         _system_sweep_summary(mapped(df), ["+".join(p) for p, _ in sweep.parameters])
+    elif len(mapped(df)):
+        print("each point: the mapper's mapping for its arch, energy and area priced by "
+              + (f"{sweep.energy.ert} + {sweep.energy.art or 'no ART'}" if sweep.energy.ert else
+                 "the energy plug-ins (each row's priced_by column says which)"))
     for _, row in ([] if sweep.system_file is not None else best_points(df).iterrows()):
         params = "".join(f"{n} = {row[n]}, " for n in names)
         where = "".join(f", {n} = {row[n]}" for n in sweep.scenarios)

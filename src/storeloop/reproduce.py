@@ -288,8 +288,8 @@ def report(frames: dict, cpu: dict, quick: bool, timing: dict, refined_spec: Pat
         "(docs/energy-vs-thesis.md): the Disk at 2.5 nJ/B alone costs more than the thesis's total |",
         f"| power | {THESIS['power_W']} W | {row['energy_pJ'] / 1e12 / t:.2f} W | "
         f"{_pct(row['energy_pJ'] / 1e12 / t, THESIS['power_W'])} | energy over time |",
-        f"| on-chip area | {THESIS['area_mm2']} mm² | {row['on_chip_area_um2'] / 1e6:.2f} mm² | "
-        f"{_pct(row['on_chip_area_um2'] / 1e6, THESIS['area_mm2'])} | ModMAC built from Aladdin parts at 45 nm "
+        f"| on-chip area | {THESIS['on_chip_area_mm2']} mm² | {row['on_chip_area_um2'] / 1e6:.2f} mm² | "
+        f"{_pct(row['on_chip_area_um2'] / 1e6, THESIS['on_chip_area_mm2'])} | ModMAC built from Aladdin parts at 45 nm "
         "instead of the thesis's yosys synthesis |",
         f"| SSD share of energy | {100 * THESIS['ssd_energy_share']:.2f} % | {100 * levels[disk]['energy_pJ'] / e_total:.2f} % "
         "| | as energy |",

@@ -246,7 +246,10 @@ def price(arch: Arch, registry: Registry | None = None) -> tuple[EnergyTable, li
 
     table = with_ssd_prices(arch, EnergyTable(storage, ActionCosts(mac, 0.0, ce.area_um2,
                                                                    f"{comps[-1].plugin}: {ce.source}"),
-                                              source="energy plug-ins"))
+                                              source="energy plug-ins: " + ", ".join(
+                                                  f"{c.name} " + ("vector_access_energy (arch)" if c.name in storage
+                                                                  and storage[c.name].source.startswith("user:")
+                                                                  else c.plugin) for c in comps)))
     return double_buffered(arch, table), comps
 
 

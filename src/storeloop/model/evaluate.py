@@ -92,6 +92,7 @@ class Result:
     # per level below the first: its declared buffering, the run's cycles were it single-buffered
     # and whether the mapping needs it double-buffered (overlapped) to reach its cycles
     buffering: dict[str, dict] = field(default_factory=dict)
+    priced_by: str = ""             # what priced the energy and area: the plug-ins per component, or the ERT/ART
 
     @property
     def energy_pJ(self) -> float:
@@ -128,7 +129,8 @@ class Result:
         """The headline numbers with their units in the keys, plus per-level cycles and energy."""
         out = {"cycles": self.cycles, "time_s": self.time_s, "energy_J": self.energy_J, "area_mm2": self.area_mm2,
                "on_chip_area_mm2": self.on_chip_area_mm2, "computes": self.computes,
-               "utilization": self.utilization, "compute_energy_J": self.compute_energy_pJ / 1e12}
+               "utilization": self.utilization, "compute_energy_J": self.compute_energy_pJ / 1e12,
+               "priced_by": self.priced_by}
         for lvl in self.levels:
             out[f"{lvl.name}.cycles"] = lvl.cycles
             out[f"{lvl.name}.energy_J"] = lvl.energy_pJ / 1e12
@@ -251,7 +253,7 @@ def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTab
                   utilized_compute_instances=nest.utilized_compute_instances,
                   compute_energy_pJ=nest.computes * energy.compute.read_pJ,
                   compute_area_per_instance_um2=energy.compute.area_um2,
-                  compute_source=energy.compute.source, levels=levels, clock_hz=arch.clock_hz,
+                  compute_source=energy.compute.source, levels=levels, clock_hz=arch.clock_hz, priced_by=energy.source,
                   buffering=buffering)
 
 
@@ -283,7 +285,8 @@ def result_to_json(r: Result, arch: Arch) -> dict:
     return {
         "summary": {"cycles": r.cycles, "computes": r.computes, "utilization": r.utilization,
                     "energy_pJ": r.energy_pJ, "area_total_um2": r.area_um2,
-                    "pJ_per_compute": r.energy_pJ / r.computes},
+                    "area_on_chip_um2": r.on_chip_area_um2, "pJ_per_compute": r.energy_pJ / r.computes,
+                    "priced_by": r.priced_by},
         "compute": {"name": r.compute_name, "instances": r.compute_instances,
                     "utilized_instances": r.utilized_compute_instances, "computes": r.computes,
                     "cycles": r.compute_cycles, "energy_pJ": r.compute_energy_pJ,

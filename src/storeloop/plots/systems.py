@@ -48,7 +48,7 @@ def copa(path, out: Path) -> Path:
     for ax in (a, b):
         _zero(ax)
         ax.legend(fontsize=7)
-    return _save(fig, Path(out) / "copa.png")
+    return _save(fig, out, "copa.png")
 
 
 WORKLOADS = ["Write-only (3)", "Write-H", "Write-M", "Write-L", "Mixed (3)"]
@@ -89,7 +89,7 @@ def fidr(baseline, design, out: Path) -> Path:
     ax.set_ylim(0, 130)
     ax.legend(fontsize=7, loc="upper left")
     ax.grid(axis="y", alpha=0.3)
-    return _save(fig, Path(out) / "fidr.png")
+    return _save(fig, out, "fidr.png")
 
 
 def rotation(path, out: Path, rates=(10, 25, 40, 100)) -> Path:
@@ -108,7 +108,7 @@ def rotation(path, out: Path, rates=(10, 25, 40, 100)) -> Path:
     for ax in (a, b):
         _zero(ax)
         ax.legend(fontsize=7)
-    return _save(fig, Path(out) / "rotation.png")
+    return _save(fig, out, "rotation.png")
 
 
 def p4_enckv(path, out: Path) -> Path:
@@ -123,7 +123,7 @@ def p4_enckv(path, out: Path) -> Path:
            title="memory per cached record (max value 400 B)")
     _zero(ax)
     ax.legend(fontsize=7)
-    return _save(fig, Path(out) / "p4-enckv.png")
+    return _save(fig, out, "p4-enckv.png")
 
 
 __all__ = ["vary", "copa", "fidr", "rotation", "p4_enckv"]

@@ -23,7 +23,7 @@ THESIS = {
     "cycles_one_unit": 1.7e10,          # Fig. 6-1: the cluster of one-compute-unit designs
     "cycles_ssd_bound": 12_862_500_500,  # ch. 6.1: 64.3125 GB at 10 GB/s, 2 GHz
     "cycles": 12_833_318_209,            # ch. 6.4, the optimal design on 64 GB
-    "energy_J": 169.09, "power_W": 26.35, "area_mm2": 6.87,
+    "energy_J": 169.09, "power_W": 26.35, "on_chip_area_mm2": 6.87,
     "ssd_energy_share": 0.6499, "compute_energy_share": 0.3343, "compute_area_share": 0.9954,
     "optimal": "2 x SRAM 4 KB + 2 x RF 32 words",
     "speed_at_512MB": 0.89,             # ch. 6.5: of the peak speed
@@ -60,7 +60,7 @@ def _amount(value) -> float:
 
 
 def frame(df):
-    """Current ``ok`` rows with time_s, energy_J, area_mm2 (on chip), power_W and each parameter
+    """Current ``ok`` rows with time_s, energy_J, on_chip_area_mm2, power_W and each parameter
     as a number in ``<param>#`` (bytes for sizes, words for word counts)."""
     d = _ok(df)
     d["power_W"] = d["energy_J"] / d["time_s"]
@@ -103,7 +103,7 @@ def fig_6_1(initial):
     by the number of compute units, with the two bounds that explain the thesis's two clusters."""
     d = frame(initial)
     fig, (ax,) = _fig()
-    _by_colour(ax, d, "area_mm2", "cycles", UNITS)
+    _by_colour(ax, d, "on_chip_area_mm2", "cycles", UNITS)
     _log_area(ax)
     ax.set_yscale("log")
     ax.set_ylabel("cycles (log scale)")
@@ -122,7 +122,7 @@ def fig_6_2(refined):
     RF depth, zero-based, with the Disk bound."""
     d = frame(refined)
     fig, (ax,) = _fig()
-    _by_colour(ax, d, "area_mm2", "cycles", RF)
+    _by_colour(ax, d, "on_chip_area_mm2", "cycles", RF)
     _log_area(ax)
     ax.axhline(d["lower_bound_cycles"].min(), color="black", lw=0.8, ls="--", label="Disk bandwidth bound")
     ax.axhline(THESIS["cycles"], color="tab:red", lw=0.8, ls=":", label="thesis's optimum (12,833,318,209)")
@@ -135,10 +135,10 @@ def fig_6_2(refined):
 
 def _energy_vs_area(d, title: str):
     fig, (ax,) = _fig()
-    _by_colour(ax, d, "area_mm2", "energy_J", RF)
-    f = pareto_front(d, "area_mm2", "energy_J")
-    ax.plot(f["area_mm2"], f["energy_J"], color="grey", lw=1, label="Pareto front")
-    ax.scatter([THESIS["area_mm2"]], [THESIS["energy_J"]], marker="*", s=120, color="tab:red",
+    _by_colour(ax, d, "on_chip_area_mm2", "energy_J", RF)
+    f = pareto_front(d, "on_chip_area_mm2", "energy_J")
+    ax.plot(f["on_chip_area_mm2"], f["energy_J"], color="grey", lw=1, label="Pareto front")
+    ax.scatter([THESIS["on_chip_area_mm2"]], [THESIS["energy_J"]], marker="*", s=120, color="tab:red",
                label="thesis's optimum (Timeloop + Accelergy)")
     _log_area(ax)
     ax.set_ylim(0, max(d["energy_J"].max(), THESIS["energy_J"]) * 1.1)

@@ -87,7 +87,7 @@ def render_results(df, fmt: str) -> str | bytes:
     from storeloop.errors import SpecError
 
     if fmt == "table":                         # for reading: no JSON, numbers sorted as quantities
-        hidden = ("key", "params", "error", "levels", "result", "scenario", "notes", "mapping", "checksum")
+        hidden = ("key", "params", "error", "levels", "result", "scenario", "notes", "mapping", "checksum", "priced_by")
         shown = df.drop(columns=[c for c in hidden if c in df] + [c for c in df if c.endswith((".value", ".unit"))])
         import pandas as pd
 

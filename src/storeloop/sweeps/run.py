@@ -187,7 +187,7 @@ def _run_point(sweep: Sweep, params: dict, workload: str, seeds, row: dict) -> N
                seconds=s["seconds"], clock_hz=arch.clock_hz, stopped=s["stopped"],
                lower_bound_energy_pJ=s["lower_bound_energy_pJ"], energy_gap=s["energy_gap"],
                mapping=yaml.safe_dump(mapping_to_native(out.mapping, arch, w), sort_keys=False),
-               levels=json.dumps(levels))
+               levels=json.dumps(levels), priced_by=r.priced_by)
 
 
 def level_breakdown(r) -> dict:

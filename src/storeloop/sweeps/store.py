@@ -24,13 +24,14 @@ create table if not exists points (
     clock_hz real, mapping text, error text, finished real,
     stopped text, lower_bound_energy_pJ real, energy_gap real, stale integer default 0, notes text,
     scenario text, levels text, throughput_Bps real, bottleneck text, result text, weight real,
-    checksum text, primary key (sweep, key));
+    checksum text, priced_by text, primary key (sweep, key));
 create table if not exists claims (sweep text, key text, pid integer, host text, t real, primary key (sweep, key));
 """
 # columns added after the first stores were written (added to old stores when they are opened)
 ADDED = {"stopped": "text", "lower_bound_energy_pJ": "real", "energy_gap": "real", "stale": "integer default 0",
          "notes": "text", "scenario": "text", "levels": "text", "throughput_Bps": "real", "bottleneck": "text",
-         "result": "text", "weight": "real", "checksum": "text"}
+         "result": "text", "weight": "real", "checksum": "text",
+         "priced_by": "text"}
 # ok: mapped; invalid: the point's arch or workload has no answer; error: something unexpected (its
 # traceback in ``error``); timeout: the time limit ended the search before any mapping;
 # interrupted: Ctrl-C. Only the first two are final; the others run again on resume.
@@ -82,10 +83,13 @@ def row_checksum(row: dict) -> str:
 def failed_checksums(db: sqlite3.Connection, sweep: str | None = None) -> tuple[list[tuple[str, str]], int, int]:
     """(sweep, key) of the rows whose cells no longer give their checksum, the rows checked, and the
     rows without one (written before checksums)."""
-    q = f"select {', '.join(CHECKED)}, checksum from points" + (" where sweep = ?" if sweep else "")
+    have = {row[1] for row in db.execute("pragma table_info(points)")}
+    cols = [c for c in CHECKED if c in have]         # a store of an older schema, read as it is
+    q = f"select {', '.join(cols)}, {'checksum' if 'checksum' in have else 'null'} from points" + \
+        (" where sweep = ?" if sweep else "")
     bad, checked, unchecked = [], 0, 0
     for values in db.execute(q, (sweep,) if sweep else ()):
-        row = dict(zip(CHECKED, values))
+        row = dict(zip(cols, values))
         if values[-1] is None:
             unchecked += 1
             continue

@@ -73,7 +73,8 @@ def einsum_unit(stage: Stage) -> dict:
         _UNITS[key] = {"arch": arch.name, "workload": work.name, "clock_hz": arch.clock_hz,
                        "cycles": r.cycles, "energy_J": r.energy_J, "stream_bytes": stream,
                        "on_chip_bytes": on_chip, "on_chip_area_mm2": r.on_chip_area_mm2,
-                       "computes": r.computes, "search_stopped": out.search.get("stopped"), "bound_by": r.bound_by}
+                       "computes": r.computes, "search_stopped": out.search.get("stopped"), "bound_by": r.bound_by,
+                       "priced_by": r.priced_by}
     return dict(_UNITS[key])
 
 

@@ -105,6 +105,8 @@ def _rest(r: dict, lines: list[str]) -> str:
             lines.append(f"    mapped on {s['arch']} by storeloop's mapper ({s['search_stopped']}): {s['cycles']:,} cycles "
                          f"{bound}+ {si(s['setup_s'], 's')} setup per invocation of {si(s['stream_bytes'], 'B')}; "
                          f"{si(s['energy_J_per_byte'], 'J')}/B; on chip {si(s['on_chip_bytes'], 'B')}")
+            if s.get("priced_by"):
+                lines.append(f"    priced by {s['priced_by']}")
         elif s["kind"] == "table":
             lines.append(f"    {s['entries']:.4g} entries x {si(s['entry_bytes'], 'B')} = {si(s['bytes'], 'B')} in {s['store']}")
         elif s["kind"] == "index":
