@@ -520,3 +520,25 @@ def test_an_arch_set_value_the_arch_cannot_take_is_an_error_at_its_line_in_the_s
     path.write_text(text.replace(line, f"{line}\n      arch_set: {value}", 1))
     at = text.splitlines().index(line) + 2
     check(capsys, main(["system", str(path)]), f"s.yaml:{at}", "arch_set", needle)
+
+
+def test_a_missing_file_gets_a_did_you_mean(capsys):
+    check(capsys, main(["model", str(ROOT / "arch" / "onionchopper.yaml"), str(ROOT / "workloads" / "onionpir-64GB.yaml"),
+                        MAPPING]), "onionpir-64GB.yaml: no such file", "did you mean", "onionpir-64GiB.yaml")
+
+
+def test_a_tile_that_does_not_fit_names_the_mapping_line_and_the_level_line(tmp_path, capsys):
+    text = (ROOT / "mappings" / "onionchopper-thesis-best.yaml").read_text()
+    bad = text.replace("temporal: J=2 N=2 P=2", "temporal: J=2 N=1024 P=2").replace(
+        "temporal: C=2 K=2 D=128 J=8 N=512", "temporal: C=2 K=2 D=128 J=8")
+    m = tmp_path / "m.yaml"
+    m.write_text(bad)
+    line = next(i for i, x in enumerate(bad.splitlines(), 1) if "level: SRAM" in x)
+    check(capsys, main(["model", str(ROOT / "arch" / "onionchopper.yaml"), str(ROOT / "workloads" / "onionpir-64GiB.yaml"),
+                        str(m)]), f"m.yaml:{line}: invalid mapping", "exceeds buffer capacity",
+          "onionchopper.yaml:29 (SRAM's")
+
+
+def test_workload_out_says_what_it_wrote(tmp_path, capsys):
+    assert main(["workload", "simplepir", "--db-size", "1GiB", "--out", str(tmp_path / "w.yaml")]) == 0
+    assert f"wrote {tmp_path / 'w.yaml'}" in capsys.readouterr().out

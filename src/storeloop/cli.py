@@ -70,7 +70,13 @@ def evaluate_args(args: argparse.Namespace):
     try:
         return arch, workload, mapping, energy, evaluate(arch, workload, mapping, energy)
     except MappingError as exc:
-        print(f"storeloop: invalid mapping {args.mapping}: {exc.reason}", file=sys.stderr)
+        from storeloop.spec.load import mapping_level_line
+
+        line = mapping_level_line(args.mapping, exc.level) if exc.level else None
+        where = next((lv.where for lv in arch.levels if lv.name == exc.level), None) if exc.level else None
+        print(f"storeloop: {args.mapping}{f':{line}' if line else ''}: invalid mapping: {exc.reason}"
+              + (f"\n  the level: {where[0]}:{where[1]} ({exc.level}'s capacity and fanout)" if where and where[0] else ""),
+              file=sys.stderr)
         return None
 
 
@@ -417,8 +423,7 @@ def cmd_workload(args: argparse.Namespace) -> int:
                                 "source": source}}
             path.write_text(f"# {doc_line}\n# pass {i} of {len(workloads)} ({w.name}); formulas and references: "
                             f"{fn.__module__}.{fn.__name__}\n" + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None))
-            if len(workloads) > 1:
-                print(f"wrote {path} (pass {i} of {len(workloads)})")
+            print(f"wrote {path}" + (f" (pass {i} of {len(workloads)})" if len(workloads) > 1 else ""))
     if args.json:
         print(json.dumps({"scheme": args.scheme, "db_size_bytes": db_bytes, "einsums": einsums}, indent=1))
     elif not args.out:

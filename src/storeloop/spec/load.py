@@ -58,6 +58,19 @@ def load_mapping(path: str | Path, arch: Arch, workload: Workload) -> Mapping:
     return native.mapping_from_native(doc, arch, workload)
 
 
+def mapping_level_line(path: str | Path, level: str) -> int | None:
+    """The line of a mapping file (storeloop's or Timeloop's) where ``level``'s entry starts."""
+    from storeloop.spec.yamlio import locate
+
+    doc = load(path)
+    m = doc.get("mapping")
+    entries = m.get("levels") if isinstance(m, dict) else m
+    for i, e in enumerate(entries if isinstance(entries, list) else []):
+        if isinstance(e, dict) and level in (e.get("level"), e.get("target")):
+            return locate(doc, ("mapping", "levels", i) if isinstance(m, dict) else ("mapping", i))[1]
+    return None
+
+
 def load_energy_file(path: str | Path, kind: str, named_at: tuple | None = None):
     """An Accelergy ERT or ART file (``kind``), its tables checked (every number at its line).
     ``named_at`` (doc, loc): where another file names it, the place a file of another kind is refused."""

@@ -150,6 +150,20 @@ def loads(text: str, filename: str | None = None) -> Any:
 MAX_INPUT_BYTES = 16 * 2**20
 
 
+def _near_files(path: Path) -> str:
+    """What a missing file was probably meant to be: the closest names in its folder."""
+    import difflib
+
+    folder = path.parent
+    if not folder.is_dir():
+        return f"a file in an existing folder ({folder} does not exist)"
+    names = sorted(p.name for p in folder.iterdir() if p.is_file() and p.suffix in (".yaml", ".yml"))
+    near = difflib.get_close_matches(path.name, names, n=3, cutoff=0.6)
+    if near:
+        return "did you mean " + ", ".join(str(folder / n) for n in near) + "?"
+    return f"one of the YAML files in {folder} ({len(names)}: {', '.join(names[:6])}{', ...' if len(names) > 6 else ''})"
+
+
 def load(path: str | Path) -> Any:
     path = Path(path)
     try:
@@ -164,6 +178,8 @@ def load(path: str | Path) -> Any:
                             allowed="a storeloop or Timeloop input (set STORELOOP_MAX_INPUT_BYTES to read a "
                                     "larger one)")
         data = path.read_bytes()
+    except FileNotFoundError:
+        raise SpecError("no such file", file=str(path), allowed=_near_files(path)) from None
     except OSError as exc:
         raise SpecError(f"cannot read file: {exc.strerror}", file=str(path)) from None
     try:
