@@ -330,16 +330,19 @@ def _map_query(args: argparse.Namespace, arch: Arch, opts, query) -> int:
         print(json.dumps(d, indent=1))
         return 0
     clock = arch.clock_hz or 1.0
-    print(f"{'einsum':<28} {'home':<8} {'MACs':>16} {'cycles':>16} {'share':>7} {'energy J':>10}  bound by, search")
+    print(f"{'einsum':<28} {'home':<11} {'MACs':>16} {'cycles':>16} {'share':>7} {'energy J':>10}  bound by, search")
     for e in d["einsums"]:
-        print(f"{e['name']:<28} {e['home']:<8} {e['macs']:>16,} {e['cycles']:>16,} {e['cycles'] / d['cycles']:>7.2%} "
+        home = e["home"] + ("" if e["output_home"] == e["home"] else f">{e['output_home']}")
+        print(f"{e['name']:<28} {home:<11} {e['macs']:>16,} {e['cycles']:>16,} {e['cycles'] / d['cycles']:>7.2%} "
               f"{e['energy_J']:>10.4g}  {e['bound_by']}, {e['stopped']}{' (proven)' if e['optimal'] else ''}")
     for m in d["moves"]:
-        print(f"{'move ' + m['tensor']:<28} {m['source'] + '->' + m['target']:<8} {'':>16} {m['cycles']:>16,} "
+        print(f"{'move ' + m['tensor']:<28} {m['source'] + '->' + m['target']:<11} {'':>16} {m['cycles']:>16,} "
               f"{m['cycles'] / d['cycles']:>7.2%} {m['energy_pJ'] / 1e12:>10.4g}  {m['words_read']:,} words read, "
               f"{m['words_written']:,} written")
-    print(f"{'query':<28} {'':<8} {sum(e['macs'] for e in d['einsums']):>16,} {d['cycles']:>16,} {'':>7} "
+    print(f"{'query':<28} {'':<11} {sum(e['macs'] for e in d['einsums']):>16,} {d['cycles']:>16,} {'':>7} "
           f"{d['energy_J']:>10.4g}  {d['claim']}")
+    if any(e["output_home"] != e["home"] for e in d["einsums"]):
+        print("home A>B: the einsum's tensors live at A, the output it writes at B (bypassing the levels between)")
     print(f"time {d['cycles'] / clock:.6g} s at {clock / 1e9:g} GHz, einsums run one after another; "
           f"the first einsum takes {d['einsums'][0]['cycles'] / d['cycles']:.2%} of the cycles and "
           f"{d['einsums'][0]['energy_J'] / d['energy_J']:.2%} of the energy")

@@ -9,13 +9,20 @@ a fixed level. A tensor written at one home and read at another is *moved* betwe
 whole at the writer's home and written at the reader's (for a decomposed reader, its words), as one
 stream -- the slower side sets its cycles (an SSD-backed level: the SSD model's sequential stream).
 
+The tensor an einsum writes has a home too: its einsum's home, or a level further down that holds
+it whole (of one instance), where the einsum's mapping keeps it and every level above bypasses it
+-- the first dimension's ciphertexts accumulated in DRAM while the database streams from the SSD.
+Its reader then finds it there, or it is moved from there. The home's capacity given to the
+einsum's mapping is less the tensor's whole size (the tensor's tile there is counted again: a
+bound that is tight for an unbounded level).
+
 The einsums run one after another: the query's cycles and energy are the sums of the einsums' and
-the moves'. Every combination of homes is priced and the best kept; since each einsum's mapping is
-its own best (lexicographic delay then energy, or either alone), the sum of the best is the best
-sum, so the query is proven optimal over its homes when every einsum is.
-Not modelled here: an einsum whose tensors live at different levels (its output kept in DRAM while
-the database streams from the SSD: the output of a first einsum at the SSD's level is written
-there and moved), tile-level fusion of two einsums, and the decomposition's own work.
+the moves'. Every combination of homes (einsums' and their outputs') is priced and the best kept;
+since each einsum's mapping is its own best (lexicographic delay then energy, or either alone),
+the sum of the best is the best sum, so the query is proven optimal over its homes when every
+einsum is. Not modelled here: tile-level fusion of two einsums (an intermediate that never
+exists whole: it pays off only at a level too small for the whole tensor, as DRAM is not on
+OnionChopper), overlap between einsums, and the decomposition's own work.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from dataclasses import dataclass
 from storeloop.errors import SpecError
 from storeloop.mapper import MapResult, map_workload
 from storeloop.mapper.objective import Objective, arch_area_um2
+from storeloop.mapper.space import Constraints, LevelConstraint
 from storeloop.model import disk
 from storeloop.spec.query import Query
 from storeloop.spec.types import Arch, EnergyTable
@@ -53,6 +61,7 @@ class QueryResult:
     moves: list[Move]
     combinations: int                      # homes combinations priced
     open_homes: list[list[str]] = dataclasses.field(default_factory=list)   # combinations a bound cannot rule out
+    output_homes: list[str] = dataclasses.field(default_factory=list)      # per einsum: where its output lives
 
     @property
     def cycles(self) -> int:
@@ -88,11 +97,13 @@ class QueryResult:
         return {"query": self.query.name, "cycles": self.cycles, "time_s": self.cycles / clock if clock else None,
                 "energy_J": self.energy_pJ / 1e12, "optimal": self.optimal, "claim": self.claim,
                 "home_combinations": self.combinations,
-                "einsums": [{"name": e.workload.name, "home": h, "macs": e.workload.macs, "cycles": p.result.cycles,
+                "einsums": [{"name": e.workload.name, "home": h, "output_home": o, "macs": e.workload.macs,
+                             "cycles": p.result.cycles,
                              "energy_J": p.result.energy_pJ / 1e12, "optimal": bool(p.search["optimal"]),
                              "cycles_optimal": bool(p.search["cycles_optimal"]), "energy_gap": p.search["energy_gap"],
                              "stopped": p.search["stopped"], "bound_by": p.result.bound_by}
-                            for e, h, p in zip(self.query.einsums, self.homes, self.parts)],
+                            for e, h, o, p in zip(self.query.einsums, self.homes, self.output_homes or self.homes,
+                                                  self.parts)],
                 "moves": [dataclasses.asdict(m) for m in self.moves]}
 
 
@@ -142,21 +153,48 @@ def _stream(arch: Arch, energy: EnergyTable, L: int, name: str, words: int, read
     return (words / min(bw) if bw else 0.0), pj
 
 
-def moves(arch: Arch, energy: EnergyTable, query: Query, at: list[int]) -> list[Move]:
-    """Tensors written at one home and read at another, each moved once per reader."""
+def moves(arch: Arch, energy: EnergyTable, query: Query, at: list[int], kept: list[int] | None = None) -> list[Move]:
+    """Tensors written at one home and read at another, each moved once per reader: from the home
+    of the tensor (``kept``, per einsum: where its output lives; default: its einsum's home)."""
+    kept = at if kept is None else kept
     out = []
     for j, e in enumerate(query.einsums):
         for local, (g, k) in e.binds.items():
             i = query.writer(g)
-            if i is None or i == j or at[i] == at[j]:
+            if i is None or i == j or kept[i] == at[j]:
                 continue
             w = query.einsums[i].workload
             words = next(w.tensor_elements(t) for t in w.tensors if t.read_write)
-            rc, rp = _stream(arch, energy, at[i], g, words, True)
+            rc, rp = _stream(arch, energy, kept[i], g, words, True)
             wc, wp = _stream(arch, energy, at[j], g, words * k, False)
-            out.append(Move(g, arch.levels[at[i]].name, arch.levels[at[j]].name, words, words * k,
+            out.append(Move(g, arch.levels[kept[i]].name, arch.levels[at[j]].name, words, words * k,
                             math.ceil(max(rc, wc)), rp + wp))
     return out
+
+
+def output_homes(arch: Arch, query: Query, i: int, L: int) -> list[int]:
+    """Where the tensor einsum ``i`` writes may live when the einsum's home is level ``L``: there, or
+    a level below of one instance that holds it whole."""
+    w = query.einsums[i].workload
+    words = next(w.tensor_elements(t) for t in w.tensors if t.read_write)
+    return [L] + [H for H in range(L + 1, len(arch.levels)) if arch.levels[H].instances == 1
+                  and (arch.levels[H].size_words is None or arch.levels[H].size_words > words)]
+
+
+def _homed(arch: Arch, workload, L: int, H: int) -> tuple[Arch, Constraints | None]:
+    """The arch an einsum at home ``L`` is mapped on (from ``L`` down) and, with its output homed at
+    ``H`` > ``L``, the constraints that keep it there and bypass it above; ``H``'s capacity is less
+    the output's whole size (the output grows to it there)."""
+    levels = list(arch.levels[L:])
+    if H == L:
+        return dataclasses.replace(arch, levels=tuple(levels)), None
+    out = next(t for t in workload.tensors if t.read_write)
+    h = H - L
+    if levels[h].size_words is not None:
+        levels[h] = dataclasses.replace(levels[h], size_words=levels[h].size_words - workload.tensor_elements(out))
+    cons = {k: LevelConstraint(bypass=frozenset({out.name})) for k in range(h)}
+    cons[h] = LevelConstraint(keep=frozenset({out.name}))
+    return dataclasses.replace(arch, levels=tuple(levels)), Constraints(cons, source=f"output homed at {arch.levels[H].name}")
 
 
 def map_query(arch: Arch, query: Query, energy: EnergyTable, *, objective: str = "delay,energy",
@@ -165,23 +203,27 @@ def map_query(arch: Arch, query: Query, energy: EnergyTable, *, objective: str =
     ``progress``: a progress bar of the einsums mapped on stderr)."""
     from tqdm import tqdm
 
-    options = [homes(arch, query, i) for i in range(len(query.einsums))]
-    mapped: dict[tuple[int, int], MapResult] = {}
+    # per einsum: (its home, its output's home)
+    options = [[(L, H) for L in homes(arch, query, i) for H in output_homes(arch, query, i, L)]
+               for i in range(len(query.einsums))]
+    mapped: dict[tuple[int, int, int], MapResult] = {}
     bar = tqdm(total=sum(map(len, options)), unit="einsum", disable=not progress, file=sys.stderr, dynamic_ncols=True)
     for i, e in enumerate(query.einsums):
-        for L in options[i]:
-            bar.set_description_str(f"{e.workload.name} at {arch.levels[L].name}")
-            sliced = dataclasses.replace(arch, levels=arch.levels[L:])
+        for L, H in options[i]:
+            bar.set_description_str(f"{e.workload.name} at {arch.levels[L].name}"
+                                    + (f", output at {arch.levels[H].name}" if H != L else ""))
+            sliced, cons = _homed(arch, e.workload, L, H)
             layout = bool(opts.get("search_layout")) and sliced.levels[0].ssd is not None
-            mapped[(i, L)] = map_workload(sliced, e.workload, energy, objective=objective,
-                                          **{**opts, "search_layout": layout})
+            mapped[(i, L, H)] = map_workload(sliced, e.workload, energy, objective=objective, constraints=cons,
+                                             **{**opts, "search_layout": layout})
             bar.update(1)
     bar.close()
     obj = Objective(objective, arch_area_um2(arch, energy))
     best, best_cost, combos = None, None, []
-    for at in itertools.product(*options):
-        r = QueryResult(query, [arch.levels[L].name for L in at], [mapped[(i, L)] for i, L in enumerate(at)],
-                        moves(arch, energy, query, list(at)), 0)
+    for choice in itertools.product(*options):
+        at, kept = [L for L, _ in choice], [H for _, H in choice]
+        r = QueryResult(query, [arch.levels[L].name for L in at], [mapped[(i, *c)] for i, c in enumerate(choice)],
+                        moves(arch, energy, query, at, kept), 0, output_homes=[arch.levels[H].name for H in kept])
         combos.append(r)
         if best is None or obj.better(r.cycles, r.energy_pJ, best_cost):
             best, best_cost = r, (r.cycles, r.energy_pJ)
@@ -196,8 +238,8 @@ def map_query(arch: Arch, query: Query, energy: EnergyTable, *, objective: str =
         lb_e = sum(p.result.energy_pJ if p.search["optimal"] else p.search["lower_bound_energy_pJ"] for p in r.parts) \
             + sum(m.energy_pJ for m in r.moves)
         if obj.better(lb_c, lb_e, best_cost):
-            best.open_homes.append(r.homes)
+            best.open_homes.append([h if o == h else f"{h} (output at {o})" for h, o in zip(r.homes, r.output_homes)])
     return best
 
 
-__all__ = ["Move", "QueryResult", "map_query", "homes", "moves"]
+__all__ = ["Move", "QueryResult", "map_query", "homes", "output_homes", "moves"]

@@ -187,6 +187,12 @@ class MapSpace:
         self.spatial_options = [self._spatial_options(L) for L in range(self.nlev)]
         self.orders = [self._orders(L) for L in range(self.nlev)]
         self.keep_masks = [self._keep_masks(L) for L in range(self.nlev)]
+        for name in self.constraints.at(0).bypass or ():
+            # a tensor homed below the outermost level: bypassed above its home and kept there
+            home = next((L for L in range(self.nlev) if name in (self.constraints.at(L).keep or ())), None)
+            if home is None or any(name not in (self.constraints.at(L).bypass or ()) for L in range(home)):
+                raise StoreloopError(f"tensor {name} bypasses the outermost level {arch.levels[0].name}: it needs a "
+                                     "home, a level below that keeps it with every level above bypassing it")
 
     # ------------------------------------------------------------------ spatial
     def _spatial_options(self, L: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
@@ -265,7 +271,10 @@ class MapSpace:
     def _keep_masks(self, L: int) -> list[int]:
         n = len(self.names)
         if L == 0:
-            return [(1 << n) - 1]                     # the outermost level backs every tensor
+            # the outermost level backs every tensor, but those its constraints bypass (a tensor
+            # homed further down: a query's intermediate kept in DRAM under an SSD, say)
+            gone = self.constraints.at(0).bypass or frozenset()
+            return [sum(1 << i for i in range(n) if self.names[i] not in gone)]
         c = self.constraints.at(L)
         masks = []
         for m in range(1 << n):

@@ -119,6 +119,10 @@ class Tree:
         # energy per word of each action, for lower bounds
         self.rpw = np.array([c.read_pJ / lvl.block_size for c, lvl in zip(self.costs, self.arch.levels)])
         self.wpw = np.array([c.write_pJ / lvl.block_size for c, lvl in zip(self.costs, self.arch.levels)])
+        # each tensor's backing level: the outermost that may keep it (0 unless the constraints
+        # home it further down, bypassing the levels above)
+        self.back = np.array([next(L for L in range(self.nlev) if any(m >> t & 1 for m in space.keep_masks[L]))
+                              for t in range(self.T)], dtype=np.int64)
         self.global_lb, self.bound_parts = self.lower_bound()
         self.stats = {"candidates": 0, "complete": 0, "pruned_capacity": 0, "pruned_bound": 0}
 
@@ -126,9 +130,10 @@ class Tree:
     def root(self) -> Node:
         T, nlev = self.T, self.nlev
         size = np.array([np.prod(self.bounds[self.rel[t]]) for t in range(T)], dtype=np.int64)
+        # last: each tensor's keeper so far, level 0 (or -1: none yet, a tensor homed further down)
         return Node(0, self.bounds.copy(), 1, np.ones(T, np.int64), np.ones(self.D, np.int64),
-                    np.zeros(T, np.int64), np.ones(T, np.int64), np.where(self.rw, size, 1),
-                    np.zeros((nlev, T, 3), np.int64), np.ones(nlev, np.int64), 0.0, (), (1 << T) - 1,
+                    np.where(self.back == 0, 0, -1), np.ones(T, np.int64), np.where(self.rw, size, 1),
+                    np.zeros((nlev, T, 3), np.int64), np.ones(nlev, np.int64), 0.0, (), self.space.keep_masks[0][0],
                     np.vstack([self.bounds[None, :], np.ones((nlev - 1, self.D), np.int64)]), 0.0, 0.0)
 
     # ------------------------------------------------------------------ pages
@@ -187,16 +192,19 @@ class Tree:
         w, arch = self.workload, self.arch
         parts = {"compute": math.ceil(Fraction(w.macs * arch.compute.cycles_per_op,
                                                min(arch.compute.instances, self.cap_below[0])))}
-        reads = sum(w.tensor_elements(t) for t in w.tensors if not t.read_write)
-        writes = sum(w.tensor_elements(t) for t in w.tensors if t.read_write)
-        top = arch.levels[0]
-        if self.ssd is not None:           # the SSD's read and write streams share the device: times add
-            r, w = disk.least_seconds_per_word(top.ssd, top.word_bits)
-            # (float time: shaved by far less than SAFE, which would cost the bound whole cycles)
-            parts[f"{top.name} compulsory traffic"] = math.ceil((reads * r + writes * w) * arch.clock_hz * (1 - 1e-12))
-        else:
-            bw = [(reads, top.read_bandwidth), (writes, top.write_bandwidth), (reads + writes, top.shared_bandwidth)]
-            parts[f"{top.name} compulsory traffic"] = max([math.ceil(Fraction(v) / Fraction(b)) for v, b in bw if b] or [0])
+        for b in sorted(set(self.back.tolist())):           # each backing level's tensors cross it once
+            reads = sum(w.tensor_elements(t) for i, t in enumerate(w.tensors) if not t.read_write and self.back[i] == b)
+            writes = sum(w.tensor_elements(t) for i, t in enumerate(w.tensors) if t.read_write and self.back[i] == b)
+            top = arch.levels[b]
+            if b == 0 and self.ssd is not None:   # the SSD's read and write streams share the device: times add
+                r, wr = disk.least_seconds_per_word(top.ssd, top.word_bits)
+                # (float time: shaved by far less than SAFE, which would cost the bound whole cycles)
+                parts[f"{top.name} compulsory traffic"] = math.ceil((reads * r + writes * wr) * arch.clock_hz * (1 - 1e-12))
+            else:                                  # (spread at best over the level's instances)
+                n = 1 if b == 0 else top.instances
+                bw = [(reads, top.read_bandwidth), (writes, top.write_bandwidth), (reads + writes, top.shared_bandwidth)]
+                parts[f"{top.name} compulsory traffic"] = max(
+                    [math.ceil(Fraction(v, n) / Fraction(bb)) for v, bb in bw if bb] or [0])
         return max(parts.values()), parts
 
     def energy_bound(self) -> tuple[float, dict]:
@@ -214,13 +222,14 @@ class Tree:
         parts = {"compute": float(self.compute_pJ)}
         for t, tensor in enumerate(w.tensors):
             size = w.tensor_elements(tensor)
-            top = self.wpw[0] if self.rw[t] else self.rpw[0]
+            b = int(self.back[t])
+            top = self.wpw[b] if self.rw[t] else self.rpw[b]
             best = math.inf
-            for L in range(self.nlev):
+            for L in range(b, self.nlev):
                 if not any(m >> t & 1 for m in space.keep_masks[L]):
                     continue
                 share = macs / self.cap_below[L] if per_compute else 0.0
-                if L == 0:
+                if L == b:
                     e = top * max(size, share)
                 elif self.rw[t]:
                     e = top * size + self.wpw[L] * share
@@ -264,7 +273,7 @@ class Tree:
         bounds = self.bounds
         dims = [d for d in range(D) if bounds[d] > 1]
         sizes = np.array([w.tensor_elements(t) for t in w.tensors], dtype=np.float64)
-        top = np.where(self.rw, self.wpw[0], self.rpw[0])
+        top = np.where(self.rw, self.wpw[self.back], self.rpw[self.back])
         above = np.where(self.rw, self.wpw[:R].min(), self.rpw[:R].min())      # cheapest level above R
         read_above = self.rpw[:R].min()
         per_word_r = np.where(self.rw, self.wpw[R], self.rpw[R])              # R's own access per compute
@@ -471,7 +480,9 @@ class Tree:
             # compute; above it, the reuse the capacities below force
             via = np.where(k, via0[:, None], (np.maximum(via0, cc_lb * scat[:, t]) if innermost
                                               else via0 * forced_reuse(t))[:, None])
-            if pl == 0 and self.ssd is not None:
+            if pl < 0:
+                pass                       # no keeper above yet: nothing is read from above
+            elif pl == 0 and self.ssd is not None:
                 self._ssd_traffic(n, rows, t, k, via0, via, innermost, ssd_s, e)
             else:
                 fac = 1.0
@@ -491,10 +502,10 @@ class Tree:
                     e += via * fac * (self.rpw[pl] * float(n.util[pl]))
             # kept at L1: its fill (final) and its own later reads (updates) >= what arrives (bound)
             a = arr[:, t].astype(np.float64)
-            if self.rw[t]:
-                w1, r1 = fill[:, t] + a, a - part[:, t]
+            if self.rw[t]:             # (the outermost keeper is never filled)
+                w1, r1 = (fill[:, t] if pl >= 0 else 0.0) + a, a - part[:, t]
             else:
-                w1, r1 = a, np.maximum(a, cc_lb) if innermost else a
+                w1, r1 = a * (pl >= 0), np.maximum(a, cc_lb) if innermost else a
             tr_w[L1] += np.where(k, w1[:, None], 0.0)
             tr_r[L1] += np.where(k, r1[:, None], 0.0)
             e += np.where(k, ((w1 * self.wpw[L1] + r1 * self.rpw[L1]) * util1)[:, None], 0.0)
@@ -561,14 +572,19 @@ class Tree:
                 continue
             pl = int(last[t])
             a, p = int(rows["arr"][j, t]), int(rows["part"][j, t])
+            cnt[L1, t, FL] = costs.keeper_accesses(self.rw[t], 0, a, p, pl >= 0)[1]
+            fill_pJ = -(-cnt[L1, t, FL] // self.arch.levels[L1].block_size) * self.costs[L1].write_pJ * float(util[L1])
+            if pl < 0:                     # its outermost keeper: nothing above serves it
+                e_acc += fill_pJ
+                last[t], scat[t], partl[t] = L1, 1, p
+                continue
             cnt[pl, t, RD], _, cnt[pl, t, UP] = costs.keeper_accesses(self.rw[t], a * int(scat[t]), 0,
                                                                      int(partl[t]), False)
-            cnt[L1, t, FL] = costs.keeper_accesses(self.rw[t], 0, a, p, True)[1]
             if pl in self.pages:
                 run = int(self._runs(t, n.spans[pl], rows["rem"][j])[0])
                 for act in (RD, UP):
                     cnt[pl, t, act] = int(self._paged(pl, cnt[pl, t, act], run))
-            bpl, bl1 = self.arch.levels[pl].block_size, self.arch.levels[L1].block_size
+            bpl = self.arch.levels[pl].block_size
             if pl == 0 and self.ssd is not None:
                 runs = self._ssd_runs(t, n.spans[0], rows["rem"][j])
                 secs, pj = self._ssd_costs(runs, rows["tile"][j:j + 1, t], [cnt[0, t, RD]], [cnt[0, t, UP]])
@@ -584,7 +600,7 @@ class Tree:
             else:
                 e_acc += (-(-cnt[pl, t, RD] // bpl) * self.costs[pl].read_pJ
                           + -(-cnt[pl, t, UP] // bpl) * self.costs[pl].write_pJ) * float(util[pl])
-            e_acc += -(-cnt[L1, t, FL] // bl1) * self.costs[L1].write_pJ * float(util[L1])
+            e_acc += fill_pJ
             last[t], scat[t], partl[t] = L1, 1, p
         choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["perms"][rows["oid"][j]], n.keep,
                               None),)
