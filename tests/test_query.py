@@ -160,5 +160,35 @@ def test_map_prints_a_query_and_workload_writes_one(tmp_path, capsys):
     for e in query.einsums:
         assert e.workload.name in text and (tmp_path / f"m-{e.workload.name}.yaml").exists()
     assert "Disk>DRAM" in text and "home A>B" in text and "the first einsum takes" in text
-    assert main(["workload", "sealpir", "--db-size", "1GiB", "--query"]) == 2
-    assert "onionpir only" in capsys.readouterr().err
+    assert main(["workload", "rotation", "--query"]) == 2
+    assert "a whole query is generated for the PIR schemes" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("scheme", ["sealpir", "simplepir", "fastpir"])
+def test_every_pir_scheme_has_a_whole_query(scheme, tmp_path, capsys):
+    """SealPIR: the first dimension, then the second over its N ciphertexts, each split into F
+    plaintexts (J = N, N = F, no decomposition); SimplePIR and FastPIR answer with one pass, their
+    workload file's. Each maps at its best homes."""
+    from storeloop.workloads import pir
+
+    out = tmp_path / "q.yaml"
+    assert main(["workload", scheme, "--db-size", "1GiB", "--query", "--out", str(out)]) == 0
+    query = load_query(out)
+    first = getattr(pir, scheme)(2**30)[0]
+    assert (query.einsums[0].workload.bounds, query.einsums[0].workload.dims) == (first.bounds, first.dims)
+    if scheme == "sealpir":
+        assert len(query.einsums) == 2
+        b1, b2 = first.bounds_dict(), query.einsums[1].workload.bounds_dict()
+        assert (b2["J"], b2["N"], b2["K"], b2["P"]) == (b1["N"], 10, 1, 2)
+        assert query.einsums[1].binds["B"] == ("ciphertexts1", 5)          # F = 10 plaintexts from 2 polynomials
+    else:
+        assert len(query.einsums) == 1
+    capsys.readouterr()
+    assert main(["map", str(ARCH), str(out), "--json"]) == 0
+    d = __import__("json").loads(capsys.readouterr().out)
+    assert d["cycles"] == sum(e["cycles"] for e in d["einsums"]) + sum(m["cycles"] for m in d["moves"])
+
+
+def test_sealpir_expansion_must_split_two_polynomials_evenly(capsys):
+    assert main(["workload", "sealpir", "--db-size", "1GiB", "--query", "--param", "expansion=7"]) == 2
+    assert "an even number" in capsys.readouterr().err

@@ -377,11 +377,11 @@ def cmd_workload(args: argparse.Namespace) -> int:
         raise SpecError(f"unknown scheme {args.scheme!r}", file="command line", field="scheme",
                         allowed=", ".join(schemes))
     fn = schemes[args.scheme]
-    params = _scheme_params(args, fn)
+    if args.query and args.scheme not in pir.QUERIES:
+        raise SpecError(f"a whole query is generated for the PIR schemes; {args.scheme} is one einsum (drop --query)",
+                        field="--query", allowed=", ".join(pir.QUERIES))
+    params = _scheme_params(args, pir.QUERIES[args.scheme] if args.query else fn)
     db_bytes = None
-    if args.query and args.scheme != "onionpir":
-        raise SpecError(f"a whole query is generated for onionpir only; {args.scheme}: its first dimension "
-                        "(drop --query)", field="--query", allowed="onionpir")
     if args.scheme in pir.SCHEMES:
         if args.db_size is None:
             raise SpecError(f"{args.scheme} needs --db-size", field="--db-size", allowed="a size such as 64GiB")
@@ -393,15 +393,16 @@ def cmd_workload(args: argparse.Namespace) -> int:
             raise SpecError(f"{args.db_size!r} is not a whole number of bytes", field="--db-size")
         db_bytes = int(db_bytes)
         try:
-            workloads = fn(db_bytes, **params)
-            query = pir.onionpir_query(db_bytes, **params) if args.query else None
+            query = pir.QUERIES[args.scheme](db_bytes, **params) if args.query else None
+            workloads = fn(db_bytes, **{k: v for k, v in params.items() if k != "expansion"})
         except SpecError as exc:             # the scheme's db_size is this command's --db-size
             if exc.field != "db_size":
                 raise
             raise SpecError(exc.message, field="--db-size", allowed=exc.allowed) from None
         if query is not None:
-            text = (f"# One OnionPIR query, every dimension (storeloop.workloads.pir.onionpir_query)\n# storeloop workload "
-                    f"onionpir --db-size {args.db_size} --query" + "".join(f" --param {p}" for p in args.param or [])
+            text = (f"# One {args.scheme} query, every einsum of its answer (storeloop.workloads.pir.QUERIES)\n"
+                    f"# storeloop workload {args.scheme} --db-size {args.db_size} --query"
+                    + "".join(f" --param {p}" for p in args.param or [])
                     + "\n" + yaml.safe_dump(query, sort_keys=False, default_flow_style=None, width=120))
             if args.out:
                 Path(args.out).write_text(text)
@@ -770,7 +771,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--param", action="append", metavar="K=V", help="scheme parameter, e.g. ell=5 or rows=30720")
     w.add_argument("--json", action="store_true")
     w.add_argument("--query", action="store_true",
-                   help="the whole query (every dimension, onionpir) as one query file for storeloop map")
+                   help="the whole query (every einsum of the answer: OnionPIR's and SealPIR's dimensions, SimplePIR's and FastPIR's one pass) as one query file for storeloop map")
     w.add_argument("--out", help="write a storeloop workload YAML here")
     w.set_defaults(func=cmd_workload)
     s = sub.add_parser("sweep", help="map every point of an architecture grid; results kept in SQLite")

@@ -107,14 +107,49 @@ def onionpir_query(db_bytes: int, *, first_dim: int = 256, later_dim: int = 4, e
     the arch's first level; each pass's query entry is delivered where the pass runs."""
     passes = onionpir(db_bytes, first_dim=first_dim, later_dim=later_dim, ell=ell, moduli=moduli, degree=degree,
                       batch=batch)
+    return _query_doc(passes, ell)
+
+
+def _query_doc(passes: list[Workload], decomposed: int) -> dict:
+    """Passes as a query document: the first over the database, each later one reading the
+    ciphertexts the one before wrote, ``decomposed`` words per word written."""
     einsums = []
     for i, w in enumerate(passes, 1):
-        reads = "database" if i == 1 else {"tensor": f"ciphertexts{i - 1}", "decomposed": ell}
+        reads = "database" if i == 1 else {"tensor": f"ciphertexts{i - 1}", "decomposed": decomposed}
         einsums.append({"name": w.name, "einsum": w.einsum, "bounds": w.bounds_dict(), "bits": 64,
                         "tensors": {"A": f"query{i}", "B": reads, "C": f"ciphertexts{i}"}})
     return {"query": {"name": passes[0].name + "-query",
                       "inputs": {"database": "top", **{f"query{i}": "any" for i in range(1, len(passes) + 1)}},
                       "einsums": einsums}}
+
+
+def sealpir_query(db_bytes: int, *, expansion: int = 10, moduli: int = 2, degree: int = 4096, batch: int = 1) -> dict:
+    """One SealPIR query (d = 2) as a query document: the first dimension (:func:`sealpir`) leaves N
+    ciphertexts; SealPIR then splits each into F = ``expansion`` plaintexts (thesis ch. 2.1.3, 3.4.1:
+    "expands each ciphertext in the resulting vector into F ciphertexts, and treats them as
+    plaintexts for the next round of multiplication"; the response is F^(d-1) ciphertexts) and the
+    second dimension multiplies them with the second query vector of N ciphertexts: J = N, N = F,
+    P = 2, K = 1 (no decomposition). The thesis gives neither d nor F: d = 2 is SealPIR's usual
+    choice and F = 10 (2 log q / log t for a 60-bit modulus and 12-bit plaintexts) an assumption
+    (``--param expansion=``). The split itself is not priced (as OnionPIR's decomposition is not).
+    ``batch`` queries share the first pass; the second works on each query's own ciphertexts (Q)."""
+    if expansion < 2 or expansion % 2:
+        raise SpecError(f"expansion {expansion}: a ciphertext of 2 polynomials splits into an even number of "
+                        "plaintexts", field="expansion", allowed="an even number >= 2")
+    first = sealpir(db_bytes, moduli=moduli, degree=degree, batch=batch)[0]
+    n = first.bounds_dict()["N"]
+    second = pir_workload(f"{first.name}-dim2", {"M": 1, "N": expansion, "P": 2, "Q": batch, "J": n, "K": 1,
+                                                 "C": moduli, "D": degree})
+    return _query_doc([first, second], expansion // 2)
+
+
+def single_pass_query(scheme, db_bytes: int, **params) -> dict:
+    """A scheme whose server answers with one einsum as a query document of that one pass:
+    SimplePIR (its online answer is the matrix-vector product; the hint D x A is computed once,
+    offline: thesis ch. 2.1, 3.4.3) and FastPIR (its pass over the database, after which it rotates
+    and adds the per-column results into one ciphertext, thesis ch. 3.4.4: rotations are not an
+    einsum of this form and are not priced)."""
+    return _query_doc(scheme(db_bytes, **params), 1)
 
 
 def _near_square(n: int) -> tuple[int, int]:
@@ -205,7 +240,13 @@ def tensor_elements(w: Workload) -> dict[str, int]:
 
 
 SCHEMES = {"onionpir": onionpir, "sealpir": sealpir, "simplepir": simplepir, "fastpir": fastpir}
+# each scheme's whole query (storeloop workload SCHEME --query)
+QUERIES = {"onionpir": onionpir_query, "sealpir": sealpir_query,
+           "simplepir": lambda db_bytes, *, batch=1: single_pass_query(simplepir, db_bytes, batch=batch),
+           "fastpir": lambda db_bytes, *, record_bytes=256, slot_bits=16, moduli=2, degree=4096, batch=1:
+           single_pass_query(fastpir, db_bytes, record_bytes=record_bytes, slot_bits=slot_bits, moduli=moduli,
+                             degree=degree, batch=batch)}
 
 __all__ = ["PIR_EINSUM", "SCHEMES", "einsum_workload", "pir_workload", "onionpir", "onionpir_first_dimension",
            "onionpir_query", "sealpir",
-           "simplepir", "fastpir", "tensor_elements"]
+           "simplepir", "fastpir", "tensor_elements", "QUERIES", "sealpir_query", "single_pass_query"]
