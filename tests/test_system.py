@@ -474,3 +474,23 @@ def test_an_unpriced_nic_is_said_in_its_source_without_a_warning(recwarn):
     table = price(load_arch(ROOT / "arch" / "rotation-nic.yaml"))[0]
     nic = next(c for n, c in table.storage.items() if "not priced" in c.source)
     assert nic.read_pJ == 0 and not [w for w in recwarn if "priced 0" in str(w.message)]
+
+
+def test_the_ssd_device_drives_the_accelerators_disk_typed_once(tmp_path, capsys):
+    """systems/onionchopper.yaml: the accelerator's Disk reads at the ssd device's bandwidth
+    (disk_from), so one --set moves both; stating it a second time in arch_set is refused."""
+    path = ROOT / "systems" / "onionchopper.yaml"
+    base = evaluate_system(load_system(path))
+    fast = evaluate_system(load_system(path, (("devices.ssd.read_bandwidth", "20 GB/s"),)))
+    assert base.stages["accelerator"]["cycles"] == 13_811_004_212             # 10 GB/s, as the arch file says
+    assert fast.stages["accelerator"]["bound_by"] == "MAC (compute)"
+    assert fast.stages["accelerator"]["cycles"] == 8_589_934_592              # the MACs bind above ~16 GB/s
+    text = path.read_text().replace("../", str(ROOT) + "/")
+    twice = text.replace("      disk_from: ssd", "      disk_from: ssd\n      arch_set: {levels.Disk.shared_bandwidth: 20 GB/s}")
+    (tmp_path / "s.yaml").write_text(twice)
+    assert main(["system", str(tmp_path / "s.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "s.yaml:" in err and "states a second time what disk_from" in err
+    (tmp_path / "s.yaml").write_text(text.replace("disk_from: ssd", "disk_from: host-link"))
+    assert main(["system", str(tmp_path / "s.yaml")]) == 2
+    assert "not an ssd device" in capsys.readouterr().err

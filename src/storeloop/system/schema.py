@@ -161,6 +161,8 @@ class EinsumStageSpec(_Stage):
     arch_set: dict[str, Scalar] = Field(default_factory=dict, description="arch fields to override, as in "
                                         "sweeps: {compute.instances: 1}")
     bounds: dict[str, Scalar] = Field(default_factory=dict, description="workload bounds to override: {B: 4096}")
+    disk_from: str | None = Field(None, description="a device (an ssd with a read bandwidth) whose bandwidth the "
+                                  "arch's outermost level takes: the fact typed once, in the device")
     stream: list[str] | None = Field(None, description="tensors whose bytes are the stage's input per "
                                      "invocation (default: every input tensor)")
     setup: Scalar = Field(0, description="fixed latency per invocation: '2 us'")
@@ -627,7 +629,7 @@ def _stage(spec: _Stage, ctx: _Ctx, loc: tuple, devices: dict[str, Device], rati
                   instances=spec.instances, per_instance=per_instance, demands=demands, where=ctx.where(loc),
                   source=spec.source, assumed=spec.assumed)
     if isinstance(spec, EinsumStageSpec):
-        return Stage(**common, **_einsum(spec, ctx, loc, base))
+        return Stage(**common, **_einsum(spec, ctx, loc, base, devices))
     if isinstance(spec, StreamStageSpec):
         if spec.rate is None and spec.instances is not None:
             raise ctx.err(loc + ("instances",), "placed instances need a rate per instance", "rate: '10 GB/s'")
@@ -688,8 +690,30 @@ def _stream_rate(spec: StreamStageSpec, on: Device | None, ctx: _Ctx, loc: tuple
     return ctx.q(rate_of, spec.rate, loc + ("rate",), "'190 MB/s' or '0.5 B/cycle'", positive=True)
 
 
-def _einsum(spec: EinsumStageSpec, ctx: _Ctx, loc: tuple, base: Path) -> dict:
-    """The stage's arch (with arch_set) and workload (with bounds) as storeloop's typed objects."""
+def _disk_from(spec: EinsumStageSpec, arch, devices: dict[str, Device], ctx: _Ctx, loc: tuple):
+    """The arch with its outermost level reading at the bandwidth of one ``disk_from`` device (its
+    shared bandwidth in words per cycle): the SSD's bandwidth typed once, so --set and scenarios
+    change both the device and the accelerator's Disk."""
+    dev = devices.get(spec.disk_from)
+    if dev is None or dev.kind != "ssd" or "read" not in dev.rates:
+        raise ctx.err(loc + ("disk_from",), f"'{spec.disk_from}' is not an ssd device with a read bandwidth",
+                      ", ".join(n for n, d in devices.items() if d.kind == "ssd" and "read" in d.rates) or "none")
+    top = arch.levels[0]
+    if top.ssd is not None:
+        raise ctx.err(loc + ("disk_from",), f"{top.name} has an ssd: block, which gives its rates",
+                      "disk_from with an arch whose outermost level has a bandwidth")
+    typed = [k for k in spec.arch_set if str(k).startswith(f"levels.{top.name}.") and "bandwidth" in str(k)]
+    if typed:
+        raise ctx.err(loc + ("arch_set", typed[0]), f"'{typed[0]}' states a second time what disk_from "
+                      f"'{spec.disk_from}' gives", f"the device's read_bandwidth alone (drop '{typed[0]}')")
+    wpc = dev.rates["read"] / dev.count / (top.word_bits / 8) / arch.clock_hz
+    level = dataclasses.replace(top, shared_bandwidth=wpc, read_bandwidth=None, write_bandwidth=None)
+    return dataclasses.replace(arch, levels=(level,) + tuple(arch.levels[1:]))
+
+
+def _einsum(spec: EinsumStageSpec, ctx: _Ctx, loc: tuple, base: Path, devices: dict[str, Device]) -> dict:
+    """The stage's arch (with arch_set, and its outermost level's bandwidth from ``disk_from``'s
+    device) and workload (with bounds) as storeloop's typed objects."""
     import copy
 
     from storeloop.spec.load import load_arch, load_workload
@@ -734,6 +758,8 @@ def _einsum(spec: EinsumStageSpec, ctx: _Ctx, loc: tuple, base: Path) -> dict:
     if arch.clock_hz is None:
         raise ctx.err(loc + ("arch",), f"{arch_path.name} has no clock: an einsum stage's rate needs one",
                       "an arch with 'clock: 275 MHz'")
+    if spec.disk_from is not None:
+        arch = _disk_from(spec, arch, devices, ctx, loc)
     if spec.bounds:
         doc = copy.deepcopy(load(work_path))
         if not isinstance(doc, dict) or "workload" not in doc or not isinstance(doc["workload"].get("bounds"), dict):
