@@ -135,7 +135,7 @@ def batching(out: Path, root: Path, db: Path, *, quick: bool = False, workers: i
     from storeloop.workloads.pir import onionpir_first_dimension
 
     batches = QUICK["batches"] if quick else BATCHES
-    folder = out.parent / "batched-workloads"
+    folder = (out.parent / "batched-workloads").resolve()       # the sweep file reads absolute paths
     folder.mkdir(parents=True, exist_ok=True)
     files = []
     for b in batches:
