@@ -83,7 +83,7 @@ def load_energy_file(path: str | Path, kind: str, named_at: tuple | None = None)
         if named_at is not None:
             raise error_at(*named_at, f"{path}: {why}", allowed=allowed)
         raise SpecError(why, file=str(path), line=1, allowed=allowed)
-    timeloop._check_table(doc, kind, str(path))
+    timeloop._check_table(doc, kind)
     return doc
 
 

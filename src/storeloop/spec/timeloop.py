@@ -458,13 +458,10 @@ def _action_energy(actions: list, names: tuple[str, ...]) -> float | None:
     return None
 
 
-def _check_table(doc, kind: str, name: str) -> None:
-    """An Accelergy ERT (energies per action, with 0/1 delta arguments) or ART (areas): every
-    number finite and >= 0, located at its line."""
-    if doc is None:
-        return
-    if not isinstance(doc, dict) or kind not in doc:
-        raise error_at(doc, (), f"no top-level '{kind}:' in {name}", allowed=f"{kind}: {{version, tables}}")
+def _check_table(doc, kind: str) -> None:
+    """An Accelergy ERT (energies per action, with 0/1 delta arguments) or ART (areas) under its
+    top-level ``kind:`` key (:func:`storeloop.spec.load.load_energy_file` checks that first): every
+    number finite and in range, located at its line."""
     validate(ERTBody if kind == "ERT" else ARTBody, doc[kind], doc, (kind,))
     tables = doc[kind]["tables"]
 
@@ -508,10 +505,9 @@ def energy_table_from_timeloop(arch: Arch, ert: LDict | None, art: LDict | None,
 
     Storage levels use the ``read``/``write`` actions with ``address_delta=1, data_delta=1`` (or
     the argument-less ones); the compute unit uses ``mac_random`` (else ``compute``/``mac``). A
-    ``vector-access-energy`` attribute on a level overrides both, as in Timeloop.
+    ``vector-access-energy`` attribute on a level overrides both, as in Timeloop. ``ert`` and
+    ``art`` as :func:`storeloop.spec.load.load_energy_file` returns them: their tables checked.
     """
-    _check_table(ert, "ERT", ert_name)
-    _check_table(art, "ART", art_name)
     ert_tables = {_component_key(t["name"]): t.get("actions") or [] for t in (ert or {}).get("ERT", {}).get("tables", [])}
     art_tables = {_component_key(t["name"]): float(number(t.get("area", 0.0)))
                   for t in (art or {}).get("ART", {}).get("tables", [])}
