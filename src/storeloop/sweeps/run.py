@@ -23,7 +23,8 @@ from storeloop.spec.yamlio import LDict
 from storeloop.sweeps.spec import Sweep, _point_doc, load_sweep, point_arch, points, satisfies
 from tqdm import tqdm
 
-from storeloop.sweeps.store import CHECKED, FINAL, STATUSES, Lease, failed_checksums, open_store, row_checksum
+from storeloop.sweeps.store import (FINAL, STATUSES, Lease, failed_checksums, open_store, relabel_weights,
+                                    row_checksum)
 
 
 def _digest(data: bytes) -> str:
@@ -231,15 +232,7 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
                               "order by stale, finished", (sweep.name,)):
         finished.setdefault((p, w), m)
     try:                  # a weight is no input of a result: a changed one relabels the rows, nothing runs again
-        for name, w in sweep.weights.items():
-            relabel = db.execute(f"select {', '.join(CHECKED)}, checksum from points where sweep = ? and workload = ? "
-                                 "and weight is not ?", (sweep.name, name, w)).fetchall()
-            for values in relabel:          # a row that failed its checksum keeps failing it
-                old = dict(zip(CHECKED, values))
-                fresh = {**old, "weight": w}
-                ok = values[-1] is not None and row_checksum(old) == values[-1]
-                db.execute("update points set weight = ?, checksum = ? where sweep = ? and key = ?",
-                           (w, row_checksum(fresh) if ok else values[-1], sweep.name, old["key"]))
+        relabel_weights(db, sweep.name, sweep.weights)
         db.commit()
     except sqlite3.DatabaseError as exc:
         raise StoreloopError(f"{db_path}: cannot write to the store ({exc})") from None

@@ -94,9 +94,26 @@ def failed_checksums(db: sqlite3.Connection, sweep: str | None = None) -> tuple[
             unchecked += 1
             continue
         checked += 1
-        if row_checksum(row) != values[-1]:
+        if not _holds(row, values[-1]):
             bad.append((row["sweep"], row["key"]))
     return bad, checked, unchecked
+
+
+def _holds(cells: dict, checksum: str | None) -> bool:
+    """A row's cells still give the checksum written with them (False for a row without one)."""
+    return checksum is not None and row_checksum(cells) == checksum
+
+
+def relabel_weights(db: sqlite3.Connection, sweep: str, weights: dict[str, float]) -> None:
+    """``sweep``'s rows given each workload's weight (no input of a result: nothing runs again). A
+    row whose checksum held gets a fresh one; a row that failed it keeps failing it."""
+    for name, w in weights.items():
+        for values in db.execute(f"select {', '.join(CHECKED)}, checksum from points where sweep = ? and workload = ? "
+                                 "and weight is not ?", (sweep, name, w)).fetchall():
+            old = dict(zip(CHECKED, values))
+            checksum = row_checksum({**old, "weight": w}) if _holds(old, values[-1]) else values[-1]
+            db.execute("update points set weight = ?, checksum = ? where sweep = ? and key = ?",
+                       (w, checksum, sweep, old["key"]))
 
 
 def _check_schema(db: sqlite3.Connection, path: Path) -> None:
@@ -233,7 +250,7 @@ class Lease:
                                 (sweep, key)).fetchone()
                 cells = dict(zip(CHECKED, st[2:])) if st is not None else {}
                 if st is not None and cells["status"] in FINAL and not st[0] and \
-                        st[1] in (None, row_checksum(cells)):          # (a row changed since: run again)
+                        (st[1] is None or _holds(cells, st[1])):        # (a row changed since: run again)
                     db.rollback()
                     return False
             db.execute("insert or replace into claims values (?, ?, ?, ?, ?)",
