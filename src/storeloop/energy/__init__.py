@@ -12,7 +12,7 @@
   at that attribute (a size at the level's capacity) before any plug-in runs, and
 * ``attributes(cls: str) -> {attribute: what it is}``: the arch-file attributes it reads for a
   class. When every plug-in of a class declares them, a storeloop arch file's attribute that none
-  of them reads and storeloop does not read itself (:data:`STORELOOP_ATTRIBUTES`) is an error at
+  of them reads and storeloop does not read itself (:data:`storeloop.spec.check.STORELOOP_ATTRIBUTES`) is an error at
   its line, with a did-you-mean (``witdh``), when the arch is loaded. Timeloop arch files keep
   Accelergy's open attribute set.
 
@@ -64,16 +64,6 @@ def _allows(declared, value) -> bool:
 
 # attributes storeloop derives from a level's fields: an error about them is an error at the field
 DERIVED = {"size_bits": "capacity", "depth": "capacity"}
-
-# attributes a storeloop arch file may give whatever plug-in prices the component: what
-# :func:`components` derives from the level's fields (and lets ``width``/``depth`` override),
-# what storeloop reads itself, and Timeloop/Accelergy's port and bank counts kept for an export
-STORELOOP_ATTRIBUTES = frozenset({
-    "technology", "word_bits", "block_size", "width", "depth", "size_bits", "clock_hz",
-    "read_bandwidth", "write_bandwidth", "shared_bandwidth", "read_bytes_per_s", "write_bytes_per_s",
-    "shared_bytes_per_s", "vector_access_energy", "vector-access-energy", "cluster_size", "cluster-size",
-    "datawidth", "word-bits", "block-size", "entries", "size", "meshX", "meshY",
-    "n_rdwr_ports", "n_rd_ports", "n_wr_ports", "n_banks"})
 
 
 @functools.cache

@@ -42,6 +42,11 @@ _COUNTS = ("width", "depth", "entries", "size", "word-bits", "word_bits", "dataw
 _PORTS = ("n_rdwr_ports", "n_rd_ports", "n_wr_ports")
 _RATES = ("read_bandwidth", "write_bandwidth", "shared_bandwidth")
 _ENERGIES = ("vector-access-energy", "vector_access_energy")
+# attributes a storeloop arch file may give whatever plug-in prices the component: the numeric ones
+# above (storeloop's and Timeloop/Accelergy's, kept for an export) and what
+# storeloop.energy.components derives from the level's fields
+STORELOOP_ATTRIBUTES = frozenset(_COUNTS + _PORTS + _RATES + _ENERGIES) | {
+    "technology", "size_bits", "clock_hz", "read_bytes_per_s", "write_bytes_per_s", "shared_bytes_per_s"}
 #: the most energy one access (or action) may cost, and the most area one component may take: more
 #: than any memory, drive or unit spends (a 4 KiB flash page costs about 10 uJ; a DRAM die is
 #: ~100 mm^2), so a larger number is a slip of units or exponent
@@ -72,7 +77,7 @@ def unread_attribute(cls: str, key: str) -> tuple[str, str] | None:
     declare what they read) and storeloop does not read it either; None where it is read."""
     import difflib
 
-    from storeloop.energy import STORELOOP_ATTRIBUTES, declared_attributes
+    from storeloop.energy import declared_attributes
 
     declared = declared_attributes(cls)
     if declared is None:
