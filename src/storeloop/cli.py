@@ -393,8 +393,9 @@ def cmd_workload(args: argparse.Namespace) -> int:
             raise SpecError(f"{args.db_size!r} is not a whole number of bytes", field="--db-size")
         db_bytes = int(db_bytes)
         try:
+            # --query: the whole query (its own parameters); else the scheme's passes
             query = pir.QUERIES[args.scheme](db_bytes, **params) if args.query else None
-            workloads = fn(db_bytes, **{k: v for k, v in params.items() if k != "expansion"})
+            workloads = fn(db_bytes, **params) if query is None else []
         except SpecError as exc:             # the scheme's db_size is this command's --db-size
             if exc.field != "db_size":
                 raise
