@@ -276,7 +276,7 @@ def test_at_least_300_mutated_inputs_in_both_formats():
         {"arch", "workload", "mapping", "ert", "art", "constraints", "sweep", "ssd", "query"}
     assert {"arch:ssd", "arch:buffered", "sweep:set"} <= {c.role for c in MUTATIONS}
     assert any("-attribute-" in c.id for c in MUTATIONS) and sum("-meaningless-" in c.id for c in MUTATIONS) >= 8
-    assert any("-buffering-" in c.id for c in MUTATIONS) and any("-sweep:set-" in c.id and "-C" in c.id for c in MUTATIONS)
+    assert any("-disk_from-" in c.id for c in MUTATIONS) and any("-buffering-" in c.id for c in MUTATIONS) and any("-sweep:set-" in c.id and "-C" in c.id for c in MUTATIONS)
     assert {c.role for c in MUTATIONS if c.role.startswith("system:")} >= \
         {"system:copa", "system:fidr", "system:fidr-baseline", "system:p4-enckv", "system:rotation"}
     assert {c.command for c in MUTATIONS} == {"model", "export", "map", "sweep", "system", "ssd", "map-query"}
