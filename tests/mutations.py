@@ -37,7 +37,7 @@ COMMANDS = {"arch": ("model", "export"), "workload": ("model", "export"), "mappi
 FREE = {"name", "source", "einsum", "class", "type", "technology", "version", "target", "level", "clock",
         "assumed", "assumes", "why", "missing", "note", "description"}           # free text of system files
 BAD_NUMBERS = ["abc", "-1", "nan", "1e400", "[1, 2]"]
-# keys whose value is one of a few words, and values none of them takes
+# keys whose value is one of a few words (or a device of the file), and values none of them takes
 CHOICES = {"buffering", "disk_from"}
 BAD_CHOICES = ["triple", "2", "[double]", "Double"]
 BAD_FACTORS = ["{d}=-2", "{d}=0", "{d}=abc", "Z=2", "{d}=1e400"]
