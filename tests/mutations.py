@@ -47,7 +47,7 @@ MEANINGLESS = [
     ("arch", "vector_access_energy: 20000", "vector_access_energy: 1e30"),   # 10^30 pJ per access
     ("ert", "energy: 1024\n", "energy: 2e25\n"),
     ("constraints", "min_spatial_utilization: 1.0", "min_spatial_utilization: true"),
-    ("sweep", "time_limit: 5}", 'time_limit: "5"}'),                     # a string where seconds go
+    ("sweep", "budget: 5000000}", 'budget: "5000000"}'),                 # a string where a count goes
     ("system:rotation", "levels.CoreRegs.instances: 1}", "levels.CoreRegs.instances: 2}"),  # 2 register sets, 1 core
     ("system:rotation", "arch_set: {compute.instances: 1,", "arch_set: {compute: 5,"),
 ]

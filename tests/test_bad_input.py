@@ -70,7 +70,8 @@ def test_workload_bits_zero_names_the_workload(tmp_path, capsys):
     (["map", "--time-limit", "nan"], "--time-limit"),
     (["map", "--energy-gap", "nan"], "--energy-gap"),
     (["map", "--energy-gap", "-1"], "--energy-gap"),
-], ids=["time-limit-nan", "energy-gap-nan", "energy-gap-negative"])
+    (["map", "--budget", "0"], "--budget"),
+], ids=["time-limit-nan", "energy-gap-nan", "energy-gap-negative", "budget-zero"])
 def test_bad_numbers_on_the_command_line(args, needle, capsys):
     files = [str(ROOT / "arch" / "onionchopper.yaml"), str(ROOT / "workloads" / "onionpir-1GiB.yaml")]
     check(capsys, main([args[0], *files, *args[1:]]), "command line", needle)
@@ -93,12 +94,14 @@ def test_map_out_is_a_folder(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("option,allowed", [("objective: dleay", "delay,energy"), ("algorithm: greedy", "exhaustive"),
-                                            ("time_limit: nan", "seconds"), ("energy_gap: -1", "0.001")])
+                                            ("time_limit: nan", "seconds"), ("energy_gap: -1", "0.001"),
+                                            ("budget: 0", "candidates"), ("budget: 1.5", "candidates")])
 def test_bad_sweep_mapper_options_stop_before_any_point(option, allowed, tmp_path, capsys):
     spec = tmp_path / "s.yaml"
-    text = (ROOT / "sweeps" / "thesis-refined.yaml").read_text().replace("../", str(ROOT) + "/")
-    spec.write_text(text.replace("mapper: {time_limit: 10}", "mapper: {time_limit: 10, " + option + "}"
-                                 if not option.startswith("time_limit") else "mapper: {" + option + "}"))
+    text = (ROOT / "sweeps" / "demo.yaml").read_text().replace("../", str(ROOT) + "/")
+    assert "mapper: {budget: 5000000}" in text
+    spec.write_text(text.replace("mapper: {budget: 5000000}", "mapper: {budget: 5000000, " + option + "}"
+                                 if not option.startswith("budget") else "mapper: {" + option + "}"))
     db = tmp_path / "r.sqlite"
     check(capsys, main(["sweep", str(spec), "--db", str(db)]), "s.yaml:", "sweep.mapper", allowed)
     assert not db.exists()
@@ -276,6 +279,9 @@ def test_at_least_300_mutated_inputs_in_both_formats():
         {"arch", "workload", "mapping", "ert", "art", "constraints", "sweep", "ssd", "query"}
     assert {"arch:ssd", "arch:buffered", "sweep:set"} <= {c.role for c in MUTATIONS}
     assert any("-attribute-" in c.id for c in MUTATIONS) and sum("-meaningless-" in c.id for c in MUTATIONS) >= 8
+    from mutations import MEANINGLESS                 # each is applied: its text is in a file it mutates
+    assert all(any(c.role == role and "-meaningless-" in c.id and bad in c.text for c in MUTATIONS)
+               for role, _, bad in MEANINGLESS)
     assert any("-disk_from-" in c.id for c in MUTATIONS) and any("-buffering-" in c.id for c in MUTATIONS) and any("-sweep:set-" in c.id and "-C" in c.id for c in MUTATIONS)
     assert {c.role for c in MUTATIONS if c.role.startswith("system:")} >= \
         {"system:copa", "system:fidr", "system:fidr-baseline", "system:p4-enckv", "system:rotation"}
@@ -458,7 +464,7 @@ def _edited(tmp_path, src, name, old, new):
 
 
 @pytest.mark.parametrize("case", ["no-output", "meshX", "disk-energy", "ert-energy", "min-utilization",
-                                  "time-limit-string", "energy-file-is-an-arch"])
+                                  "budget-string", "energy-file-is-an-arch"])
 def test_values_that_pass_a_type_but_mean_nothing_are_refused(case, tmp_path, capsys):
     """Issue 30's family: each is a value of the right type that no design can mean."""
     w64 = str(ROOT / "workloads" / "onionpir-64GiB.yaml")
@@ -481,12 +487,12 @@ def test_values_that_pass_a_type_but_mean_nothing_are_refused(case, tmp_path, ca
         c = tmp_path / "c.yaml"
         c.write_text("constraints:\n  min_spatial_utilization: true\n")
         args, where = ["map", str(ROOT / "arch" / "onionchopper.yaml"), w64, "--constraints", str(c)], ("c.yaml:2", "fraction")
-    elif case == "time-limit-string":
-        s = _edited(tmp_path, ROOT / "sweeps" / "demo.yaml", "s.yaml", "time_limit: 5", 'time_limit: "5"')
-        args, where = ["sweep", s, "--db", str(tmp_path / "x.sqlite")], ("s.yaml:10", "time_limit")
+    elif case == "budget-string":
+        s = _edited(tmp_path, ROOT / "sweeps" / "demo.yaml", "s.yaml", "budget: 5000000", 'budget: "5000000"')
+        args, where = ["sweep", s, "--db", str(tmp_path / "x.sqlite")], ("s.yaml:10", "budget")
     else:
-        s = _edited(tmp_path, ROOT / "sweeps" / "demo.yaml", "s.yaml", "  mapper: {time_limit: 5}",
-                    "  mapper: {time_limit: 5}\n  energy: {ert: ../arch/onionchopper.yaml}")
+        s = _edited(tmp_path, ROOT / "sweeps" / "demo.yaml", "s.yaml", "  mapper: {budget: 5000000}",
+                    "  mapper: {budget: 5000000}\n  energy: {ert: ../arch/onionchopper.yaml}")
         args, where = ["sweep", s, "--db", str(tmp_path / "x.sqlite")], ("s.yaml:11", "it holds 'arch:'")
     check(capsys, main(args), *where)
     assert not (tmp_path / "x.sqlite").exists()

@@ -3,6 +3,7 @@
 import json
 import math
 import random
+import time
 
 import pytest
 
@@ -95,6 +96,30 @@ def test_stop_converged_and_time_limit(monkeypatch):
     assert out.result.cycles == out.search["lower_bound_cycles"] and out.search["cycles_optimal"]
     out = map_workload(arch, WORKLOAD, e, energy_gap=0, converge=False, time_limit=0.5)
     assert out.search["stopped"] == "time-limit" and not out.search["optimal"]
+
+
+def test_stop_budget_gives_the_same_answer_whatever_the_clock(monkeypatch):
+    """A budget of candidates stops the search where the same inputs always stop it: a clock that
+    runs 1000 times slower (a busy machine) changes neither the answer nor the work."""
+    arch, e = onionchopper()
+    runs = []
+    for slow in (1, 1000):
+        t0 = time.monotonic()
+        monkeypatch.setattr(search.time, "monotonic", lambda t0=t0, slow=slow: t0 + (time.perf_counter() - t0) * slow)
+        out = map_workload(arch, WORKLOAD, e, energy_gap=0, converge=False, budget=200_000, time_limit=86400)
+        runs.append((out.search["stopped"], out.search["candidates"], out.result.energy_pJ, out.mapping))
+    assert runs[0] == runs[1]
+    assert runs[0][0] == "budget" and 200_000 <= runs[0][1] < 400_000
+
+
+def test_a_budget_too_small_for_any_mapping_is_not_no_valid_mapping(monkeypatch):
+    from storeloop.mapper import construct
+
+    arch, e = onionchopper()
+    monkeypatch.setattr(construct.Searcher, "search", lambda self, *a, **k: (None, (math.inf,)))
+    monkeypatch.setattr(search, "_dive", lambda *a: (None, False))
+    with pytest.raises(MapTimeout, match="budget"):
+        map_workload(arch, WORKLOAD, e, budget=1)
 
 
 def test_timeout_is_not_no_valid_mapping(monkeypatch):

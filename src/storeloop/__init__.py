@@ -75,7 +75,8 @@ def map(arch, workload, energy=None, **options):  # noqa: A001 -- the verb users
     """The best mapping of ``workload`` on ``arch`` (a MapResult: ``mapping``, ``result`` as in
     :func:`evaluate`, ``search``: the report with the lower bounds, gaps and why it stopped).
     ``options`` are :func:`storeloop.mapper.map_workload`'s: ``objective`` ("delay,energy",
-    "delay", "energy", "edp", "area-energy"), ``time_limit`` (seconds, a safety net),
+    "delay", "energy", "edp", "area-energy"), ``budget`` (candidates: a stop that gives the same
+    answer on a busy machine), ``time_limit`` (seconds, a safety net),
     ``energy_gap`` (relative), ``constraints``, ``seeds`` (mappings to start from), ``threads``."""
     from storeloop.mapper import map_workload
 

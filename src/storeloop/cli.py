@@ -177,7 +177,7 @@ def cmd_map(args: argparse.Namespace) -> int:
     if given["victory"] is not None and given["victory"] < 1:
         raise SpecError(f"{given['victory']}", field="--victory", allowed="1 or more non-improving samples")
     opts = options(objective=given["objective"], algorithm=given["algorithm"], time_limit=args.time_limit,
-                   energy_gap=args.energy_gap, threads=given["threads"],
+                   budget=args.budget, energy_gap=args.energy_gap, threads=given["threads"],
                    search_layout=args.search_layout)            # every flag checked before any work
     arch = load_arch(args.arch)
     if args.out and Path(args.out).is_dir():
@@ -472,12 +472,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         unproven = int((mine["cycles_optimal"] == 0).sum())
         if unproven:
             print(f"  note: this pick rests on {unproven} point(s) whose cycles are not proven optimal "
-                  f"(search stopped by its time limit); more search time could change it")
+                  f"(search stopped by its budget or time limit); more search could change it")
     if sweep.system_file is None and len(sweep.workloads) > 1 and names:
         _ranking_summary(df[df["stale"] != 1], names)
     left = int(((df["status"] == "timeout") & (df["stale"] != 1)).sum())
     if left:
-        print(f"{left} point(s) timed out before any mapping; run the sweep again (or raise mapper.time_limit)")
+        print(f"{left} point(s) ended before any mapping (budget or time limit); raise mapper.budget or "
+              f"mapper.time_limit and run the sweep again")
     if args.plot:
         _headless()
         from storeloop.plots import plot_sweep
@@ -748,6 +749,9 @@ def build_parser() -> argparse.ArgumentParser:
     mp.add_argument("--time-limit", type=float, default=60.0,
                     help="seconds (default 60; 0: none), a safety net: the search normally stops on a rule "
                          "(optimal, energy-gap, converged); the best mapping so far is returned")
+    mp.add_argument("--budget", type=int, default=None, metavar="N",
+                    help="stop the branch and bound after N candidates (stopped: budget): unlike the time limit, "
+                         "the same answer on a busy machine")
     mp.add_argument("--energy-gap", type=float, default=None,
                     help="stop once the cycles are at their lower bound and the energy is within this relative gap "
                          "of its lower bound (default 0.001 = 0.1 %% for delay,energy; 0, the exact minimum, for the "

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import yaml
 
+from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT
+
 UNITS = "levels.SRAM.instances+levels.RF.instances+compute.instances"
 THESIS = {"levels.SRAM.capacity": "4 KiB", "levels.RF.capacity": "32 words", UNITS: 2}
 BATCHES, BATCH_UNITS = (1, 2, 4, 8, 16, 32), [1, 2, 4, 8, 16, 32, 64]
@@ -147,8 +149,7 @@ def batching(out: Path, root: Path, db: Path, *, quick: bool = False, workers: i
         files.append(str(f))
     units = QUICK["units"] if quick else BATCH_UNITS
     spec = {"name": ("quick-" if quick else "") + "batching", "arch": str(root / "arch/onionchopper.yaml"),
-            "workloads": files, "parameters": {UNITS: units, "levels.SRAM.capacity": ["4 KiB", "16 KiB"]},
-            "mapper": {"time_limit": 10}}
+            "workloads": files, "parameters": {UNITS: units, "levels.SRAM.capacity": ["4 KiB", "16 KiB"]}}
     d = mapped(run_spec(spec, out.parent, db, workers, progress)[1]).copy()
     d["batch"] = [int(w.removesuffix(".yaml").split("batch")[-1]) for w in d["workload"]]
     d["units"] = d[UNITS].astype(int)
@@ -204,7 +205,7 @@ def dimension_choice(out: Path, root: Path, *, quick: bool = False) -> tuple[lis
     rows = []
     for j in QUICK["first_dims"] if quick else FIRST_DIMS:
         query = query_from_native(loads(yaml.safe_dump(onionpir_query(db_bytes, first_dim=j)), f"first_dim={j}"))
-        r = map_query(arch, query, energy, time_limit=60)
+        r = map_query(arch, query, energy, budget=DEFAULT_BUDGET, time_limit=SAFETY_TIME_LIMIT)
         first = r.parts[0].result
         entries = sum(e.workload.tensor_elements(e.workload.tensor("A")) for e in query.einsums) * 8
         rows.append({"first_dim": j, "einsums": len(query.einsums), "cycles": r.cycles, "time_s": r.cycles / arch.clock_hz,
@@ -247,7 +248,7 @@ def buffering(root: Path) -> list[str]:
     leak = {c.name: c.estimate.leak_W for c in comps}
     results = {"thesis's mapping": evaluate(arch, wl, load_mapping(root / "mappings/onionchopper-thesis-best.yaml",
                                                                     arch, wl), table),
-               "storeloop map": map_(arch, wl, table, time_limit=120).result}
+               "storeloop map": map_(arch, wl, table, budget=DEFAULT_BUDGET, time_limit=SAFETY_TIME_LIMIT).result}
     on_chip = next(iter(results.values())).on_chip_area_um2
     lines = ["# Buffering (docs/buffering.md)", "",
              "OnionPIR 64 GiB on OnionChopper. Timeloop's model, and the thesis's figures, let every level fill while "

@@ -49,7 +49,7 @@ class SearchReport(dict):
     ``cycles_optimal`` and ``optimal`` (proven over the complete map space under the user's
     constraints); ``space`` (``complete``: the proof covers Timeloop's whole map space, with every
     order of the last level's spatial loops; ``user_constraints``); ``stopped`` (optimal,
-    energy-gap, converged, time-limit, interrupted);
+    energy-gap, converged, budget, time-limit, interrupted);
     ``improvements`` (each new best: seconds, cycles, energy_pJ); and, when they apply,
     ``local_search`` and ``cycles_rounding``."""
 
@@ -93,13 +93,14 @@ def laid_out(arch: Arch, workload: Workload) -> Workload:
 
 def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constraints: Constraints | None = None,
                  objective: str = "delay,energy", algorithm: str = "exhaustive", time_limit: float | None = None,
-                 threads: int = 1, seed: int = 0, victory: int = 500, progress: bool = False,
+                 budget: int | None = None, threads: int = 1, seed: int = 0, victory: int = 500, progress: bool = False,
                  energy_gap: float | None = None, seeds: list[Mapping] = (), converge: bool = True,
                  search_layout: bool = False) -> MapResult:
     """The best mapping of ``workload`` on ``arch`` priced with ``energy``.
 
     ``objective``: see :data:`storeloop.mapper.objective.NAMES`. ``time_limit`` (seconds, None:
-    none) is a safety net; the exhaustive search normally stops on a rule (``search['stopped']``):
+    none) is a safety net, ``budget`` the candidates the branch and bound may generate (a stop that
+    does not depend on the machine's load); the exhaustive search normally stops on a rule (``search['stopped']``):
     proven ``optimal``, ``energy-gap`` (cycles at their lower bound and the objective within
     ``energy_gap``, relative, of its lower bound; 0 demands a full proof; default 0.1 % for the
     cycle-first objectives and 0 for the others, which then return their exact minimum), or
@@ -109,8 +110,8 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     ``search_layout``: the SSD-backed first level stores each tensor in the rank order (layout)
     that prices it best, searched with the mapping (the arch's own ``layout`` is ignored); the
     report's ``layout`` gives the orders chosen."""
-    opts = options(objective=objective, algorithm=algorithm, time_limit=time_limit, energy_gap=energy_gap,
-                   threads=threads, search_layout=search_layout)
+    opts = options(objective=objective, algorithm=algorithm, time_limit=time_limit, budget=budget,
+                   energy_gap=energy_gap, threads=threads, search_layout=search_layout)
     objective, algorithm, time_limit, threads = opts.objective, opts.algorithm, opts.time_limit, opts.threads
     energy_gap = opts.energy_gap
     if energy_gap is None:
@@ -156,7 +157,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         incumbent, local, rounded = _incumbent(arch, merged, members, energy, space, tree, obj, goal, seeds)
         trace = [(local["seconds"], incumbent[0], incumbent[1])] if incumbent else []
         remaining = None if time_limit is None else max(0.0, time_limit - (time.monotonic() - t0))
-        found = branch_and_bound(tree, obj, time_limit=remaining, threads=threads, progress=progress,
+        found = branch_and_bound(tree, obj, time_limit=remaining, budget=opts.budget, threads=threads, progress=progress,
                                  incumbent=incumbent, goal=goal, trace=trace)
         if found.stopped == "converged" and found.mapping is not None and \
                 (time_limit is None or time.monotonic() - t0 < time_limit):
@@ -170,6 +171,9 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         if found.stopped == "time-limit":
             raise MapTimeout(f"timeout: the time limit ({time_limit:g} s) ended the search before it found "
                              f"a valid mapping (none is known not to exist); raise the time limit")
+        if found.stopped == "budget":
+            raise MapTimeout(f"the budget ({opts.budget:,} candidates) ended the search before it found a valid "
+                             f"mapping (none is known not to exist); raise the budget")
         raise StoreloopError(_nothing_valid(found, tree))
     mapping = split_mapping(found.mapping, members, workload)
     mapping = Mapping(mapping.levels, name=f"storeloop map ({algorithm}, {obj.name})")

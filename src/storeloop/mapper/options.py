@@ -12,6 +12,11 @@ from storeloop.errors import SpecError
 from storeloop.mapper.objective import NAMES as OBJECTIVES
 
 ALGORITHMS = ("exhaustive", "random-pruned", "random")
+# what a sweep point or a system's einsum stage searches with when its file does not say: a budget
+# of candidates (the same answer on a quiet or a busy machine) and, as a safety net whose answer
+# would depend on the load, a time limit
+DEFAULT_BUDGET = 20_000_000
+SAFETY_TIME_LIMIT = 600
 
 
 class MapperOptions(BaseModel):
@@ -23,6 +28,9 @@ class MapperOptions(BaseModel):
     algorithm: Literal["exhaustive", "random-pruned", "random"] = Field(
         "exhaustive", description="exhaustive (branch and bound), random-pruned, random")
     time_limit: StrictFloat | StrictInt | None = Field(None, gt=0, le=86400, description="seconds, a safety net")
+    budget: StrictInt | None = Field(None, ge=1, le=10**12, description="candidates the branch and bound may "
+                                     "generate (a whole number, such as 20000000): a stop that, unlike the time "
+                                     "limit, gives the same answer on a busy machine")
     energy_gap: StrictFloat | StrictInt | None = Field(None, ge=0, le=1, description="a relative gap such as 0.001 (0.1 %); "
                                      "0 proves optimality")
     threads: StrictInt = Field(1, ge=1, le=1024, description="processes for the exhaustive search")
@@ -44,7 +52,7 @@ class MapperOptions(BaseModel):
         return v
 
 
-FLAGS = {"objective": "--objective", "algorithm": "--algorithm", "time_limit": "--time-limit",
+FLAGS = {"objective": "--objective", "algorithm": "--algorithm", "time_limit": "--time-limit", "budget": "--budget",
          "energy_gap": "--energy-gap", "threads": "--threads", "search_layout": "--search-layout"}
 
 

@@ -19,7 +19,10 @@ Why a search stopped is one of :data:`STOPS`, named in the report:
   improvement as before it (at least :data:`CONVERGE_MIN`), counted in candidates, not seconds,
   so the answer does not depend on the machine's load (for the random searches: Timeloop's
   victory condition);
-* ``time-limit`` (a safety net) and ``interrupted`` (Ctrl-C).
+* ``budget``: the branch and bound generated the candidates it was allowed (``budget``); counted
+  like ``converged``, so the same inputs give the same answer on a quiet or a busy machine;
+* ``time-limit`` (a safety net: where it ends a search, the answer depends on the machine's load)
+  and ``interrupted`` (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from storeloop.model.fast import FastModel
 from storeloop.spec.types import Mapping
 
 
-STOPS = ("optimal", "energy-gap", "converged", "time-limit", "interrupted")
+STOPS = ("optimal", "energy-gap", "converged", "budget", "time-limit", "interrupted")
 CONVERGE_MIN = 5_000_000         # candidates a branch and bound spends at least before "converged"
 
 
@@ -73,8 +76,9 @@ class _Stop(Exception):
 
 class _DFS:
     def __init__(self, tree: Tree, objective: Objective, deadline: float | None, start: float | None = None,
-                 goal: Goal | None = None):
+                 goal: Goal | None = None, limit: int | None = None):
         self.tree, self.obj, self.deadline, self.goal = tree, objective, deadline, goal
+        self.limit = limit                       # candidates (tree.stats) at which the budget is spent
         self.best: tuple | None = None          # (cycles, energy, choice or Mapping); choice None: virtual
         self.t0 = time.monotonic() if start is None else start
         self.trace: list[tuple] = []             # (seconds, cycles, energy) of each new best
@@ -88,6 +92,8 @@ class _DFS:
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise _Stop("time-limit")
         spent = self.tree.stats["candidates"]
+        if self.limit is not None and spent >= self.limit:
+            raise _Stop("budget")
         if self.goal is not None and self.goal.converge and self.best is not None and self.best[2] is not None \
                 and spent - self.since > max(CONVERGE_MIN, 2 * self.since):
             raise _Stop("converged")
@@ -134,9 +140,9 @@ _WORKER: dict = {}
 
 
 def _worker(args):
-    share, nshare, first_best, deadline = args
+    share, nshare, first_best, deadline, budget = args
     tree, obj, goal = _WORKER["tree"], _WORKER["objective"], _WORKER["goal"]
-    dfs = _DFS(tree, obj, deadline, goal=goal)
+    dfs = _DFS(tree, obj, deadline, goal=goal, limit=budget)     # counted from 0: this share's own work
     dfs.best = first_best
     root_children = tree.expand(tree.root(), first_best[:2] if first_best else None, obj)
     tree.stats = dict.fromkeys(tree.stats, 0)          # count only this share's work
@@ -152,8 +158,8 @@ def _worker(args):
 
 
 def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | None = None,
-                     threads: int = 1, progress: bool = True, incumbent: tuple | None = None,
-                     goal: Goal | None = None, trace: list | None = None) -> Found:
+                     budget: int | None = None, threads: int = 1, progress: bool = True,
+                     incumbent: tuple | None = None, goal: Goal | None = None, trace: list | None = None) -> Found:
     """Exact search, from ``incumbent`` = (cycles, energy, merged Mapping) when one is known.
 
     For cycle-first objectives it first looks only for mappings at the cycle lower bound
@@ -162,12 +168,14 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
     that cannot beat the incumbent's cycles are skipped. ``goal`` adds the early stops
     (``energy-gap``, ``converged``; see the module docstring).
 
-    With a time limit, a stage that has found nothing gets half of the time left, so a space with
-    no mapping near the bound still gets an answer from the later stages; each stage's space
-    contains the earlier ones', so a later stage that completes still proves its best optimal. A
-    stage that has found a mapping gets the rest of the time to improve it."""
+    With a time limit or a ``budget`` of candidates, a stage that has found nothing gets half of
+    the time (and of the candidates) left, so a space with no mapping near the bound still gets an
+    answer from the later stages; each stage's space contains the earlier ones', so a later stage
+    that completes still proves its best optimal. A stage that has found a mapping gets the rest
+    to improve it."""
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
+    limit = None if budget is None else tree.stats["candidates"] + budget
     why = goal.reached(objective, *incumbent[:2]) if goal is not None and incumbent is not None else None
     if why:
         found = Found(incumbent[0], incumbent[1], _as_mapping(tree, incumbent[2]), complete=why == "optimal",
@@ -179,23 +187,26 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
     if incumbent is not None:
         stages = [a for a in stages if a is None or a < incumbent[0]]
     fallback, interrupted = _dive(tree, objective, deadline, start) \
-        if deadline is not None and len(stages) > 1 and incumbent is None else (None, False)
+        if (deadline is not None or limit is not None) and len(stages) > 1 and incumbent is None else (None, False)
     if fallback is not None:
         incumbent = fallback.best
     best, trace = incumbent, list(trace or []) + (fallback.trace if fallback is not None else [])
     found = Found(stopped="interrupted", stats=dict(tree.stats)) if interrupted else None
     for i, aspiration in enumerate([] if interrupted else stages):
-        share = deadline
-        if deadline is not None and i < len(stages) - 1:
-            share = time.monotonic() + (deadline - time.monotonic()) / 2
+        share = (deadline, limit)
+        if i < len(stages) - 1:
+            share = (None if deadline is None else time.monotonic() + (deadline - time.monotonic()) / 2,
+                     None if limit is None else (tree.stats["candidates"] + limit) // 2)
         found = _bnb_stage(tree, objective, share, threads, progress, start, aspiration, goal, best, trace)
         improved = found.mapping is not None
-        if found.stopped == "time-limit" and share != deadline and time.monotonic() < deadline:
+        left = (deadline is None or time.monotonic() < deadline) and (limit is None or tree.stats["candidates"] < limit)
+        if found.stopped in ("time-limit", "budget") and share != (deadline, limit) and left:
             if not improved:
                 continue            # out of its share: the next stage's space contains this one's
             # found one: use the rest of the time in this stage, starting from it
             best, trace = (found.cycles, found.energy_pJ, found.mapping), found.stats["improvements"]
-            found = _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration, goal, best, trace)
+            found = _bnb_stage(tree, objective, (deadline, limit), threads, progress, start, aspiration, goal,
+                               best, trace)
         if found.mapping is not None:
             best, trace = (found.cycles, found.energy_pJ, found.mapping), found.stats["improvements"]
         if improved or found.mapping is not None or found.stopped:
@@ -231,10 +242,12 @@ def _dive(tree, objective, deadline, start) -> tuple[_DFS | None, bool]:
     return (dfs if dfs.best is not None else None), interrupted
 
 
-def _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration, goal, incumbent, trace) -> Found:
-    """One stage; ``found.mapping`` is set only when the stage improved on ``incumbent``, and
-    ``found.stopped`` is None when the stage covered its whole space."""
-    dfs = _DFS(tree, objective, deadline, start, goal)
+def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goal, incumbent, trace) -> Found:
+    """One stage, until (deadline, candidates), either None: no limit; ``found.mapping`` is set
+    only when the stage improved on ``incumbent``, and ``found.stopped`` is None when the stage
+    covered its whole space."""
+    deadline, limit = until
+    dfs = _DFS(tree, objective, deadline, start, goal, limit)
     if aspiration is not None:
         dfs.best = (aspiration, math.inf, None)      # a virtual incumbent: prune whatever is slower
     if incumbent is not None and (aspiration is None or incumbent[0] <= aspiration):
@@ -256,7 +269,8 @@ def _bnb_stage(tree, objective, deadline, threads, progress, start, aspiration, 
             _WORKER.update(tree=tree, objective=objective, goal=goal)
             ctx = multiprocessing.get_context("fork")
             with ctx.Pool(threads) as pool:
-                outs = pool.map(_worker, [(s, threads, dfs.best, deadline) for s in range(threads)])
+                each = None if limit is None else max(1, (limit - tree.stats["candidates"]) // threads)
+                outs = pool.map(_worker, [(s, threads, dfs.best, deadline, each) for s in range(threads)])
             for best, why, stats in outs:                # earliest share first: ties keep the first
                 stopped = stopped or why
                 for k, v in stats.items():

@@ -20,6 +20,7 @@ from typing import Iterator
 
 from storeloop.errors import StoreloopError
 from storeloop.spec.yamlio import LDict
+from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT
 from storeloop.sweeps.spec import Sweep, _point_doc, load_sweep, point_arch, points, satisfies
 from tqdm import tqdm
 
@@ -174,8 +175,9 @@ def _run_point(sweep: Sweep, params: dict, workload: str, seeds, row: dict) -> N
         except (StoreloopError, yaml.YAMLError):
             pass                     # a neighbour's mapping that does not fit this arch
     opts = sweep.mapper
-    out = map_workload(arch, w, energy, time_limit=opts.time_limit if "time_limit" in opts.model_fields_set else 10.0,
-                       objective=opts.objective, algorithm=opts.algorithm, energy_gap=opts.energy_gap, seeds=starts,
+    out = map_workload(arch, w, energy, time_limit=opts.time_limit or SAFETY_TIME_LIMIT,
+                       budget=opts.budget or DEFAULT_BUDGET, threads=opts.threads, objective=opts.objective,
+                       algorithm=opts.algorithm, energy_gap=opts.energy_gap, seeds=starts,
                        search_layout=opts.search_layout)
     r, s = out.result, out.search
     levels = level_breakdown(r)

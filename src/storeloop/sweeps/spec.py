@@ -15,7 +15,7 @@ from typing import Any, Iterator
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from storeloop.errors import SpecError
-from storeloop.mapper.options import MapperOptions
+from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT, MapperOptions
 from storeloop.spec.validate import validate
 from storeloop.spec.yamlio import LDict, error_at, load
 from storeloop.units import ExpressionError
@@ -35,7 +35,7 @@ class Sweep:
     workloads: list[Path]
     parameters: list[tuple[list[str], list[Any]]]        # (paths set together, values); scenarios too
     constraints: list[str]
-    mapper: MapperOptions = field(default_factory=MapperOptions)    # time_limit unset: 10 s per point
+    mapper: MapperOptions = field(default_factory=MapperOptions)    # unset: DEFAULT_BUDGET, SAFETY_TIME_LIMIT
     energy: EnergyFiles = field(default_factory=lambda: EnergyFiles())  # paths resolved; none: the plug-ins
     scenarios: list[str] = field(default_factory=list)    # parameter keys that are the situation
     system_file: Path | None = None                       # a sweep over a system's fields (no arch)
@@ -103,8 +103,9 @@ class SweepSpec(_Spec):
     parameters: dict[str, list[Value]] = Field(default_factory=dict, description="field paths -> values")
     scenarios: dict[str, list[Value]] = Field(default_factory=dict, description="the situation, not the design")
     constraints: list[str] = Field(default_factory=list, description="'<level>.<attr> <op> <level>.<attr>'")
-    mapper: MapperOptions = Field(default_factory=MapperOptions, description="the mapper's options (time_limit "
-                                  "defaults to 10 s per point)")
+    mapper: MapperOptions = Field(default_factory=MapperOptions, description=f"the mapper's options (per point, "
+                                  f"budget defaults to {DEFAULT_BUDGET:,} candidates and time_limit, a safety net, to "
+                                  f"{SAFETY_TIME_LIMIT} s)")
     energy: EnergyFiles = Field(default_factory=EnergyFiles)
 
     @field_validator("name")

@@ -33,7 +33,7 @@ ADDED = {"stopped": "text", "lower_bound_energy_pJ": "real", "energy_gap": "real
          "result": "text", "weight": "real", "checksum": "text",
          "priced_by": "text"}
 # ok: mapped; invalid: the point's arch or workload has no answer; error: something unexpected (its
-# traceback in ``error``); timeout: the time limit ended the search before any mapping;
+# traceback in ``error``); timeout: the budget or time limit ended the search before any mapping;
 # interrupted: Ctrl-C. Only the first two are final; the others run again on resume.
 STATUSES = ("ok", "invalid", "error", "timeout", "interrupted")
 FINAL = ("ok", "invalid")

@@ -59,13 +59,14 @@ _UNITS: dict[str, dict] = {}            # einsum stage -> its mapped unit, per p
 def einsum_unit(stage: Stage) -> dict:
     """One instance of an einsum stage, mapped by storeloop's mapper and priced by the plug-ins:
     cycles and energy per invocation, bytes of its stream tensors per invocation, its on-chip bytes."""
-    key = repr((stage.arch, stage.workload, stage.objective, stage.time_limit))
+    key = repr((stage.arch, stage.workload, stage.objective, stage.time_limit, stage.budget))
     if key not in _UNITS:
         from storeloop.energy import price
         from storeloop.mapper import map_workload
 
         arch, work = stage.arch, stage.workload
-        out = map_workload(arch, work, price(arch)[0], objective=stage.objective, time_limit=stage.time_limit)
+        out = map_workload(arch, work, price(arch)[0], objective=stage.objective, time_limit=stage.time_limit,
+                          budget=stage.budget)
         r = out.result
         stream = sum(work.tensor_elements(work.tensor(t)) * work.tensor(t).bits / 8 for t in stage.stream)
         on_chip = sum(lvl.size_words * lvl.word_bits / 8 * lvl.instances for lvl in arch.levels

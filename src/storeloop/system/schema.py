@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
 from storeloop.errors import SpecError
+from storeloop.mapper.options import DEFAULT_BUDGET
 from storeloop.spec.validate import shape as _shape
 from storeloop.spec.validate import validate
 from storeloop.spec.yamlio import LDict, error_at, field_path, load, loads, locate
@@ -168,6 +169,8 @@ class EinsumStageSpec(_Stage):
     setup: Scalar = Field(0, description="fixed latency per invocation: '2 us'")
     objective: str = Field("delay,energy", description="the mapper's objective")
     time_limit: float = Field(30.0, gt=0, le=3600, description="the mapper's safety net, seconds")
+    budget: StrictInt = Field(DEFAULT_BUDGET, ge=1, le=10**12, description="candidates the mapper's branch and bound may "
+                        "generate (the same answer on a busy machine)")
 
 
 class StreamStageSpec(_Stage):
@@ -318,6 +321,7 @@ class Stage:
     setup_s: float = 0.0
     objective: str = "delay,energy"
     time_limit: float = 30.0
+    budget: int = DEFAULT_BUDGET
     # stream
     rate_Bps: float | None = None
     energy_pJ_per_B: float | None = None
@@ -785,6 +789,7 @@ def _einsum(spec: EinsumStageSpec, ctx: _Ctx, loc: tuple, base: Path, devices: d
     if spec.objective.replace(" ", "") not in OBJECTIVES:
         raise ctx.err(loc + ("objective",), f"unknown objective {spec.objective!r}", ", ".join(OBJECTIVES))
     return dict(arch=arch, workload=workload, stream=stream, objective=spec.objective, time_limit=spec.time_limit,
+                budget=spec.budget,
                 setup_s=ctx.q(seconds_of, spec.setup, loc + ("setup",), "a duration such as '2 us'", upto=1e6))
 
 
