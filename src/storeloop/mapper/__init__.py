@@ -117,15 +117,6 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     if energy_gap is None:
         energy_gap = DEFAULT_GAP if objective in ("delay,energy", "delay") else 0.0
     require_plain_indices(workload)              # before merge(), which would make windows plain
-    single = [lvl for lvl in arch.levels if lvl.buffering == "single"]
-    if single:
-        raise SpecError(f"level {single[0].name!r} is single-buffered: the mapper's search and bounds price fills "
-                        "that overlap use; storeloop model prices a single-buffered level's mapping, and every "
-                        "result says which levels its mapping needs double-buffered",
-                        file=single[0].where[0] if single[0].where else None,
-                        line=single[0].where[1] if single[0].where else None,
-                        field=f"{single[0].where[2]}.buffering" if single[0].where else "buffering",
-                        allowed="buffering: double, or no buffering: field, to map")
     energy = with_ssd_prices(arch, energy)       # an SSD-backed level: its least energy per word bounds its tensors
     if constraints is None:                      # a Timeloop v0.4 arch's own per-node constraints, if any
         constraints = arch_constraints(arch, workload) or Constraints()

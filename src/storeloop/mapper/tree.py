@@ -41,6 +41,16 @@ def pareto(secs: np.ndarray, pj: np.ndarray) -> np.ndarray:
     return np.array(out, np.int64)
 
 
+def _ports(level, reads, writes):
+    """:func:`storeloop.model.costs.port_cycles` of rows of ``reads`` and ``writes`` words."""
+    out = np.zeros(np.shape(reads) or np.shape(writes))
+    for bw, words in ((level.read_bandwidth, reads), (level.write_bandwidth, writes),
+                      (level.shared_bandwidth, np.add(reads, writes))):
+        if bw is not None:
+            out = np.maximum(out, np.asarray(words) / bw)
+    return out
+
+
 def cartesian(lists: list[list[int]]) -> np.ndarray:
     out = np.ones((1, 0), dtype=np.int64)
     for opts in lists:
@@ -96,6 +106,9 @@ class Tree:
         self.rel = np.array(space.relevant, dtype=bool)                  # (T, D)
         self.rw = np.array([t.read_write for t in w.tensors], dtype=bool)
         self.costs = [energy.storage[lvl.name] for lvl in self.arch.levels]
+        # single-buffered levels: the leaves serialize their fills with use; every bound, made for
+        # overlapped fills, stays a bound (serializing only adds time)
+        self.single = {L for L, lvl in enumerate(self.arch.levels) if lvl.buffering == "single"}
         # paged levels (access granularity, model.nest.page_factors): words moved per child tile
         self.pages = {L: lvl.page_bytes for L, lvl in enumerate(self.arch.levels) if lvl.page_bytes}
         # an SSD-backed top level (model.disk): each tensor's seconds and energy per word follow
@@ -205,6 +218,20 @@ class Tree:
                 bw = [(reads, top.read_bandwidth), (writes, top.write_bandwidth), (reads + writes, top.shared_bandwidth)]
                 parts[f"{top.name} compulsory traffic"] = max(
                     [math.ceil(Fraction(v, n) / Fraction(bb)) for v, bb in bw if bb] or [0])
+        # a single-buffered level L's fills wait for use (costs.buffered_cycles): the time from L down
+        # is at least its fill time plus the compute's, and the fill time at least its parent's
+        # reads of what the parent backs (read-only tensors leave their backing level whole)
+        chain = Fraction(parts["compute"])
+        for L in sorted(self.single, reverse=True):
+            if L == 0:
+                continue
+            reads = sum(w.tensor_elements(t) for i, t in enumerate(w.tensors) if not t.read_write and self.back[i] == L - 1)
+            parent = arch.levels[L - 1]
+            n = 1 if L == 1 else parent.instances
+            chain += max([Fraction(reads, n) / Fraction(bw) for bw in (parent.read_bandwidth, parent.shared_bandwidth)
+                          if bw] or [0])
+        if chain > parts["compute"]:
+            parts["single-buffered fills, then compute"] = math.ceil(chain)
         return max(parts.values()), parts
 
     def energy_bound(self) -> tuple[float, dict]:
@@ -671,8 +698,8 @@ class Tree:
                 for act in (RD, UP):
                     cnt[:, pl, t, act] = self._paged(pl, cnt[:, pl, t, act], 1)
         cc = cc * self.arch.compute.cycles_per_op            # from here on: time
-        cycles = cc.copy()
         energy = np.full(m, self.compute_pJ)
+        level_cycles = []
         for L, lvl in enumerate(self.arch.levels):
             if L == 0 and self.ssd is not None:      # the compute units take single words: runs of 1
                 (sr,), (er,) = self._ssd_rates([1], [1], True)
@@ -682,14 +709,29 @@ class Tree:
                 rd = cnt[:, 0, direct, RD].sum(axis=1)
                 up = cnt[:, 0, direct, UP].sum(axis=1)
                 energy = energy + n.ssd_pJ + extra_pJ + (rd * er + up * ew) * u
-                cycles = np.maximum(cycles, np.ceil((n.ssd_s + extra_s + (rd * sr + up * sw) * u) * self.arch.clock_hz))
+                level_cycles.append(np.maximum(cc, np.ceil((n.ssd_s + extra_s + (rd * sr + up * sw) * u)
+                                                           * self.arch.clock_hz)))
                 continue
             c = self.costs[L]
             e, lc = costs.level_costs(lvl, c.read_pJ, c.write_pJ, cnt[:, L, :, RD].T, cnt[:, L, :, FL].T,
                                       cnt[:, L, :, UP].T, cc)
             energy = energy + e * n.util[L]
-            cycles = np.maximum(cycles, lc)
-        return cycles, energy
+            level_cycles.append(lc)
+        if not self.single:
+            return np.max([cc] + level_cycles, axis=0), energy
+        # single-buffered levels serialize their fills with use, as the model does (costs.buffered_cycles)
+        reads, fills, ups = (cnt[:, :, :, a].sum(axis=2) for a in (RD, FL, UP))
+        cycles = cc.astype(np.float64)
+        for L in range(self.nlev - 1, -1, -1):
+            if L not in self.single:
+                cycles = np.maximum(cycles, level_cycles[L])
+                continue
+            lvl = self.arch.levels[L]
+            fill = _ports(lvl, 0, fills[:, L])
+            if L:
+                fill = np.maximum(fill, _ports(self.arch.levels[L - 1], reads[:, L - 1], 0))
+            cycles = np.ceil(fill + np.maximum(cycles, _ports(lvl, reads[:, L], ups[:, L])))
+        return cycles.astype(np.int64), energy
 
     # ------------------------------------------------------------------ output
     def mapping(self, choice: tuple, name: str | None = None) -> Mapping:

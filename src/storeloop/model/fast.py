@@ -5,7 +5,7 @@ The mapper evaluates hundreds of thousands of mappings of one (arch, workload, e
 and bandwidths) and then evaluates a mapping in closed form: for a tensor whose ranks are plain
 dimensions, the words entering a level are its tile times the iterations of every temporal loop
 above it from the innermost loop that indexes the tensor outwards. Tensors with sliding-window
-ranks and archs with paged or SSD-backed levels fall back to the reference nest analysis. ``tests/test_fast_model.py`` checks that both
+ranks and archs with paged, SSD-backed or single-buffered levels fall back to the reference model. ``tests/test_fast_model.py`` checks that both
 give identical cycles, per-level cycles and energy on the validation corpus and on random
 mappings.
 """
@@ -35,9 +35,10 @@ class FastModel:
         self.arch, self.workload, self.energy = arch, workload, energy
         self.nlev = len(arch.levels)
         self.ndims = len(workload.dims)
-        # sliding windows, paged levels (access granularity) and SSDs take the reference model
+        # sliding windows, paged levels (access granularity), SSDs and single-buffered levels take the
+        # reference model
         self.simple = all(len(rank) == 1 and rank[0][1] == 1 for t in workload.tensors for rank in t.ranks) \
-            and not any(lvl.page_bytes or lvl.ssd for lvl in arch.levels)
+            and not any(lvl.page_bytes or lvl.ssd or lvl.buffering == "single" for lvl in arch.levels)
         self.tensors = [(t.name, sum(1 << d for d in t.dims()), t.read_write, [r[0][0] for r in t.ranks])
                         for t in workload.tensors]
         self.levels = []
