@@ -100,3 +100,86 @@ def test_the_mapper_searches_a_single_buffered_level(thesis):
     assert found.result.cycles <= stalled.cycles
     assert found.result == sl.evaluate(single, w, found.mapping, table)
     assert found.result.buffering["DRAM"]["declared"] == "single"
+
+
+def _add_attribute(node, level: str, key: str, value) -> bool:
+    """Set ``key`` in the attributes of the Timeloop component named ``level`` (in any subtree)."""
+    if isinstance(node, dict):
+        if node.get("name") == level and "class" in node:
+            node.setdefault("attributes", {})[key] = value
+            return True
+        return any(_add_attribute(v, level, key, value) for v in node.values())
+    return isinstance(node, list) and any(_add_attribute(v, level, key, value) for v in node)
+
+
+def test_timeloop_multiple_buffering_leaves_tiles_a_share_of_the_depth(tmp_path):
+    """Timeloop's ``multiple_buffering: m`` (BufferLevel::ParseSpecs): tiles must fit in
+    floor(size / m). On every corpus case, the fullest level gets m = 2: the reference mapping is
+    refused exactly where its tiles take more than half, and priced as before elsewhere."""
+    import yaml
+
+    from storeloop.errors import MappingError
+    from storeloop.spec.load import load_energy_table
+
+    refused = kept = 0
+    for case in sorted(p for p in (ROOT / "tests/corpus").iterdir() if (p / "expected.json").exists()):
+        arch = sl.load_arch(case / "arch.yaml")
+        w = sl.load_workload(case / "problem.yaml")
+        m = sl.load_mapping(case / "mapping.yaml", arch, w)
+        table = load_energy_table(arch, case / "ERT.yaml", case / "ART.yaml")
+        base = sl.evaluate(arch, w, m, table)
+        sized = [(sum(t.tile for t in lv.tensors.values() if t.kept) / lvl.size_words, lvl, lv)
+                 for lvl, lv in zip(arch.levels, base.levels) if lvl.size_words]
+        if not sized:
+            continue
+        _, lvl, lv = max(sized, key=lambda s: s[0])
+        doc = yaml.safe_load((case / "arch.yaml").read_text())
+        assert _add_attribute(doc, lvl.name, "multiple_buffering", 2)
+        (tmp_path / "arch.yaml").write_text(yaml.safe_dump(doc))
+        halved = sl.load_arch(tmp_path / "arch.yaml")
+        assert {x.name: x.size_words for x in halved.levels}[lvl.name] == lvl.size_words // 2
+        used = sum(t.tile for t in lv.tensors.values() if t.kept)
+        if used > lvl.size_words // 2:
+            with pytest.raises(MappingError, match="capacity"):
+                sl.evaluate(halved, w, m, table)
+            refused += 1
+        else:
+            r = sl.evaluate(halved, w, m, table)
+            assert (r.cycles, r.energy_pJ) == (base.cycles, base.energy_pJ)
+            kept += 1
+    assert refused >= 10 and kept >= 10, (refused, kept)
+
+
+def test_double_buffering_exports_as_timeloop_multiple_buffering(tmp_path):
+    """A double-buffered level goes to Timeloop as the depth of both copies with
+    multiple_buffering: 2; read back, the same capacity, cycles, energy and (two-copy) area."""
+    text = (ROOT / "arch/onionchopper.yaml").read_text()
+    src = tmp_path / "double.yaml"
+    src.write_text(text.replace("      read_bandwidth: 4 ", "      buffering: double\n      read_bandwidth: 4 "))
+    out = tmp_path / "out"
+    wl, mp = str(ROOT / "workloads/onionpir-64GiB.yaml"), str(ROOT / "mappings/onionchopper-thesis-best.yaml")
+    assert main(["export", str(src), wl, mp, "--out", str(out)]) == 0
+    exported = (out / "arch.yaml").read_text()
+    assert "multiple_buffering: 2" in exported and "depth: 256" in exported
+    arch, back = sl.load_arch(src), sl.load_arch(out / "arch.yaml")
+    assert {x.name: x.size_words for x in back.levels}["SRAM"] == {x.name: x.size_words for x in arch.levels}["SRAM"]
+    w = sl.load_workload(wl)
+    from storeloop.spec.load import load_energy_table
+
+    mine = sl.evaluate(arch, w, sl.load_mapping(mp, arch, w), sl.price(arch))
+    theirs = sl.evaluate(back, sl.load_workload(out / "problem.yaml"),
+                         sl.load_mapping(out / "mapping.yaml", back, sl.load_workload(out / "problem.yaml")),
+                         load_energy_table(back, out / "ERT.yaml", out / "ART.yaml"))
+    assert (theirs.cycles, theirs.energy_pJ) == (mine.cycles, pytest.approx(mine.energy_pJ, rel=1e-12))
+    assert theirs.area_um2 == pytest.approx(mine.area_um2, rel=1e-12)
+
+
+@pytest.mark.parametrize("value", ["0", "0.5", "abc"])
+def test_timeloop_multiple_buffering_below_one_is_refused_at_its_line(value, tmp_path, capsys):
+    case = ROOT / "tests/corpus/a1-dram-sram-mac-16b__cnn-5x5__b3-r1"
+    text = (case / "arch.yaml").read_text()
+    assert "depth: 2048" in text
+    (tmp_path / "arch.yaml").write_text(text.replace("depth: 2048,", f"depth: 2048, multiple_buffering: {value},", 1))
+    assert main(["model", str(tmp_path / "arch.yaml"), str(case / "problem.yaml"), str(case / "mapping.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "arch.yaml:" in err and "multiple_buffering" in err and "Traceback" not in err

@@ -217,6 +217,19 @@ def arch_from_timeloop(doc: LDict) -> Arch:
                                    allowed="one of them (size in words, or depth in blocks)")
                 size_words = integer(size) if size is not None else (
                     integer(depth) * block if depth is not None else None)
+                mb = _attr(a, "multiple_buffering", "multiple-buffering")
+                if mb is not None:
+                    # Timeloop (BufferLevel::ParseSpecs): tiles must fit floor(size / multiple_buffering),
+                    # the copies that fill while one is used; Accelergy prices the whole depth
+                    try:
+                        m = float(number(mb))
+                    except (ExpressionError, TypeError, ValueError):
+                        m = math.nan
+                    if not 1 <= m <= 64:
+                        raise error_at(doc, cloc + ("attributes", "multiple_buffering"), f"multiple_buffering {mb}",
+                                       allowed="a number of copies from 1 to 64 (2: double buffering)")
+                    if size_words is not None:
+                        size_words = math.floor(size_words / m)
                 bw = {k2: (float(number(a[k2])) if k2 in a else None)
                       for k2 in ("read_bandwidth", "write_bandwidth", "shared_bandwidth")}
                 storage.append(StorageLevel(
@@ -577,6 +590,14 @@ def arch_to_timeloop(arch: Arch, energy: EnergyTable | None = None) -> tuple[dic
         a.update({"word-bits": lvl.word_bits, "block-size": lvl.block_size})
         if lvl.size_words is not None:
             a["depth"] = lvl.size_words // lvl.block_size
+        if lvl.buffering == "double" and lvl.size_words is not None:
+            # Timeloop's way: the depth of both copies, of which tiles may use one (multiple_buffering);
+            # the exported ART carries storeloop's two-copy area
+            a["depth"] *= 2
+            a["multiple_buffering"] = 2
+        elif lvl.buffering == "single":
+            notes.append(f"{lvl.name}: buffering single not expressible in Timeloop (its fills always overlap "
+                         "use): Timeloop's cycles are lower where the mapping needs the level double-buffered")
         for k in ("read_bandwidth", "write_bandwidth", "shared_bandwidth"):
             if getattr(lvl, k) is not None:
                 a[k] = getattr(lvl, k)
