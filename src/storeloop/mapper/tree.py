@@ -225,7 +225,8 @@ class Tree:
         for L in sorted(self.single, reverse=True):
             if L == 0:
                 continue
-            reads = sum(w.tensor_elements(t) for i, t in enumerate(w.tensors) if not t.read_write and self.back[i] == L - 1)
+            reads = sum(w.tensor_elements(t) for i, t in enumerate(w.tensors)
+                        if not t.read_write and self.back[i] == L - 1)
             parent = arch.levels[L - 1]
             n = 1 if L == 1 else parent.instances
             chain += max([Fraction(reads, n) / Fraction(bw) for bw in (parent.read_bandwidth, parent.shared_bandwidth)

@@ -5,9 +5,9 @@ The mapper evaluates hundreds of thousands of mappings of one (arch, workload, e
 and bandwidths) and then evaluates a mapping in closed form: for a tensor whose ranks are plain
 dimensions, the words entering a level are its tile times the iterations of every temporal loop
 above it from the innermost loop that indexes the tensor outwards. Tensors with sliding-window
-ranks and archs with paged, SSD-backed or single-buffered levels fall back to the reference model. ``tests/test_fast_model.py`` checks that both
-give identical cycles, per-level cycles and energy on the validation corpus and on random
-mappings.
+ranks and archs with paged, SSD-backed or single-buffered levels fall back to the reference model.
+``tests/test_fast_model.py`` checks that both give identical cycles, per-level cycles and energy
+on the validation corpus and on random mappings.
 """
 
 from __future__ import annotations

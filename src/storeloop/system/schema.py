@@ -169,8 +169,8 @@ class EinsumStageSpec(_Stage):
     setup: Scalar = Field(0, description="fixed latency per invocation: '2 us'")
     objective: str = Field("delay,energy", description="the mapper's objective")
     time_limit: float = Field(30.0, gt=0, le=3600, description="the mapper's safety net, seconds")
-    budget: StrictInt = Field(DEFAULT_BUDGET, ge=1, le=10**12, description="candidates the mapper's branch and bound may "
-                        "generate (the same answer on a busy machine)")
+    budget: StrictInt = Field(DEFAULT_BUDGET, ge=1, le=10**12, description="candidates the mapper's branch and "
+                              "bound may generate (the same answer on a busy machine)")
 
 
 class StreamStageSpec(_Stage):
