@@ -494,3 +494,21 @@ def test_the_ssd_device_drives_the_accelerators_disk_typed_once(tmp_path, capsys
     (tmp_path / "s.yaml").write_text(text.replace("disk_from: ssd", "disk_from: host-link"))
     assert main(["system", str(tmp_path / "s.yaml")]) == 2
     assert "not an ssd device" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value,ok", [("2000000", True), ("0", False), ("1.5", False), ("lots", False)])
+def test_an_einsum_stage_takes_a_budget(value, ok, tmp_path, capsys):
+    """An einsum stage's mapper stops by its ``budget`` of candidates (the same answer on a busy
+    machine); a budget that is not a whole number of at least 1 is refused at its line."""
+    text = (ROOT / "systems" / "rotation.yaml").read_text().replace("../", str(ROOT) + "/")
+    anchor = "      stream: [X]\n"
+    assert anchor in text
+    path = tmp_path / "rotation.yaml"
+    path.write_text(text.replace(anchor, anchor + f"      budget: {value}\n", 1))
+    code = main(["system", str(path)])
+    err = capsys.readouterr().err
+    if ok:
+        assert code == 0, err
+    else:
+        line = path.read_text().splitlines().index(f"      budget: {value}") + 1
+        assert code == 2 and f"rotation.yaml:{line}" in err and "budget" in err and "Traceback" not in err
