@@ -186,7 +186,7 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
         if objective.name in ("delay", "delay,energy") else [None]
     if incumbent is not None:
         stages = [a for a in stages if a is None or a < incumbent[0]]
-    fallback, interrupted = _dive(tree, objective, deadline, start) \
+    fallback, interrupted = _dive(tree, objective, deadline, start, limit) \
         if (deadline is not None or limit is not None) and len(stages) > 1 and incumbent is None else (None, False)
     if fallback is not None:
         incumbent = fallback.best
@@ -224,12 +224,13 @@ def _as_mapping(tree: Tree, how) -> Mapping:
     return how if isinstance(how, Mapping) else tree.mapping(how)
 
 
-def _dive(tree, objective, deadline, start) -> tuple[_DFS | None, bool]:
-    """Best-bound-first descent to the first complete mapping: an answer for a time limit that
-    ends before the aspiration stages find one. Its counts are not kept in the search stats.
+def _dive(tree, objective, deadline, start, limit=None) -> tuple[_DFS | None, bool]:
+    """Best-bound-first descent to the first complete mapping: an answer for a time limit (or a
+    budget, up to ``limit`` candidates) that ends before the aspiration stages find one. Its counts
+    are not kept in the search stats.
     Returns (the search, or None without a mapping; whether Ctrl-C interrupted it)."""
     saved = dict(tree.stats)
-    dfs = _DFS(tree, objective, deadline, start)
+    dfs = _DFS(tree, objective, deadline, start, limit=limit)
     dfs.first_only = True
     interrupted = False
     try:
