@@ -51,7 +51,7 @@ def test_changed_inputs_rerun_and_old_rows_become_stale(tmp_path):
     assert (fresh[fresh["status"] == "ok"]["cycles"] < before[before["status"] == "ok"]["cycles"].max()).all()
     assert set(best_points(df)["key"]) <= set(fresh["key"])
     # the mapper settings are an input too
-    spec.write_text(spec.read_text().replace("mapper: {time_limit: 2}", "mapper: {time_limit: 2, objective: energy}"))
+    spec.write_text(spec.read_text().replace("mapper: {budget: 200000}", "mapper: {budget: 200000, objective: energy}"))
     assert run_sweep(load_sweep(spec), db, progress=False)["run"] == 6
     # and the arch file's contents (a bandwidth that no parameter sets)
     arch = tmp_path / "tiny.arch.yaml"
@@ -113,7 +113,7 @@ def long_sweep(tmp_path):
   parameters:
     levels.RF.capacity: [16 words, 32 words, 64 words, 128 words, 256 words, 512 words]
     levels.SRAM.capacity: [2 KiB, 4 KiB, 8 KiB, 16 KiB]      # enough points to outlast any machine's 5 s
-  mapper: {{time_limit: 20, objective: energy}}
+  mapper: {{budget: 2000000, objective: energy}}
   energy: {{ert: {ROOT / 'arch' / 'onionchopper.ERT.yaml'}, art: {ROOT / 'arch' / 'onionchopper.ART.yaml'}}}
 """)
     return spec

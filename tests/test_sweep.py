@@ -91,14 +91,14 @@ def test_plots_and_cli(tmp_path):
 
 
 @pytest.mark.parametrize("edit,field", [
-    ("  mapper: {time_limit: 2}", "sweep.colour"),
+    ("  mapper: {budget: 200000}", "sweep.colour"),
     ("    levels.SRAM.capacity: [512 B, 2 KiB]", "sweep.parameters.levels.LLC.capacity"),
     ('  constraints: ["SRAM.instances <= MAC.instances"]', "sweep.constraints[0]"),
 ])
 def test_bad_specs_name_file_line_and_field(tmp_path, edit, field):
     for f in ("tiny.arch.yaml", "matvec.yaml"):
         shutil.copy(DATA / f, tmp_path)
-    bad = {"sweep.colour": "  colour: blue\n  mapper: {time_limit: 2}",
+    bad = {"sweep.colour": "  colour: blue\n  mapper: {budget: 200000}",
            "sweep.parameters.levels.LLC.capacity": "    levels.LLC.capacity: [512 B, 2 KiB]",
            "sweep.constraints[0]": '  constraints: ["SRAM.size <= 3"]'}[field]
     spec = tmp_path / "bad.yaml"
@@ -248,3 +248,29 @@ def test_bad_workload_set_entries_are_refused_at_their_line(tmp_path, entry, fie
         load_sweep(spec)
     msg = str(info.value)
     assert "set.yaml:" in msg and field in msg and allowed in msg, msg
+
+
+def test_a_point_ended_by_the_time_limit_runs_again_on_resume(tmp_path, monkeypatch):
+    """The time limit is a safety net whose answer depends on the machine's load: a point it ended
+    is kept (with stopped: time-limit) and searched again by the next run; the others are not."""
+    import storeloop.mapper as mapper
+
+    s = load_sweep(DATA / "tiny.sweep.yaml")
+    db = tmp_path / "tiny.sqlite"
+    real = mapper.map_workload
+    calls = []
+
+    def first_ends_on_time(*a, **k):
+        out = real(*a, **k)
+        calls.append(1)
+        if len(calls) == 1:
+            out.search["stopped"] = "time-limit"
+        return out
+
+    monkeypatch.setattr(mapper, "map_workload", first_ends_on_time)
+    first = run_sweep(s, db, progress=False)
+    df = read_results(db, "tiny")
+    assert (df["stopped"] == "time-limit").sum() == 1
+    again = run_sweep(s, db, progress=False)
+    assert (again["done_before"], again["run"]) == (first["run"] - 1, 1)
+    assert (read_results(db, "tiny")["stopped"] == "time-limit").sum() == 0

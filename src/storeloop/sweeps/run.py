@@ -24,7 +24,7 @@ from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT
 from storeloop.sweeps.spec import Sweep, _point_doc, load_sweep, point_arch, points, satisfies
 from tqdm import tqdm
 
-from storeloop.sweeps.store import (FINAL, STATUSES, Lease, failed_checksums, open_store, relabel_weights,
+from storeloop.sweeps.store import (DONE, FINAL, STATUSES, Lease, failed_checksums, open_store, relabel_weights,
                                     row_checksum)
 
 
@@ -227,7 +227,7 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
     lease = Lease(db_path)
     context, files = run_context(sweep), {}
     # keys of points already final, whatever their stale mark (a key names its inputs exactly)
-    done = {k for (k,) in db.execute(f"select key from points where sweep = ? and status in {FINAL}", (sweep.name,))}
+    done = {k for (k,) in db.execute(f"select key from points where sweep = ? and {DONE}", (sweep.name,))}
     done -= {k for _, k in failed_checksums(db, sweep.name)[0]}     # a row changed since written runs again
     finished = {}
     for p, w, m in db.execute("select params, workload, mapping from points where sweep = ? and status = 'ok' "

@@ -37,6 +37,9 @@ ADDED = {"stopped": "text", "lower_bound_energy_pJ": "real", "energy_gap": "real
 # interrupted: Ctrl-C. Only the first two are final; the others run again on resume.
 STATUSES = ("ok", "invalid", "error", "timeout", "interrupted")
 FINAL = ("ok", "invalid")
+# a final point is done unless the time limit ended its search (a safety net: its answer depends on
+# the machine's load), which then runs again on resume
+DONE = f"status in {FINAL} and coalesce(stopped, '') != 'time-limit'"
 
 
 # columns of numbers (integer or real): the readers check each cell
@@ -249,7 +252,7 @@ class Lease:
                 st = db.execute(f"select stale, checksum, {', '.join(CHECKED)} from points where sweep = ? and key = ?",
                                 (sweep, key)).fetchone()
                 cells = dict(zip(CHECKED, st[2:])) if st is not None else {}
-                if st is not None and cells["status"] in FINAL and not st[0] and \
+                if st is not None and cells["status"] in FINAL and cells["stopped"] != "time-limit" and not st[0] and \
                         (st[1] is None or _holds(cells, st[1])):        # (a row changed since: run again)
                     db.rollback()
                     return False
