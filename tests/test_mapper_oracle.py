@@ -329,29 +329,37 @@ def home_case(seed: int):
     return arch, work, energy, rng.choice(OBJECTIVES), Constraints(cons, source="random"), {"home": (t, H)}
 
 
+def mapped_as_brute_force_says(seed, arch, work, energy, objective, constraints, spec):
+    """``map`` asked for a full proof: None where it finds no mapping (and brute force agrees none
+    exists), else its answer, which equals the brute-force minimum whenever it says optimal."""
+    try:
+        out = map_workload(arch, work, energy, objective=objective, time_limit=30, energy_gap=0.0,
+                           constraints=constraints)
+    except StoreloopError:
+        assert brute_force(arch, work, energy, objective, spec) is None, f"seed {seed}"
+        return None
+    if out.search["optimal"]:
+        want = brute_force(arch, work, energy, objective, spec)
+        got = score(objective, out.result)
+        assert want is not None and all(math.isclose(g, w, rel_tol=1e-9, abs_tol=1e-9) for g, w in zip(got, want)), \
+            f"seed {seed} ({objective}): map says optimal at {got}, brute force finds {want}\n{work}\n{arch}"
+    return out
+
+
 def test_a_tensor_homed_below_the_outermost_level_matches_brute_force():
     """The mapper's bounds and tree with a tensor whose outermost keeper is not the first level
     (its compulsory traffic and energy at its home): whenever map says optimal, brute force agrees."""
     proven = 0
     for seed in range(60):
         arch, work, energy, objective, constraints, spec = home_case(seed)
-        try:
-            out = map_workload(arch, work, energy, objective=objective, time_limit=30, energy_gap=0.0,
-                               constraints=constraints)
-        except StoreloopError:
-            assert brute_force(arch, work, energy, objective, spec) is None, f"seed {seed}"
+        out = mapped_as_brute_force_says(seed, arch, work, energy, objective, constraints, spec)
+        if out is None:
             continue
         t, H = spec["home"]
         lm = out.mapping.levels
         assert all(lm[L].keep is not None and t not in lm[L].keep for L in range(H)) and \
             (lm[H].keep is None or t in lm[H].keep)
-        if not out.search["optimal"]:
-            continue
-        proven += 1
-        want = brute_force(arch, work, energy, objective, spec)
-        got = score(objective, out.result)
-        assert want is not None and all(math.isclose(g, w, rel_tol=1e-9, abs_tol=1e-9) for g, w in zip(got, want)), \
-            f"seed {seed} ({objective}): map says optimal at {got}, brute force finds {want}\n{work}\n{arch}"
+        proven += out.search["optimal"]
     assert proven >= 40, f"only {proven} of 60 cases proven optimal"
 
 
@@ -377,22 +385,11 @@ def test_single_buffered_levels_match_brute_force():
     brute-force minimum (priced by the reference model) agrees."""
     proven = serialized = 0
     for seed in range(60):
-        arch, work, energy, objective, constraints, spec = single_case(seed)
-        try:
-            out = map_workload(arch, work, energy, objective=objective, time_limit=30, energy_gap=0.0,
-                               constraints=constraints)
-        except StoreloopError:
-            assert brute_force(arch, work, energy, objective, spec) is None, f"seed {seed}"
+        out = mapped_as_brute_force_says(seed, *single_case(seed))
+        if out is None:
             continue
-        r = out.result
         serialized += any(b["declared"] == "single" and b["single_cycles"] > b["overlapped_cycles"]
-                          for b in r.buffering.values())
-        if not out.search["optimal"]:
-            continue
-        proven += 1
-        want = brute_force(arch, work, energy, objective, spec)
-        got = score(objective, r)
-        assert want is not None and all(math.isclose(g, w, rel_tol=1e-9, abs_tol=1e-9) for g, w in zip(got, want)), \
-            f"seed {seed} ({objective}): map says optimal at {got}, brute force finds {want}\n{work}\n{arch}"
+                          for b in out.result.buffering.values())
+        proven += out.search["optimal"]
     assert proven >= 40, f"only {proven} of 60 cases proven optimal"
     assert serialized >= 10, f"only {serialized} answers where single buffering costs time"

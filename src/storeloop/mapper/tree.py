@@ -41,16 +41,6 @@ def pareto(secs: np.ndarray, pj: np.ndarray) -> np.ndarray:
     return np.array(out, np.int64)
 
 
-def _ports(level, reads, writes):
-    """:func:`storeloop.model.costs.port_cycles` of rows of ``reads`` and ``writes`` words."""
-    out = np.zeros(np.shape(reads) or np.shape(writes))
-    for bw, words in ((level.read_bandwidth, reads), (level.write_bandwidth, writes),
-                      (level.shared_bandwidth, np.add(reads, writes))):
-        if bw is not None:
-            out = np.maximum(out, np.asarray(words) / bw)
-    return out
-
-
 def cartesian(lists: list[list[int]]) -> np.ndarray:
     out = np.ones((1, 0), dtype=np.int64)
     for opts in lists:
@@ -728,10 +718,10 @@ class Tree:
                 cycles = np.maximum(cycles, level_cycles[L])
                 continue
             lvl = self.arch.levels[L]
-            fill = _ports(lvl, 0, fills[:, L])
+            fill = costs.port_cycles(lvl, 0, fills[:, L])
             if L:
-                fill = np.maximum(fill, _ports(self.arch.levels[L - 1], reads[:, L - 1], 0))
-            cycles = np.ceil(fill + np.maximum(cycles, _ports(lvl, reads[:, L], ups[:, L])))
+                fill = np.maximum(fill, costs.port_cycles(self.arch.levels[L - 1], reads[:, L - 1], 0))
+            cycles = np.ceil(fill + np.maximum(cycles, costs.port_cycles(lvl, reads[:, L], ups[:, L])))
         return cycles.astype(np.int64), energy
 
     # ------------------------------------------------------------------ output

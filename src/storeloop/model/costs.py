@@ -180,14 +180,15 @@ def throttle(level, reads, fills, updates, compute_cycles):
     return cycles, slow
 
 
-def port_cycles(level, reads: float, writes: float) -> float:
-    """Cycles one instance's ports need for ``reads`` and ``writes`` words (0 with unlimited bandwidth)."""
+def port_cycles(level, reads, writes):
+    """Cycles one instance's ports need for ``reads`` and ``writes`` words (numbers, or arrays of
+    rows; 0 with unlimited bandwidth)."""
     out = 0.0
     for bw, words in ((level.read_bandwidth, reads), (level.write_bandwidth, writes),
-                      (level.shared_bandwidth, reads + writes)):
-        if bw is not None and words:
-            out = max(out, words / bw)
-    return out
+                      (level.shared_bandwidth, np.add(reads, writes))):
+        if bw is not None:
+            out = np.maximum(out, np.divide(words, bw))
+    return out if np.ndim(out) else float(out)
 
 
 def buffered_cycles(level_cycles: list[int], fill: list[float], use: list[float], compute_cycles: int,

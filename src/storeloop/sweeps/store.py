@@ -249,11 +249,10 @@ class Lease:
                 db.rollback()
                 return False
             if row is None:     # a point finished by another sweep since this one started is done
-                st = db.execute(f"select stale, checksum, {', '.join(CHECKED)} from points where sweep = ? and key = ?",
-                                (sweep, key)).fetchone()
-                cells = dict(zip(CHECKED, st[2:])) if st is not None else {}
-                if st is not None and cells["status"] in FINAL and cells["stopped"] != "time-limit" and not st[0] and \
-                        (st[1] is None or _holds(cells, st[1])):        # (a row changed since: run again)
+                st = db.execute(f"select stale, checksum, {', '.join(CHECKED)} from points where sweep = ? and key = ? "
+                                f"and {DONE}", (sweep, key)).fetchone()
+                # (a row changed since it was written: run again)
+                if st is not None and not st[0] and (st[1] is None or _holds(dict(zip(CHECKED, st[2:])), st[1])):
                     db.rollback()
                     return False
             db.execute("insert or replace into claims values (?, ?, ?, ?, ?)",
