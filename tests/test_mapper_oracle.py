@@ -150,8 +150,8 @@ def score(objective: str, r):
             "delay,energy": (r.cycles, r.energy_pJ)}[objective]
 
 
-def brute_force(arch: Arch, work, energy: EnergyTable, objective: str, spec: dict, at: int | None = None):
-    """The best score over every mapping: per level a temporal slot (any order of its loops), the
+def every_mapping(arch: Arch, work, spec: dict, at: int | None = None):
+    """Every mapping of the map space: per level a temporal slot (any order of its loops), the
     fanout below level ``at`` (default: the last level's, to the MACs) a spatial slot (every X/Y
     assignment that fits the mesh, any order on each axis), every keep choice below the outermost
     level that the constraints allow."""
@@ -160,7 +160,6 @@ def brute_force(arch: Arch, work, energy: EnergyTable, objective: str, spec: dic
     nlev = len(arch.levels)
     at = nlev - 1 if at is None else at
     fanout, fx, fy = arch.fanout(at)
-    best = None
     per_dim = [list(compositions(work.bounds[d], nlev + 1)) for d in dims]       # nlev temporal + 1 spatial
     keeps = [frozenset(c) for k in range(len(names) + 1) for c in itertools.combinations(names, k)]
     for split in itertools.product(*per_dim):
@@ -195,13 +194,20 @@ def brute_force(arch: Arch, work, energy: EnergyTable, objective: str, spec: dic
                     for L in range(1, nlev):
                         levels.append(LevelMapping(tuple(Loop(d, split[d][L]) for d in order[L]),
                                                    sp if L == at else (), keep[L - 1]))
-                    try:
-                        r = evaluate(arch, work, Mapping(tuple(levels)), energy)
-                    except MappingError:
-                        continue
-                    s = score(objective, r)
-                    if best is None or s < best:
-                        best = s
+                    yield Mapping(tuple(levels))
+
+
+def brute_force(arch: Arch, work, energy: EnergyTable, objective: str, spec: dict, at: int | None = None):
+    """The best score over :func:`every_mapping`, each priced by the reference model (None: none is valid)."""
+    best = None
+    for mapping in every_mapping(arch, work, spec, at):
+        try:
+            r = evaluate(arch, work, mapping, energy)
+        except MappingError:
+            continue
+        s = score(objective, r)
+        if best is None or s < best:
+            best = s
     return best
 
 

@@ -104,7 +104,7 @@ class Searcher:
             c = sp.constraints.at(L)
             if c.stationary is not None:          # the innermost loop must not index that tensor
                 live = [d for d in s.order[L] if s.tf[L][d] > 1]
-                if live and self.rel[self.space.names.index(c.stationary)][live[-1]]:
+                if live and live[-1] in sp.indexes[sp.names.index(c.stationary)]:
                     return False
             if not c.allows_order([d for d in s.order[L] if s.tf[L][d] > 1]):
                 return False

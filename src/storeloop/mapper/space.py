@@ -154,18 +154,20 @@ class Constraints:
         return self.levels.get(level, LevelConstraint())
 
 
-def require_plain_indices(workload: Workload) -> None:
-    """The mapper's map space, bounds and merged dimensions hold for plain indices only."""
-    if not all(len(r) == 1 and r[0][1] == 1 for t in workload.tensors for r in t.ranks):
-        raise StoreloopError(f"the mapper needs an einsum whose tensor indices are plain dimensions; "
-                             f"workload {workload.name!r} has sliding-window (affine) indices. "
-                             f"Evaluate fixed mappings of it with 'storeloop model'.")
-
-
 class MapSpace:
-    def __init__(self, arch: Arch, workload: Workload, constraints: Constraints | None = None):
-        require_plain_indices(workload)
-        self.arch, self.workload = arch, workload
+    """The constrained map space of ``workload`` (plain indices) on ``arch``.
+
+    ``exact``: the sliding-window problem ``workload`` is the plain surrogate of
+    (:mod:`storeloop.mapper.window`). Its windowed tensors' counts depend on the whole loop order,
+    so then every order at every level is a distinct point (each dimension a class of its own, no
+    dominance), and a stationary tensor is the one ``exact`` indexes."""
+
+    def __init__(self, arch: Arch, workload: Workload, constraints: Constraints | None = None,
+                 exact: Workload | None = None):
+        if any(len(r) != 1 or r[0][1] != 1 for t in workload.tensors for r in t.ranks):
+            raise AssertionError("MapSpace takes plain indices (a windowed workload's surrogate)")
+        self.arch, self.workload, self.ordered = arch, workload, exact is not None
+        self.indexes = [t.dims() for t in (exact or workload).tensors]       # dims each tensor's ranks use
         self.constraints = constraints or Constraints()
         self.nlev = len(arch.levels)
         self.ndims = len(workload.dims)
@@ -178,7 +180,7 @@ class MapSpace:
         for d in range(self.ndims):
             if workload.bounds[d] > 1:
                 ts = frozenset(ti for ti in range(len(self.names)) if self.relevant[ti][d])
-                sigs.setdefault(("dim", d) if d in permuted else ts, (ts, []))[1].append(d)
+                sigs.setdefault(("dim", d) if d in permuted or self.ordered else ts, (ts, []))[1].append(d)
         self.classes = list(sigs.values())                # [(tensor set, dims)]
         self.fanouts = [arch.fanout(i) for i in range(self.nlev)]
         # compute units a mapping must use: Timeloop's min parallelism (the product of the fanouts'
@@ -251,19 +253,19 @@ class MapSpace:
                 if seq is None:
                     # dominance: all-relevant classes outermost, classes relevant to nothing innermost
                     kinds = [kind[ci] for ci in perm]
-                    if kinds != sorted(kinds):
+                    if kinds != sorted(kinds) and not self.ordered:
                         continue
                 elif not c.allows_order([self.classes[ci][1][0] for ci in perm]):
                     continue                          # a named dim is a class of its own
                 if c.stationary is not None:
                     ti = self.names.index(c.stationary)
-                    if perm and ti in self.classes[perm[-1]][0]:
+                    if perm and self.indexes[ti] & set(self.classes[perm[-1]][1]):
                         continue                      # innermost loop must not index the stationary tensor
                 sig = []
                 for ti in range(ntens):
                     rel = [i for i, ci in enumerate(perm) if ti in self.classes[ci][0]]
                     sig.append(frozenset(perm[rel[-1] + 1:]) if rel else None)
-                seen.setdefault(tuple(sig), perm)
+                seen.setdefault(perm if self.ordered else tuple(sig), perm)
             out[pattern] = list(seen.values())
         return out
 

