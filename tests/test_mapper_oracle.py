@@ -335,17 +335,17 @@ def home_case(seed: int):
     return arch, work, energy, rng.choice(OBJECTIVES), Constraints(cons, source="random"), {"home": (t, H)}
 
 
-def mapped_as_brute_force_says(seed, arch, work, energy, objective, constraints, spec):
+def mapped_as_brute_force_says(seed, arch, work, energy, objective, constraints, spec, at: int | None = None):
     """``map`` asked for a full proof: None where it finds no mapping (and brute force agrees none
     exists), else its answer, which equals the brute-force minimum whenever it says optimal."""
     try:
         out = map_workload(arch, work, energy, objective=objective, time_limit=30, energy_gap=0.0,
                            constraints=constraints)
     except StoreloopError:
-        assert brute_force(arch, work, energy, objective, spec) is None, f"seed {seed}"
+        assert brute_force(arch, work, energy, objective, spec, at) is None, f"seed {seed}"
         return None
     if out.search["optimal"]:
-        want = brute_force(arch, work, energy, objective, spec)
+        want = brute_force(arch, work, energy, objective, spec, at)
         got = score(objective, out.result)
         assert want is not None and all(math.isclose(g, w, rel_tol=1e-9, abs_tol=1e-9) for g, w in zip(got, want)), \
             f"seed {seed} ({objective}): map says optimal at {got}, brute force finds {want}\n{work}\n{arch}"

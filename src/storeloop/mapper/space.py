@@ -159,8 +159,10 @@ class MapSpace:
 
     ``exact``: the sliding-window problem ``workload`` is the plain surrogate of
     (:mod:`storeloop.mapper.window`). Its windowed tensors' counts depend on the whole loop order,
-    so then every order at every level is a distinct point (each dimension a class of its own, no
-    dominance), and a stationary tensor is the one ``exact`` indexes."""
+    so then each dimension is a class of its own, and ``expansions[L][order]`` lists every order of
+    level L that the tree's ``order`` stands for: those with its reuse signature (the same surrogate
+    price) and those the dominance rule puts after it (no lower surrogate price). A stationary
+    tensor is the one ``exact`` indexes."""
 
     def __init__(self, arch: Arch, workload: Workload, constraints: Constraints | None = None,
                  exact: Workload | None = None):
@@ -187,6 +189,9 @@ class MapSpace:
         # utilizations) is the share of the compute units in use
         self.min_units = self.constraints.min_parallelism * arch.compute.instances / arch.levels[0].instances
         self.spatial_options = [self._spatial_options(L) for L in range(self.nlev)]
+        # ordered (a windowed problem): the tree searches one order per surrogate price, and its
+        # leaves take every order that rep stands for (same price on the surrogate, or dominated)
+        self.expansions: list[dict[tuple, list[tuple]]] = [{} for _ in range(self.nlev)]
         self.orders = [self._orders(L) for L in range(self.nlev)]
         self.keep_masks = [self._keep_masks(L) for L in range(self.nlev)]
         for name in self.constraints.at(0).bypass or ():
@@ -250,22 +255,25 @@ class MapSpace:
             perms = [tuple(named)] if seq is not None and len(named) == len(present) \
                 else itertools.permutations(present)
             for perm in perms:
-                if seq is None:
-                    # dominance: all-relevant classes outermost, classes relevant to nothing innermost
-                    kinds = [kind[ci] for ci in perm]
-                    if kinds != sorted(kinds) and not self.ordered:
-                        continue
-                elif not c.allows_order([self.classes[ci][1][0] for ci in perm]):
+                if seq is not None and not c.allows_order([self.classes[ci][1][0] for ci in perm]):
                     continue                          # a named dim is a class of its own
                 if c.stationary is not None:
                     ti = self.names.index(c.stationary)
                     if perm and self.indexes[ti] & set(self.classes[perm[-1]][1]):
                         continue                      # innermost loop must not index the stationary tensor
+                canon = perm
+                if seq is None and (c.stationary is None or not self.ordered):
+                    # dominance (its sorted order may break a stationary rule, so not for expansions): all-relevant classes outermost, classes relevant to nothing innermost
+                    canon = tuple(sorted(perm, key=lambda ci: kind[ci]))
+                    if canon != perm and not self.ordered:
+                        continue
                 sig = []
                 for ti in range(ntens):
-                    rel = [i for i, ci in enumerate(perm) if ti in self.classes[ci][0]]
-                    sig.append(frozenset(perm[rel[-1] + 1:]) if rel else None)
-                seen.setdefault(perm if self.ordered else tuple(sig), perm)
+                    rel = [i for i, ci in enumerate(canon) if ti in self.classes[ci][0]]
+                    sig.append(frozenset(canon[rel[-1] + 1:]) if rel else None)
+                rep = seen.setdefault(tuple(sig), canon)
+                if self.ordered:                      # the orders the tree's rep stands for
+                    self.expansions[L].setdefault(rep, []).append(perm)
             out[pattern] = list(seen.values())
         return out
 

@@ -676,9 +676,10 @@ class Tree:
 
     def _exact_leaves(self, cycles: np.ndarray, energy: np.ndarray, choice, best, objective):
         """The best leaf by the reference model, of those whose surrogate price (a lower bound of
-        the model's) could beat ``best``: taken from the least bound up, each with every order of
-        the spatial loops of the levels above the last (a sliding window's link transfers depend on
-        them), until the next bound cannot beat the best priced."""
+        the model's) could beat ``best``: taken from the least bound up, each with every loop order
+        its levels' orders stand for (``MapSpace.expansions``) and every order of the spatial loops
+        of the levels above the last (a sliding window's link transfers depend on them), until the
+        next bound cannot beat the best priced."""
         live = np.nonzero(np.isfinite(cycles))[0]
         if best is not None:
             live = live[~objective.dominated(cycles[live], energy[live], best)]
@@ -687,18 +688,22 @@ class Tree:
             if key is not None and objective.dominated(cycles[i], energy[i], key):
                 break                               # sorted by bound: no later leaf can beat key
             base = choice(int(i))
-            spatial = [[d for d in range(self.D) if c[1][d] > 1 or c[2][d] > 1] for c in base[:-1]]
-            for orders in itertools.product(*(itertools.permutations(ds) for ds in spatial)):
-                ch = tuple(c[:5] + (o,) for c, o in zip(base[:-1], orders)) + base[-1:]
-                try:
-                    r = evaluate(self.arch, self.exact, self.mapping(ch), self.energy)
-                except MappingError:                # a window's tile is larger than the surrogate's
-                    continue
-                self.stats["exact"] += 1
-                if r.cycles < cycles[i] or r.energy_pJ < energy[i] * SAFE:
-                    self.stats["bound_violations"] += 1
-                if key is None or objective.better(r.cycles, r.energy_pJ, key):
-                    key, out = (r.cycles, r.energy_pJ), (r.cycles, r.energy_pJ, ch)
+            orders = [self.space.expansions[L][c[3]] for L, c in enumerate(base)]
+            spatial = [itertools.permutations([d for d in range(self.D) if c[1][d] > 1 or c[2][d] > 1])
+                       for c in base[:-1]]
+            for loops in itertools.product(*orders):
+                for inner in itertools.product(*spatial):
+                    ch = tuple(c[:3] + (o,) + c[4:5] + (so,)
+                               for c, o, so in zip(base, loops, inner + (base[-1][5],)))
+                    try:
+                        r = evaluate(self.arch, self.exact, self.mapping(ch), self.energy)
+                    except MappingError:            # a window's tile is larger than the surrogate's
+                        continue
+                    self.stats["exact"] += 1
+                    if r.cycles < cycles[i] or r.energy_pJ < energy[i] * SAFE:
+                        self.stats["bound_violations"] += 1
+                    if key is None or objective.better(r.cycles, r.energy_pJ, key):
+                        key, out = (r.cycles, r.energy_pJ), (r.cycles, r.energy_pJ, ch)
         return out
 
     def _price_leaves(self, n: Node, rows: dict, order: tuple, extra_s: float = 0.0,
