@@ -87,3 +87,24 @@ def test_import_storeloop_is_light():
     code = "import sys, storeloop; print(any(m in sys.modules for m in ('pydantic', 'yaml', 'numpy')))"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.stdout.strip() == "False"
+
+
+def test_map_searches_a_convolution_and_says_how():
+    """Timeloop's 1D convolution tutorial, mapped from its arch alone: the report names the
+    windowed space and how many leaves the model priced, and proves its answer."""
+    ex = ROOT / "tests" / "timeloop-exercises" / "tutorial-ex02-tiling"
+    p = storeloop("map", ex / "arch.yaml", ex / "problem.yaml", "--ert", ex / "ERT.yaml", "--art", ex / "ART.yaml",
+                  "--json")
+    assert p.returncode == 0, p.stderr
+    search = json.loads(p.stdout)["search"]
+    assert search["optimal"] and "windows" in search["space"] and search["bound_violations"] == 0
+    p = storeloop("map", ex / "arch.yaml", ex / "problem.yaml", "--ert", ex / "ERT.yaml", "--art", ex / "ART.yaml")
+    assert p.returncode == 0 and "sliding windows: every loop order" in p.stdout, p.stderr
+
+
+def test_map_refuses_a_window_on_a_paged_level(tmp_path):
+    conv = tmp_path / "conv.yaml"
+    conv.write_text("workload:\n  name: conv\n  einsum: O[k,p] = W[k,r] * I[p+r]\n  bounds: {K: 4, P: 8, R: 3}\n")
+    p = storeloop("map", ROOT / "tests" / "data" / "paged-disk.yaml", conv)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "sliding windows" in p.stderr and "Disk" in p.stderr, p.stderr

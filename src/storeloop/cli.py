@@ -226,6 +226,8 @@ def cmd_map(args: argparse.Namespace) -> int:
     print(f"lower bound {s['lower_bound_energy_pJ'] / 1e12:.6g} J (" + ", ".join(
         f"{k} {v / 1e12:.6g} J" for k, v in s["lower_bound_energy_parts"].items())
           + f"); energy gap {100 * s['energy_gap']:.4f}%")
+    if "windows" in s["space"]:
+        print(f"sliding windows: {s['space']['windows']}; {s['exact_leaves']:,} leaves priced by the model")
     if args.out:
         print(f"wrote {args.out}")
     return 0
