@@ -120,9 +120,10 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     window = windowed(workload)
     if window and any(lvl.page_bytes or lvl.ssd for lvl in arch.levels):
         paged = next(lvl for lvl in arch.levels if lvl.page_bytes or lvl.ssd)
+        file, line, path = paged.where or (None, None, f"levels.{paged.name}")
         raise SpecError(f"the mapper searches sliding windows (workload {workload.name!r}) on archs without paged "
                         f"or SSD-backed levels; {paged.name} is one. Evaluate fixed mappings of it with "
-                        f"'storeloop model'", field=f"levels.{paged.name}",
+                        f"'storeloop model'", file=file, line=line, field=path,
                         allowed="no page_size or ssd: block, or a workload with plain indices")
     energy = with_ssd_prices(arch, energy)       # an SSD-backed level: its least energy per word bounds its tensors
     if constraints is None:                      # a Timeloop v0.4 arch's own per-node constraints, if any
