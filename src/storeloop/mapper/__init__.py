@@ -144,7 +144,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     # a paged level's cost depends on the tile layout (rank order): merge only what keeps it, and
     # nothing where every order is searched
     paged = any(lvl.page_bytes or lvl.ssd for lvl in arch.levels)
-    if window:       # searched on its plain surrogate, every loop order apart; leaves priced by the model
+    if window:       # bounded on its plain surrogate; the leaves that could win priced by the model
         merged, members, mcons = surrogate(workload), [[d] for d in range(len(workload.dims))], constraints
     else:
         merged, members, mcons = merge(workload if free else laid_out(written, workload), constraints,

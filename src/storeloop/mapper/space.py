@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass, field
 
 from storeloop.errors import StoreloopError
+from storeloop.mapper.window import windowed
 from storeloop.spec.types import Arch, LevelMapping, Loop, Workload
 
 
@@ -166,7 +167,7 @@ class MapSpace:
 
     def __init__(self, arch: Arch, workload: Workload, constraints: Constraints | None = None,
                  exact: Workload | None = None):
-        if any(len(r) != 1 or r[0][1] != 1 for t in workload.tensors for r in t.ranks):
+        if windowed(workload):
             raise AssertionError("MapSpace takes plain indices (a windowed workload's surrogate)")
         self.arch, self.workload, self.ordered = arch, workload, exact is not None
         self.indexes = [t.dims() for t in (exact or workload).tensors]       # dims each tensor's ranks use

@@ -5,22 +5,23 @@ a rank is ``sum(c * (F_d - 1)) + 1`` and whose arrivals follow Timeloop's delta 
 (:func:`storeloop.model.nest._arrivals`); the tree's closed forms (tile = product of the relevant
 factors, arrivals = tile x the loops above down to the innermost relevant one) do not hold for it.
 So the mapper searches the problem's own map space (the same dimensions, every loop order, every
-spatial order) but bounds each node on a *surrogate*: the same einsum with each windowed rank
-replaced by one of its dimensions (``I[n, c, p, q]``). For every mapping the surrogate's counts
-are at most the model's:
+spatial order) but bounds each node on a *surrogate*: the same einsum with the windowed ranks
+dropped (``I[n, c, p+r, q+s]`` becomes ``I[n, c]``). For every mapping the surrogate's counts are
+at most the model's:
 
-* tiles: a rank's extent ``sum(c_i (F_i - 1)) + 1`` is at least ``F_d`` for each of its terms;
+* tiles: the true tile spans the same plain ranks and at least one element along each window;
 * arrivals: the surrogate counts a whole (smaller) tile at each step of the loops above down to
-  the innermost one it indexes. At such a step the true tile either reloads (a wrap-around, a
-  translation change: the whole true tile), moves along a plain rank (disjoint: the whole tile),
-  or slides along the kept dimension by ``c_d x span_d >= span_d`` rows of a tile at least as wide
-  in every other rank; steps of loops the surrogate does not index add nothing to it;
-* multicast, link transfers and compute-level deltas: the true tensor's children hold distinct
-  windows at least as often as the surrogate's.
+  the innermost one it indexes; each such step moves the true tile along a plain rank (disjoint:
+  the whole true tile is new) or wraps (Timeloop reloads the whole tile); steps of the loops the
+  surrogate does not index add nothing to it;
+* multicast, link transfers and compute-level deltas: children that differ along a window share
+  the surrogate's data (one multicast read), so links can save the model nothing the surrogate
+  charges. (A surrogate that keeps a window's largest dimension, ``I[n, c, p, q]``, is tighter but
+  not a bound: where units pass a window's halo over links, the model charges fewer parent reads.)
 
 The tree's bounds on the surrogate are therefore bounds on the model, and its leaves' surrogate
 prices bound each complete mapping's; the leaves that could beat the best so far are priced by the
-reference model (:meth:`storeloop.mapper.tree.Tree._exact_leaves`). ``tests/test_mapper_oracle.py``
+reference model (:meth:`storeloop.mapper.tree.Tree._exact_leaves`). ``tests/test_window_mapper.py``
 checks the inequality mapping by mapping and the search against brute force on windowed problems.
 """
 
