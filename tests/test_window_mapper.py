@@ -16,7 +16,7 @@ import math
 import random
 
 from storeloop.errors import MappingError
-from storeloop.mapper.window import surrogate, windowed
+from storeloop.mapper.window import surrogate
 from storeloop.model.evaluate import evaluate
 from storeloop.spec.types import ActionCosts, Arch, ComputeLevel, EnergyTable, StorageLevel
 from storeloop.workloads.pir import einsum_workload
@@ -69,9 +69,9 @@ def test_the_surrogate_never_costs_more_than_the_model():
     checked = below = 0
     for seed in range(40):
         arch, work, energy, _, at = window_case(seed)
-        assert windowed(work)
+        assert work.windowed
         plain = surrogate(work)
-        assert not windowed(plain)
+        assert not plain.windowed
         for mapping in every_mapping(arch, work, {}, at):
             try:
                 r = evaluate(arch, work, mapping, energy)

@@ -27,7 +27,7 @@ from storeloop.mapper.options import options
 from storeloop.mapper.search import Found, Goal, branch_and_bound, random_search
 from storeloop.mapper.space import Constraints, MapSpace
 from storeloop.mapper.tree import Tree, pareto
-from storeloop.mapper.window import surrogate, windowed
+from storeloop.mapper.window import surrogate
 from storeloop.model.costs import layout_of, layout_runs
 from storeloop.model.disk import with_ssd_prices, word_rates
 from storeloop.model.evaluate import Result, evaluate, exact_cycles
@@ -117,12 +117,13 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     energy_gap = opts.energy_gap
     if energy_gap is None:
         energy_gap = DEFAULT_GAP if objective in ("delay,energy", "delay") else 0.0
-    window = windowed(workload)
-    if window and any(lvl.page_bytes or lvl.ssd for lvl in arch.levels):
-        paged = next(lvl for lvl in arch.levels if lvl.page_bytes or lvl.ssd)
-        file, line, path = paged.where or (None, None, f"levels.{paged.name}")
+    window = workload.windowed
+    # a paged level's cost depends on the tile layout (rank order)
+    paged = [lvl for lvl in arch.levels if lvl.page_bytes or lvl.ssd]
+    if window and paged:
+        file, line, path = paged[0].where or (None, None, f"levels.{paged[0].name}")
         raise SpecError(f"the mapper searches sliding windows (workload {workload.name!r}) on archs without paged "
-                        f"or SSD-backed levels; {paged.name} is one. Evaluate fixed mappings of it with "
+                        f"or SSD-backed levels; {paged[0].name} is one. Evaluate fixed mappings of it with "
                         f"'storeloop model'", file=file, line=line, field=path,
                         allowed="no page_size or ssd: block, or a workload with plain indices")
     energy = with_ssd_prices(arch, energy)       # an SSD-backed level: its least energy per word bounds its tensors
@@ -141,14 +142,12 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     # the search sees the tensors in storage order; the result is priced on the arch as written
     written, arch = arch, dataclasses.replace(arch, levels=tuple(dataclasses.replace(lvl, layout={})
                                                                   for lvl in arch.levels))
-    # a paged level's cost depends on the tile layout (rank order): merge only what keeps it, and
-    # nothing where every order is searched
-    paged = any(lvl.page_bytes or lvl.ssd for lvl in arch.levels)
+    # merge only what keeps a paged level's layout, and nothing where every layout is searched
     if window:       # bounded on its plain surrogate; the leaves that could win priced by the model
         merged, members, mcons = surrogate(workload), [[d] for d in range(len(workload.dims))], constraints
     else:
         merged, members, mcons = merge(workload if free else laid_out(written, workload), constraints,
-                                       layout="none" if free else paged)
+                                       layout="none" if free else bool(paged))
     space = MapSpace(arch, merged, mcons, exact=workload if window else None)
     tree = Tree(space, energy, free_layout=free, exact=workload if window else None)   # also the lower bounds
     energy_lb, energy_parts = tree.energy_bound()

@@ -24,7 +24,6 @@ import math
 from dataclasses import dataclass, field
 
 from storeloop.errors import StoreloopError
-from storeloop.mapper.window import windowed
 from storeloop.spec.types import Arch, LevelMapping, Loop, Workload
 
 
@@ -167,7 +166,7 @@ class MapSpace:
 
     def __init__(self, arch: Arch, workload: Workload, constraints: Constraints | None = None,
                  exact: Workload | None = None):
-        if windowed(workload):
+        if workload.windowed:
             raise AssertionError("MapSpace takes plain indices (a windowed workload's surrogate)")
         self.arch, self.workload, self.ordered = arch, workload, exact is not None
         self.indexes = [t.dims() for t in (exact or workload).tensors]       # dims each tensor's ranks use
@@ -264,7 +263,8 @@ class MapSpace:
                         continue                      # innermost loop must not index the stationary tensor
                 canon = perm
                 if seq is None and (c.stationary is None or not self.ordered):
-                    # dominance (its sorted order may break a stationary rule, so not for expansions): all-relevant classes outermost, classes relevant to nothing innermost
+                    # dominance: all-relevant classes outermost, classes relevant to nothing innermost
+                    # (not for expansions under a stationary rule, which the sorted order may break)
                     canon = tuple(sorted(perm, key=lambda ci: kind[ci]))
                     if canon != perm and not self.ordered:
                         continue

@@ -29,16 +29,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from storeloop.spec.types import Workload
-
-
-def windowed(workload: Workload) -> bool:
-    """True when some tensor has a rank that is not a plain dimension (``p+r``, ``2*p``)."""
-    return any(len(r) > 1 or r[0][1] != 1 for t in workload.tensors for r in t.ranks)
+from storeloop.spec.types import Workload, plain
 
 
 def surrogate(workload: Workload) -> Workload:
     """``workload`` with each affine rank dropped: a windowed tensor keeps its plain ranks only."""
-    tensors = tuple(dataclasses.replace(t, ranks=tuple(r for r in t.ranks if len(r) == 1 and r[0][1] == 1))
-                    for t in workload.tensors)
+    tensors = tuple(dataclasses.replace(t, ranks=tuple(r for r in t.ranks if plain(r))) for t in workload.tensors)
     return dataclasses.replace(workload, tensors=tensors)

@@ -68,7 +68,7 @@ class BatchResult:
 
 class BatchModel:
     def __init__(self, arch: Arch, workload: Workload, energy: EnergyTable):
-        if not all(len(r) == 1 and r[0][1] == 1 for t in workload.tensors for r in t.ranks):
+        if workload.windowed:
             raise ValueError("BatchModel needs an einsum whose tensor indices are plain dimensions")
         if any(lvl.page_bytes for lvl in arch.levels):
             raise ValueError("BatchModel does not model access granularity (page_size); use evaluate()")

@@ -37,7 +37,7 @@ class FastModel:
         self.ndims = len(workload.dims)
         # sliding windows, paged levels (access granularity), SSDs and single-buffered levels take the
         # reference model
-        self.simple = all(len(rank) == 1 and rank[0][1] == 1 for t in workload.tensors for rank in t.ranks) \
+        self.simple = not workload.windowed \
             and not any(lvl.page_bytes or lvl.ssd or lvl.buffering == "single" for lvl in arch.levels)
         self.tensors = [(t.name, sum(1 << d for d in t.dims()), t.read_write, [r[0][0] for r in t.ranks])
                         for t in workload.tensors]

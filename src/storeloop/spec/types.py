@@ -15,6 +15,11 @@ from typing import Literal, Mapping as MappingT
 Rank = tuple[tuple[int, int], ...]
 
 
+def plain(rank: Rank) -> bool:
+    """A rank that is one dimension with coefficient 1 (not a window ``p+r``, not ``2*p``)."""
+    return len(rank) == 1 and rank[0][1] == 1
+
+
 @dataclass(frozen=True)
 class Tensor:
     name: str
@@ -46,6 +51,11 @@ class Workload:
     @property
     def macs(self) -> int:
         return math.prod(self.bounds)
+
+    @property
+    def windowed(self) -> bool:
+        """Some tensor has a rank that is not a plain dimension (a sliding window, a stride)."""
+        return not all(plain(r) for t in self.tensors for r in t.ranks)
 
     def tensor(self, name: str) -> Tensor:
         for t in self.tensors:

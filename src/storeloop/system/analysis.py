@@ -66,7 +66,7 @@ def einsum_unit(stage: Stage) -> dict:
 
         arch, work = stage.arch, stage.workload
         out = map_workload(arch, work, price(arch)[0], objective=stage.objective, time_limit=stage.time_limit,
-                          budget=stage.budget)
+                           budget=stage.budget)
         r = out.result
         stream = sum(work.tensor_elements(work.tensor(t)) * work.tensor(t).bits / 8 for t in stage.stream)
         on_chip = sum(lvl.size_words * lvl.word_bits / 8 * lvl.instances for lvl in arch.levels
