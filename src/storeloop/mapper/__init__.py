@@ -117,39 +117,15 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     energy_gap = opts.energy_gap
     if energy_gap is None:
         energy_gap = DEFAULT_GAP if objective in ("delay,energy", "delay") else 0.0
-    window = workload.windowed
-    # a paged level's cost depends on the tile layout (rank order)
-    paged = [lvl for lvl in arch.levels if lvl.page_bytes or lvl.ssd]
-    if window and paged:
-        file, line, path = paged[0].where or (None, None, f"levels.{paged[0].name}")
-        raise SpecError(f"the mapper searches sliding windows (workload {workload.name!r}) on archs without paged "
-                        f"or SSD-backed levels; {paged[0].name} is one. Evaluate fixed mappings of it with "
-                        f"'storeloop model'", file=file, line=line, field=path,
-                        allowed="no page_size or ssd: block, or a workload with plain indices")
-    energy = with_ssd_prices(arch, energy)       # an SSD-backed level: its least energy per word bounds its tensors
-    if constraints is None:                      # a Timeloop v0.4 arch's own per-node constraints, if any
-        constraints = arch_constraints(arch, workload) or Constraints()
-    problem = infeasible(arch, workload, constraints)
-    if problem:
-        raise SpecError(f"no mapping can meet the constraints: {problem}", file=None if constraints.source == "none"
-                        else constraints.source, allowed="constraints within the fanouts and bounds")
-    obj = Objective(objective, arch_area_um2(arch, energy))
-    free = opts.search_layout
-    if free and (arch.levels[0].ssd is None or algorithm != "exhaustive"):
+    if opts.search_layout and (arch.levels[0].ssd is None or algorithm != "exhaustive"):
         raise SpecError("a layout is searched on an SSD-backed first level, by the exhaustive search",
                         field="--search-layout", allowed=f"an ssd: block on {arch.levels[0].name} and "
                         f"--algorithm exhaustive, or no --search-layout")
-    # the search sees the tensors in storage order; the result is priced on the arch as written
-    written, arch = arch, dataclasses.replace(arch, levels=tuple(dataclasses.replace(lvl, layout={})
-                                                                  for lvl in arch.levels))
-    # merge only what keeps a paged level's layout, and nothing where every layout is searched
-    if window:       # bounded on its plain surrogate; the leaves that could win priced by the model
-        merged, members, mcons = surrogate(workload), [[d] for d in range(len(workload.dims))], constraints
-    else:
-        merged, members, mcons = merge(workload if free else laid_out(written, workload), constraints,
-                                       layout="none" if free else bool(paged))
-    space = MapSpace(arch, merged, mcons, exact=workload if window else None)
-    tree = Tree(space, energy, free_layout=free, exact=workload if window else None)   # also the lower bounds
+    p = _prepare(arch, workload, energy, constraints, opts.search_layout)
+    written, arch, energy, constraints, members, space, tree = \
+        p.written, p.arch, p.energy, p.constraints, p.members, p.space, p.tree
+    window, free = workload.windowed, opts.search_layout
+    obj = Objective(objective, arch_area_um2(arch, energy))
     energy_lb, energy_parts = tree.energy_bound()
     goal = Goal(tree.global_lb, energy_lb, energy_gap, converge)
     local, rounded = None, None
@@ -208,6 +184,59 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     if local is not None:                   # the whole search: local search and branch and bound
         report["seconds"] = round(local["seconds"] + report["seconds"], 3)
     return MapResult(mapping, result, report)
+
+
+
+@dataclass
+class _Prepared:
+    written: Arch                 # the arch as given (its layout prices the result)
+    arch: Arch                    # the arch the search sees (tensors in storage order, no layout)
+    energy: EnergyTable           # with an SSD-backed level's least energy per word
+    constraints: Constraints
+    members: list                 # merged dimensions: the workload's dimensions each stands for
+    space: MapSpace
+    tree: Tree                    # also the lower bounds
+
+
+def _prepare(arch: Arch, workload: Workload, energy: EnergyTable, constraints: Constraints | None,
+             free: bool) -> _Prepared:
+    """The map space and tree of ``workload`` on ``arch`` (refusing what the mapper cannot search)."""
+    window = workload.windowed
+    # a paged level's cost depends on the tile layout (rank order)
+    paged = [lvl for lvl in arch.levels if lvl.page_bytes or lvl.ssd]
+    if window and paged:
+        file, line, path = paged[0].where or (None, None, f"levels.{paged[0].name}")
+        raise SpecError(f"the mapper searches sliding windows (workload {workload.name!r}) on archs without paged "
+                        f"or SSD-backed levels; {paged[0].name} is one. Evaluate fixed mappings of it with "
+                        f"'storeloop model'", file=file, line=line, field=path,
+                        allowed="no page_size or ssd: block, or a workload with plain indices")
+    energy = with_ssd_prices(arch, energy)       # an SSD-backed level: its least energy per word bounds its tensors
+    if constraints is None:                      # a Timeloop v0.4 arch's own per-node constraints, if any
+        constraints = arch_constraints(arch, workload) or Constraints()
+    problem = infeasible(arch, workload, constraints)
+    if problem:
+        raise SpecError(f"no mapping can meet the constraints: {problem}", file=None if constraints.source == "none"
+                        else constraints.source, allowed="constraints within the fanouts and bounds")
+    # the search sees the tensors in storage order; the result is priced on the arch as written
+    written, arch = arch, dataclasses.replace(arch, levels=tuple(dataclasses.replace(lvl, layout={})
+                                                                  for lvl in arch.levels))
+    # merge only what keeps a paged level's layout, and nothing where every layout is searched
+    if window:       # bounded on its plain surrogate; the leaves that could win priced by the model
+        merged, members, mcons = surrogate(workload), [[d] for d in range(len(workload.dims))], constraints
+    else:
+        merged, members, mcons = merge(workload if free else laid_out(written, workload), constraints,
+                                       layout="none" if free else bool(paged))
+    space = MapSpace(arch, merged, mcons, exact=workload if window else None)
+    tree = Tree(space, energy, free_layout=free, exact=workload if window else None)
+    return _Prepared(written, arch, energy, constraints, members, space, tree)
+
+
+def lower_bounds(arch: Arch, workload: Workload, energy: EnergyTable,
+                 constraints: Constraints | None = None) -> tuple[int, float]:
+    """The cycles and energy (pJ) no mapping of ``workload`` on ``arch`` can beat: the bounds
+    :func:`map_workload` certifies against, without a search."""
+    tree = _prepare(arch, workload, energy, constraints, False).tree
+    return tree.global_lb, tree.energy_bound()[0]
 
 
 def best_layout(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTable,

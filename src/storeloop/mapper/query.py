@@ -33,8 +33,10 @@ import math
 import sys
 from dataclasses import dataclass
 
+import numpy as np
+
 from storeloop.errors import SpecError
-from storeloop.mapper import MapResult, map_workload
+from storeloop.mapper import MapResult, lower_bounds, map_workload
 from storeloop.mapper.objective import Objective, arch_area_um2
 from storeloop.mapper.space import Constraints, LevelConstraint
 from storeloop.model import disk
@@ -59,9 +61,13 @@ class QueryResult:
     homes: list[str]                       # per einsum
     parts: list[MapResult]                 # per einsum
     moves: list[Move]
-    combinations: int                      # homes combinations priced
+    combinations: int                      # combinations of homes, each mapped or ruled out by its bounds
     open_homes: list[list[str]] = dataclasses.field(default_factory=list)   # combinations a bound cannot rule out
     output_homes: list[str] = dataclasses.field(default_factory=list)      # per einsum: where its output lives
+    in_place: list[list[str]] = dataclasses.field(default_factory=list)    # per einsum: inputs read below its home
+    mapped: int = 0                                                        # einsum mappings searched
+    cycles_lb: float = 0                   # no combination of homes takes fewer cycles
+    energy_lb_pJ: float = 0                # ... nor less energy at the best's cycles (or fewer)
 
     @property
     def cycles(self) -> int:
@@ -73,37 +79,39 @@ class QueryResult:
 
     @property
     def optimal(self) -> bool:
-        return all(p.search["optimal"] for p in self.parts)
+        return all(p.search["optimal"] for p in self.parts) and not self.open_homes
 
     @property
     def claim(self) -> str:
-        """What the search proves of the whole query, from its einsums' stops."""
+        """What the search proves of the whole query: from its einsums' stops and the lower bounds
+        (``cycles_lb``, ``energy_lb_pJ``) of every combination of homes."""
         stops = {p.search["stopped"] for p in self.parts}
-        homes = f"over {self.combinations} combinations of homes"
+        homes = (f"over {self.combinations} combinations of homes ({self.mapped} einsum searches; the other "
+                 f"combinations ruled out by lower bounds)")
+        if self.optimal:
+            return f"proven optimal {homes} (every einsum proven)"
+        if self.cycles_lb >= self.cycles:
+            gap = self.energy_pJ / self.energy_lb_pJ - 1 if self.energy_lb_pJ else math.inf
+            return (f"cycles proven optimal {homes}; energy within {100 * gap:.3g} % of the least at these cycles "
+                    f"(einsums stopped: {', '.join(sorted(stops))})")
         if self.open_homes:
             return (f"not proven: {len(self.open_homes)} other combination(s) of homes might be better (their "
                     f"searches stopped early), e.g. {', '.join(self.open_homes[0])}")
-        if self.optimal:
-            return f"proven optimal {homes} (every einsum proven)"
-        if all(p.search["cycles_optimal"] for p in self.parts):
-            # the parts proven optimal have their least energy; the others are within their gap
-            gap = max(p.search["energy_gap"] for p in self.parts if not p.search["optimal"])
-            return (f"cycles proven optimal {homes}; energy within {100 * gap:.3g} % of the least "
-                    f"(einsums stopped: {', '.join(sorted(stops))})")
         return f"not proven (einsums stopped: {', '.join(sorted(stops))}); homes: {self.combinations} combinations"
 
     def to_dict(self, arch: Arch) -> dict:
         clock = arch.clock_hz
         return {"query": self.query.name, "cycles": self.cycles, "time_s": self.cycles / clock if clock else None,
                 "energy_J": self.energy_pJ / 1e12, "optimal": self.optimal, "claim": self.claim,
-                "home_combinations": self.combinations,
-                "einsums": [{"name": e.workload.name, "home": h, "output_home": o, "macs": e.workload.macs,
+                "home_combinations": self.combinations, "einsums_mapped": self.mapped,
+                "lower_bound_cycles": self.cycles_lb, "lower_bound_energy_J": self.energy_lb_pJ / 1e12,
+                "einsums": [{"name": e.workload.name, "home": h, "output_home": o, "in_place": r, "macs": e.workload.macs,
                              "cycles": p.result.cycles,
                              "energy_J": p.result.energy_pJ / 1e12, "optimal": bool(p.search["optimal"]),
                              "cycles_optimal": bool(p.search["cycles_optimal"]), "energy_gap": p.search["energy_gap"],
                              "stopped": p.search["stopped"], "bound_by": p.result.bound_by}
-                            for e, h, o, p in zip(self.query.einsums, self.homes, self.output_homes or self.homes,
-                                                  self.parts)],
+                            for e, h, o, r, p in zip(self.query.einsums, self.homes, self.output_homes or self.homes,
+                                                     self.in_place or [[] for _ in self.parts], self.parts)],
                 "moves": [dataclasses.asdict(m) for m in self.moves]}
 
 
@@ -153,15 +161,17 @@ def _stream(arch: Arch, energy: EnergyTable, L: int, name: str, words: int, read
     return (words / min(bw) if bw else 0.0), pj
 
 
-def moves(arch: Arch, energy: EnergyTable, query: Query, at: list[int], kept: list[int] | None = None) -> list[Move]:
+def moves(arch: Arch, energy: EnergyTable, query: Query, at: list[int], kept: list[int] | None = None,
+          in_place: set[tuple[int, str]] = frozenset()) -> list[Move]:
     """Tensors written at one home and read at another, each moved once per reader: from the home
-    of the tensor (``kept``, per einsum: where its output lives; default: its einsum's home)."""
+    of the tensor (``kept``, per einsum: where its output lives; default: its einsum's home), except
+    where the reader reads it where it lives (``in_place``: (einsum, einsum tensor) pairs)."""
     kept = at if kept is None else kept
     out = []
     for j, e in enumerate(query.einsums):
         for local, (g, k) in e.binds.items():
             i = query.writer(g)
-            if i is None or i == j or kept[i] == at[j]:
+            if i is None or i == j or kept[i] == at[j] or (j, local) in in_place:
                 continue
             w = query.einsums[i].workload
             words = next(w.tensor_elements(t) for t in w.tensors if t.read_write)
@@ -181,63 +191,148 @@ def output_homes(arch: Arch, query: Query, i: int, L: int) -> list[int]:
                   and (arch.levels[H].size_words is None or arch.levels[H].size_words > words)]
 
 
-def _homed(arch: Arch, workload, L: int, H: int) -> tuple[Arch, Constraints | None]:
-    """The arch an einsum at home ``L`` is mapped on (from ``L`` down) and, with its output homed at
-    ``H`` > ``L``, the constraints that keep it there and bypass it above; ``H``'s capacity is less
-    the output's whole size (the output grows to it there)."""
+def _homed(arch: Arch, workload, L: int, placed: dict[str, int]) -> tuple[Arch, Constraints | None] | None:
+    """The arch an einsum at home ``L`` is mapped on (from ``L`` down) and, for each of its tensors
+    ``placed`` at a level H > L (its output's own home, an input read where its writer left it),
+    the constraints that keep it at H and bypass it above; H's capacity is less the tensor's whole
+    size (it lives there whole). None where the placed tensors do not fit."""
     levels = list(arch.levels[L:])
-    if H == L:
+    placed = {t: H for t, H in placed.items() if H != L}
+    if not placed:
         return dataclasses.replace(arch, levels=tuple(levels)), None
-    out = next(t for t in workload.tensors if t.read_write)
-    h = H - L
-    if levels[h].size_words is not None:
-        levels[h] = dataclasses.replace(levels[h], size_words=levels[h].size_words - workload.tensor_elements(out))
-    cons = {k: LevelConstraint(bypass=frozenset({out.name})) for k in range(h)}
-    cons[h] = LevelConstraint(keep=frozenset({out.name}))
-    return dataclasses.replace(arch, levels=tuple(levels)), Constraints(cons, source=f"output homed at {arch.levels[H].name}")
+    cons: dict[int, LevelConstraint] = {}
+    for name, H in sorted(placed.items(), key=lambda kv: kv[1]):
+        h = H - L
+        if levels[h].size_words is not None:
+            left = levels[h].size_words - workload.tensor_elements(workload.tensor(name))
+            if left < 1:
+                return None
+            levels[h] = dataclasses.replace(levels[h], size_words=left)
+        for k in range(h):
+            c = cons.get(k, LevelConstraint())
+            cons[k] = dataclasses.replace(c, bypass=(c.bypass or frozenset()) | {name})
+        c = cons.get(h, LevelConstraint())
+        cons[h] = dataclasses.replace(c, keep=(c.keep or frozenset()) | {name})
+    where = ", ".join(f"{t} at {arch.levels[H].name}" for t, H in sorted(placed.items()))
+    return dataclasses.replace(arch, levels=tuple(levels)), Constraints(cons, source=f"tensors homed: {where}")
+
+
+@dataclass(frozen=True)
+class _Choice:
+    """One einsum's part of a combination: its home, its output's home and the inputs it reads where
+    their writers left them, below its home ((einsum tensor, level) pairs)."""
+    home: int
+    output: int
+    in_place: tuple[tuple[str, int], ...] = ()
+
+
+def _combinations(arch: Arch, query: Query) -> list[tuple[_Choice, ...]]:
+    """Every combination of homes: per einsum (in the order they run) its home and its output's,
+    and, for each input its writer left at a level below the reader's home, a read in place or a
+    move to the home."""
+    per = [[(L, H) for L in homes(arch, query, i) for H in output_homes(arch, query, i, L)]
+           for i in range(len(query.einsums))]
+    out: list[tuple[_Choice, ...]] = []
+
+    def grow(j: int, done: tuple[_Choice, ...]) -> None:
+        if j == len(query.einsums):
+            out.append(done)
+            return
+        e = query.einsums[j]
+        for L, H in per[j]:
+            below = [(local, done[i].output) for local, (g, _) in sorted(e.binds.items())
+                     if (i := query.writer(g)) is not None and i < j and done[i].output > L]
+            for pick in itertools.product((False, True), repeat=len(below)):
+                grow(j + 1, done + (_Choice(L, H, tuple(b for b, p in zip(below, pick) if p)),))
+
+    grow(0, ())
+    return out
 
 
 def map_query(arch: Arch, query: Query, energy: EnergyTable, *, objective: str = "delay,energy",
               progress: bool = False, **opts) -> QueryResult:
     """The best homes and mappings of ``query`` on ``arch`` (``opts``: :func:`map_workload`'s;
-    ``progress``: a progress bar of the einsums mapped on stderr)."""
+    ``progress``: a progress bar of the einsums mapped on stderr).
+
+    A branch and bound over the combinations of homes: each is first bounded by its einsums' lower
+    bounds (:func:`storeloop.mapper.lower_bounds`) and its moves, and only those whose bound could
+    beat the best so far are mapped, least bound first."""
     from tqdm import tqdm
 
-    # per einsum: (its home, its output's home)
-    options = [[(L, H) for L in homes(arch, query, i) for H in output_homes(arch, query, i, L)]
-               for i in range(len(query.einsums))]
-    mapped: dict[tuple[int, int, int], MapResult] = {}
-    bar = tqdm(total=sum(map(len, options)), unit="einsum", disable=not progress, file=sys.stderr, dynamic_ncols=True)
-    for i, e in enumerate(query.einsums):
-        for L, H in options[i]:
-            bar.set_description_str(f"{e.workload.name} at {arch.levels[L].name}"
-                                    + (f", output at {arch.levels[H].name}" if H != L else ""))
-            sliced, cons = _homed(arch, e.workload, L, H)
-            layout = bool(opts.get("search_layout")) and sliced.levels[0].ssd is not None
-            mapped[(i, L, H)] = map_workload(sliced, e.workload, energy, objective=objective, constraints=cons,
-                                             **{**opts, "search_layout": layout})
-            bar.update(1)
-    bar.close()
     obj = Objective(objective, arch_area_um2(arch, energy))
-    best, best_cost, combos = None, None, []
-    for choice in itertools.product(*options):
-        at, kept = [L for L, _ in choice], [H for _, H in choice]
-        r = QueryResult(query, [arch.levels[L].name for L in at], [mapped[(i, *c)] for i, c in enumerate(choice)],
-                        moves(arch, energy, query, at, kept), 0, output_homes=[arch.levels[H].name for H in kept])
-        combos.append(r)
+    combos = _combinations(arch, query)
+    sliced: dict[tuple[int, _Choice], tuple[Arch, Constraints | None] | None] = {}
+    bounds: dict[tuple[int, _Choice], tuple[float, float]] = {}
+    mapped: dict[tuple[int, _Choice], MapResult] = {}
+
+    def part(i: int, c: _Choice):
+        key = (i, c)
+        if key not in sliced:
+            w = query.einsums[i].workload
+            out = next(t.name for t in w.tensors if t.read_write)
+            sliced[key] = _homed(arch, w, c.home, {out: c.output, **dict(c.in_place)})
+        return sliced[key]
+
+    def bound(i: int, c: _Choice) -> tuple[float, float]:
+        """The einsum's (cycles, pJ): its proven values where mapped and proven, else lower bounds."""
+        key = (i, c)
+        if key in mapped:
+            p = mapped[key]
+            return (p.result.cycles if p.search["cycles_optimal"] else p.search["lower_bound_cycles"],
+                    p.result.energy_pJ if p.search["optimal"] else p.search["lower_bound_energy_pJ"])
+        if key not in bounds:
+            a, cons = part(i, c)
+            bounds[key] = lower_bounds(a, query.einsums[i].workload, energy, cons)
+        return bounds[key]
+
+    def flows(combo) -> list[Move]:
+        return moves(arch, energy, query, [c.home for c in combo], [c.output for c in combo],
+                     {(j, t) for j, c in enumerate(combo) for t, _ in c.in_place})
+
+    def lower(combo, ms) -> tuple[float, float]:
+        parts = [bound(i, c) for i, c in enumerate(combo)]
+        return (sum(p[0] for p in parts) + sum(m.cycles for m in ms),
+                sum(p[1] for p in parts) + sum(m.energy_pJ for m in ms))
+
+    combos = [c for c in combos if all(part(i, x) is not None for i, x in enumerate(c))]
+    ms = [flows(c) for c in combos]
+    lbs = [lower(c, m) for c, m in zip(combos, ms)]
+    order = obj.order(np.array([lb[0] for lb in lbs], np.float64), np.array([lb[1] for lb in lbs]))
+    bar = tqdm(unit="einsum", disable=not progress, file=sys.stderr, dynamic_ncols=True)
+    best, best_cost, priced = None, None, []
+    for n in order:
+        combo, mv = combos[n], ms[n]
+        if best is not None and obj.dominated(*lower(combo, mv), best_cost):
+            continue                                  # its bound (a mapped part: its value) cannot win
+        for i, c in enumerate(combo):
+            if (i, c) in mapped:
+                continue
+            w = query.einsums[i].workload
+            bar.set_description_str(f"{w.name} at {arch.levels[c.home].name}"
+                                    + (f", output at {arch.levels[c.output].name}" if c.output != c.home else ""))
+            a, cons = part(i, c)
+            layout = bool(opts.get("search_layout")) and a.levels[0].ssd is not None
+            mapped[(i, c)] = map_workload(a, w, energy, objective=objective, constraints=cons,
+                                          **{**opts, "search_layout": layout})
+            bar.update(1)
+        r = QueryResult(query, [arch.levels[c.home].name for c in combo], [mapped[(i, c)] for i, c in enumerate(combo)],
+                        mv, 0, output_homes=[arch.levels[c.output].name for c in combo],
+                        in_place=[[f"{e.binds[t][0]} at {arch.levels[L].name}" for t, L in c.in_place]
+                                  for e, c in zip(query.einsums, combo)])
+        priced.append((combo, r))
         if best is None or obj.better(r.cycles, r.energy_pJ, best_cost):
             best, best_cost = r, (r.cycles, r.energy_pJ)
-    best.combinations = len(combos)
-    # another combination could still win if the lower bounds of its parts (a part's own value
-    # where its search proved it) and its moves beat the best found
-    for r in combos:
-        if r is best:
-            continue
-        lb_c = sum(p.result.cycles if p.search["cycles_optimal"] else p.search["lower_bound_cycles"] for p in r.parts) \
-            + sum(m.cycles for m in r.moves)
-        lb_e = sum(p.result.energy_pJ if p.search["optimal"] else p.search["lower_bound_energy_pJ"] for p in r.parts) \
-            + sum(m.energy_pJ for m in r.moves)
-        if obj.better(lb_c, lb_e, best_cost):
+    bar.close()
+    best.combinations, best.mapped = len(combos), len(mapped)
+    # a priced combination could still win if the lower bounds of its parts (a part's own value
+    # where its search proved it) and its moves beat the best found; the others were ruled out
+    # by such bounds before they were mapped (none has fewer cycles, nor, with as few, less energy)
+    bounds_of = [lower(combo, r.moves) for combo, r in priced]
+    # (the combinations ruled out have at least the best's cycles only where the objective puts cycles first)
+    best.cycles_lb = min(c for c, _ in bounds_of) if obj.name in ("delay", "delay,energy") else 0
+    best.energy_lb_pJ = min(e for c, e in bounds_of if c <= best.cycles)
+    for (combo, r), lb in zip(priced, bounds_of):
+        if r is not best and obj.better(*lb, best_cost):
             best.open_homes.append([h if o == h else f"{h} (output at {o})" for h, o in zip(r.homes, r.output_homes)])
     return best
 
