@@ -12,17 +12,19 @@ stream -- the slower side sets its cycles (an SSD-backed level: the SSD model's 
 The tensor an einsum writes has a home too: its einsum's home, or a level further down that holds
 it whole (of one instance), where the einsum's mapping keeps it and every level above bypasses it
 -- the first dimension's ciphertexts accumulated in DRAM while the database streams from the SSD.
-Its reader then finds it there, or it is moved from there. The home's capacity given to the
-einsum's mapping is less the tensor's whole size (the tensor's tile there is counted again: a
-bound that is tight for an unbounded level).
+Its reader then finds it there, or it is moved from there; a reader whose home is above that level
+may also read it in place (its mapping keeps it there and bypasses it above). The home's capacity
+given to an einsum's mapping is less the whole size of each tensor living there (the tensor's tile
+there is counted again: a bound that is tight for an unbounded level).
 
 The einsums run one after another: the query's cycles and energy are the sums of the einsums' and
-the moves'. Every combination of homes (einsums' and their outputs') is priced and the best kept;
-since each einsum's mapping is its own best (lexicographic delay then energy, or either alone),
-the sum of the best is the best sum, so the query is proven optimal over its homes when every
-einsum is. Not modelled here: tile-level fusion of two einsums (an intermediate that never
-exists whole: it pays off only at a level too small for the whole tensor, as DRAM is not on
-OnionChopper), overlap between einsums, and the decomposition's own work.
+the moves'. Every combination of homes (einsums', outputs', inputs read in place) is covered by a
+branch and bound: bounded first by its einsums' lower bounds and its moves, mapped only where that
+bound could beat the best so far. Since each einsum's mapping is its own best (lexicographic delay
+then energy, or either alone), the sum of the best is the best sum, so the query is proven optimal
+over its homes when every einsum mapped is. Not modelled here: tile-level fusion of two einsums (an
+intermediate that never exists whole: it pays off only at a level too small for the whole tensor,
+as DRAM is not on OnionChopper), overlap between einsums, and the decomposition's own work.
 """
 
 from __future__ import annotations

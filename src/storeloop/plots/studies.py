@@ -75,9 +75,10 @@ def batching(best, thesis):
     return fig
 
 
-def dimension_choice(rows: list[dict], size: str):
+def dimension_choice(rows: list[dict], size: str, links: list[str] = ()):
     """Query time split into the first dimension, the later ones and the moves between homes,
-    against the first dimension's size; the query entries read on a second axis."""
+    against the first dimension's size, with the time to send the request first over each of
+    ``links`` (lines); the query entries read on a second axis."""
     fig, (ax,) = _fig(1, size=(7.2, 4.4))
     x = range(len(rows))
     with plt.rc_context(STYLE):
@@ -87,8 +88,12 @@ def dimension_choice(rows: list[dict], size: str):
             values = [r[key] for r in rows]
             ax.bar(x, values, bottom=bottom, label=label)
             bottom = [b + v for b, v in zip(bottom, values)]
-        lo = min(bottom)
-        ax.set_ylim(0.97 * lo, 1.02 * max(bottom))
+        top = max(bottom)
+        for link, marker in zip(links, ("o-", "s-", "^-")):
+            values = [r[f"with request at {link}"] for r in rows]
+            ax.plot(x, values, marker, color="0.3", markersize=4, label=f"query + request at {link} (uncompressed)")
+            top = max(top, *values)
+        ax.set_ylim(0.97 * min(bottom), 1.02 * top)
         ax.set_xticks(x, [str(r["first_dim"]) for r in rows])
         ax.set(xlabel="first dimension (OnionPIR: 256)", ylabel="query time (s; axis not from 0)",
                title=f"OnionPIR {size}: the whole query by first dimension")
