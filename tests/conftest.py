@@ -41,3 +41,13 @@ def pytest_terminal_summary(terminalreporter):
             f"{counts.get(('test_matches_timeloop', 'passed'), 0)} valid cases matched, "
             f"{counts.get(('test_matches_timeloop', 'failed'), 0)} mismatched; "
             f"{counts.get(('test_invalid_mapping_rejected', 'passed'), 0)} invalid cases rejected")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked slow (long runs on real designs) run only with STORELOOP_SLOW=1."""
+    if os.environ.get("STORELOOP_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow: set STORELOOP_SLOW=1 to run it")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

@@ -84,6 +84,8 @@ class _DFS:
         self.trace: list[tuple] = []             # (seconds, cycles, energy) of each new best
         self.first_only = False                  # stop at the first complete mapping (a dive)
         self.since = 0                           # candidates generated when the best last improved
+        tree.halt = lambda: (deadline is not None and time.monotonic() > deadline) or \
+            (limit is not None and tree.stats["candidates"] >= limit)
 
     def key(self):
         return None if self.best is None else self.best[:2]
@@ -108,6 +110,9 @@ class _DFS:
                 why = self.goal.reached(self.obj, out[0], out[1]) if self.goal is not None else None
                 if why:
                     raise _Stop(why)
+            if self.tree.halt():                  # a leaf's exact pricing stopped part-way
+                raise _Stop("time-limit" if self.deadline is not None and time.monotonic() > self.deadline
+                            else "budget")
             return
         self.walk(out)
 

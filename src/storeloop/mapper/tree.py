@@ -32,6 +32,9 @@ from storeloop.spec.types import EnergyTable, Mapping, Workload
 
 RD, FL, UP = 0, 1, 2
 SAFE = 1.0 - 1e-9          # lower bounds are shaved so float rounding can never prune an optimum
+# a leaf priced by the reference model (a sliding window's exact leaves) counts as this many
+# candidates against a budget: its cost is about a thousand bounded candidates'
+EXACT_COST = 1000
 
 
 def pareto(secs: np.ndarray, pj: np.ndarray) -> np.ndarray:
@@ -134,10 +137,26 @@ class Tree:
         # home it further down, bypassing the levels above)
         self.back = np.array([next(L for L in range(self.nlev) if any(m >> t & 1 for m in space.keep_masks[L]))
                               for t in range(self.T)], dtype=np.int64)
+        # per level L and dimension, the largest and least factor levels L.. can take together (their
+        # temporal ranges times their spatial options): a child whose remainder falls outside
+        # cannot be completed below, whatever its bound (constraints that fix inner factors)
+        self.reach_hi = np.ones((self.nlev + 1, self.D), np.float64)
+        self.reach_lo = np.ones((self.nlev + 1, self.D), np.float64)
+        for L in range(self.nlev - 1, -1, -1) if self.D else ():
+            rng = np.array([space.temporal_range(L, d) for d in range(self.D)], np.float64)
+            opts = np.array([np.array(x) * np.array(y) for x, y in space.spatial_options[L]] or [np.ones(self.D)],
+                            np.float64).reshape(-1, self.D)
+            self.reach_hi[L] = self.reach_hi[L + 1] * rng[:, 1] * opts.max(axis=0)
+            self.reach_lo[L] = self.reach_lo[L + 1] * rng[:, 0] * opts.min(axis=0)
         self.global_lb, self.bound_parts = self.lower_bound()
         self.stats = {"candidates": 0, "complete": 0, "pruned_capacity": 0, "pruned_bound": 0}
         if exact is not None:      # leaves priced by the model, and any whose surrogate price exceeded it
             self.stats.update(exact=0, bound_violations=0)
+        self.halt = lambda: False  # the search's stop rules (deadline, budget), checked between exact leaves
+        # the model's tiles of a windowed problem (rank extents sum(c * (F - 1)) + 1): a level's
+        # capacity is checked on them, so no child is kept whose tiles the model would refuse
+        self.extents = None if exact is None else [
+            [(np.array([d for d, _ in r]), np.array([c for _, c in r])) for r in t.ranks] for t in exact.tensors]
 
     # ------------------------------------------------------------------ root and global bound
     def root(self) -> Node:
@@ -404,7 +423,9 @@ class Tree:
             for d in range(self.D):
                 lo, hi = space.temporal_range(L, d)
                 opts = [int(left[d])] if last_level else divisors(int(left[d]))
-                lists.append([f for f in opts if lo <= f <= hi])
+                # what is left for the levels below must be within what they can take
+                r_lo, r_hi = self.reach_lo[L + 1, d], self.reach_hi[L + 1, d]
+                lists.append([f for f in opts if lo <= f <= hi and r_lo <= left[d] // f <= r_hi])
             c = cartesian(lists)
             if len(c):
                 tf.append(c)
@@ -426,7 +447,9 @@ class Tree:
             cp[:, ci] = tf[:, ds].prod(axis=1)
         pattern = ((cp > 1) * (1 << np.arange(k))).sum(axis=1)
         idx, oids, perms = [], [], []          # rows x orders; each row's order as an index into perms
+        blocks = []                            # (start, stop, order): consecutive rows of one order
         ids: dict[tuple, int] = {}
+        start = 0
         for p in np.unique(pattern):
             sel = np.nonzero(pattern == p)[0]
             for perm in self.space.orders[n.depth][int(p)]:
@@ -435,6 +458,8 @@ class Tree:
                     perms.append(perm)
                 idx.append(sel)
                 oids.append(np.full(len(sel), ids[perm]))
+                blocks.append((start, start + len(sel), perm))
+                start += len(sel)
         if not idx:
             return None
         idx = np.concatenate(idx)
@@ -443,17 +468,15 @@ class Tree:
         m = len(idx)
         P = np.full(m, n.P, np.int64)
         rep = np.broadcast_to(n.rep, (m, self.T)).copy()
-        for oid in np.unique(order_ids):
-            sel = order_ids == oid
-            perm = perms[int(oid)]
-            run = P[sel].copy()
-            r = rep[sel]
+        for a, b, perm in blocks:
+            run = P[a:b].copy()
+            r = rep[a:b]
             for ci in perm:
-                run = run * cp[sel, ci]
-                hit = (cp[sel, ci] > 1)[:, None] & self.class_rel[:, ci][None, :]
+                run = run * cp[a:b, ci]
+                hit = (cp[a:b, ci] > 1)[:, None] & self.class_rel[:, ci][None, :]
                 r = np.where(hit, run[:, None], r)
-            rep[sel] = r
-            P[sel] = run
+            rep[a:b] = r
+            P[a:b] = run
         s = sx * sy
         rem = n.rem[None, :] // (tf * s)
         above = n.above[None, :] * s
@@ -462,6 +485,18 @@ class Tree:
         part = np.stack([np.where(self.rel[t], self.bounds // above, 1).prod(axis=1) for t in range(self.T)], axis=1)
         return dict(tf=tf, sx=sx, sy=sy, oid=order_ids, perms=perms, P=P, rep=rep, rem=rem, above=above,
                     scat=scat, tile=tile, arr=tile * rep, part=part, util=above.prod(axis=1))
+
+    def _true_tiles(self, rows: dict) -> np.ndarray:
+        """Each tensor's tile (words) at the next level, as the model counts it: the surrogate's,
+        or with sliding windows the product of the exact ranks' extents."""
+        if self.extents is None:
+            return rows["tile"]
+        rem = rows["rem"]
+        out = np.ones((len(rem), self.T), np.int64)
+        for t, ranks in enumerate(self.extents):
+            for dims, cs in ranks:
+                out[:, t] *= ((rem[:, dims] - 1) * cs).sum(axis=1) + 1
+        return out
 
     def expand(self, n: Node, best: tuple | None, objective) -> Children | tuple:
         """Children of an inner node (bounded, pruned, sorted), or the best leaf of a last-level node."""
@@ -479,8 +514,9 @@ class Tree:
         arr, part, scat = rows["arr"], rows["part"], rows["scat"]
         # what each tensor adds, kept at L1 or not: per level traffic (reads, writes) and energy
         fill = np.where(self.rw[None, :], arr - part, arr)                            # (m, T)
-        used = (rows["tile"][:, None, :] * kept[None, :, :]).sum(axis=2)                # (m, K)
+        used = (self._true_tiles(rows)[:, None, :] * kept[None, :, :]).sum(axis=2)      # (m, K)
         ok = np.ones((m, len(masks)), bool) if lvl1.size_words is None else used <= lvl1.size_words
+        ok &= ((rows["rem"] <= self.reach_hi[L1]) & (rows["rem"] >= self.reach_lo[L1])).all(axis=1)[:, None]
         self.stats["candidates"] += ok.size
         self.stats["pruned_capacity"] += int((~ok).sum())
         util1 = rows["util"].astype(np.float64)
@@ -693,8 +729,11 @@ class Tree:
                        for c in base[:-1]]
             for loops in itertools.product(*orders):
                 for inner in itertools.product(*spatial):
+                    if self.halt():                 # the search stops at its next node
+                        return out
                     ch = tuple(c[:3] + (o,) + c[4:5] + (so,)
                                for c, o, so in zip(base, loops, inner + (base[-1][5],)))
+                    self.stats["candidates"] += EXACT_COST
                     try:
                         r = evaluate(self.arch, self.exact, self.mapping(ch), self.energy)
                     except MappingError:            # a window's tile is larger than the surrogate's
