@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from storeloop.errors import MappingError
 from storeloop.mapper.merge import _primes
 from storeloop.mapper.objective import Objective
-from storeloop.mapper.space import MapSpace, divisors as _divisors
+from storeloop.mapper.space import MapSpace
 from storeloop.model.fast import FastModel
 from storeloop.spec.types import Mapping
 
@@ -142,10 +142,8 @@ class Searcher:
         return out
 
     # ------------------------------------------------------------------ construction
-    def construct(self, keep: list[int], stream: int | None, packed: bool = False) -> State:
-        """Bottom-up fill (see the module docstring). ``packed``: each spatial axis takes the
-        combination of the ranks' divisors with the largest product that fits it (14 = 2 x 7 of
-        a rank of 112 on a 14-wide axis), instead of growing prime by prime (which stops at 8)."""
+    def construct(self, keep: list[int], stream: int | None) -> State:
+        """Bottom-up fill (see the module docstring)."""
         D, n = self.D, self.nlev
         rem = self.bounds[:]
         tf = [[1] * D for _ in range(n)]
@@ -157,14 +155,7 @@ class Searcher:
         pref = sorted(range(D), key=lambda d: (stream is not None and self.rel[stream][d], -self.bounds[d], d))
         for L in range(n - 1, -1, -1):
             total, fx, fy = self.space.fanouts[L]
-            if total > 1 and packed:
-                for axis, limit in ((sx, fx), (sy, fy)):
-                    room = min(limit, total // (math.prod(sx[L]) * math.prod(sy[L])))
-                    best = self._pack(s, L, axis is sx, pref, rem, room)
-                    for d, f in best.items():
-                        axis[L][d] *= f
-                        rem[d] //= f
-            elif total > 1:
+            if total > 1:
                 for axis, limit in ((sx, fx), (sy, fy)):
                     for d in pref:
                         for p in sorted(_primes(rem[d])):
@@ -196,31 +187,6 @@ class Searcher:
                     rem[d] //= p
         self._order_for_reuse(s)
         return s
-
-    def _pack(self, s: State, L: int, x: bool, pref: list[int], rem: list[int], room: int) -> dict[int, int]:
-        """The factors (rank -> divisor of what is left of it) with the largest product <= ``room``
-        on level ``L``'s X (``x``) or Y axis that keep the spatial choice allowed and the tiles
-        fitting; ties go to the ranks first in ``pref``."""
-        best: tuple[int, dict[int, int]] = (1, {})
-
-        def grow(i: int, product: int, chosen: dict[int, int]) -> None:
-            nonlocal best
-            if product > best[0]:
-                trial = s.copy()
-                for d, f in chosen.items():
-                    (trial.sx if x else trial.sy)[L][d] *= f
-                if ((tuple(trial.sx[L]), tuple(trial.sy[L])) in self.spatial_ok[L]
-                        or self._spatial_prefix_ok(L, trial)) and not self.overflow(trial):
-                    best = (product, dict(chosen))
-            for j in range(i, len(pref)):
-                d = pref[j]
-                for f in _divisors(rem[d])[1:]:
-                    if product * f > room:
-                        break
-                    grow(j + 1, product * f, {**chosen, d: f})
-
-        grow(0, 1, {})
-        return best[1]
 
     def _spatial_prefix_ok(self, L: int, s: State) -> bool:
         """A partial spatial choice is still on the way to an allowed option (min utilization)."""
@@ -327,14 +293,9 @@ class Searcher:
         patterns = [(None, [full] * n)]
         for st in sorted(range(T), key=lambda t: -math.prod(b for d, b in enumerate(self.bounds) if self.rel[t][d])):
             patterns.append((st, [full] + [full & ~(1 << st)] * (n - 1)))
-        seen = set()
         for stream, keep in patterns:
             keep = [k if k in self.space.keep_masks[L] else self.space.keep_masks[L][-1] for L, k in enumerate(keep)]
-            for packed in (False, True):
-                s = self.construct(keep, stream, packed)
-                if s.key() not in seen:
-                    seen.add(s.key())
-                    out.append(s)
+            out.append(self.construct(keep, stream))
         return out
 
 
