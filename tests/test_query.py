@@ -131,7 +131,7 @@ def test_homes_are_every_level_that_holds_the_tensors_and_the_best_combination_w
     assert len(totals) == out.combinations
     assert (out.cycles, pytest.approx(out.energy_pJ)) == min(totals) and out.optimal
     # the best keeps h in the SRAM, below both einsums' homes, and the second einsum reads it there
-    assert out.output_homes == ["SRAM", "SRAM"] and out.in_place == [[], ["h at SRAM"]] and out.moves == []
+    assert out.output_homes == ["SRAM", "SRAM"] and out.in_place == [{}, {"h": "SRAM"}] and out.moves == []
     bad = write(tmp_path, TWO.replace("      tensors: {B: w2, H: h, Z: z}", "      home: SRAM\n      tensors: {B: w2, H: h, Z: z}"))
     with pytest.raises(SpecError) as e:
         map_query(arch, load_query(bad), energy)

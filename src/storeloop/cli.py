@@ -335,7 +335,7 @@ def _map_query(args: argparse.Namespace, arch: Arch, opts, query) -> int:
     print(f"{'einsum':<28} {'home':<11} {'MACs':>16} {'cycles':>16} {'share':>7} {'energy J':>10}  bound by, search")
     for e in d["einsums"]:
         home = e["home"] + ("" if e["output_home"] == e["home"] else f">{e['output_home']}") \
-            + "".join(f" +{r.split(' at ')[1]}" for r in e["in_place"])
+            + "".join(f" +{level}" for level in e["in_place"].values())
         print(f"{e['name']:<28} {home:<11} {e['macs']:>16,} {e['cycles']:>16,} {e['cycles'] / d['cycles']:>7.2%} "
               f"{e['energy_J']:>10.4g}  {e['bound_by']}, {e['stopped']}{' (proven)' if e['optimal'] else ''}")
     for m in d["moves"]:
@@ -348,8 +348,9 @@ def _map_query(args: argparse.Namespace, arch: Arch, opts, query) -> int:
         print("home A>B: the einsum's tensors live at A, the output it writes at B (bypassing the levels between)")
     for e in d["einsums"]:
         if e["in_place"]:
-            print(f"{e['name']} reads {', '.join(e['in_place'])} where it was written (home A +C: read at C, "
-                  f"bypassing the levels between)")
+            where = ", ".join(f"{t} at {lv}" for t, lv in e["in_place"].items())
+            print(f"{e['name']} reads {where} where it was written (home A +C: read at C, bypassing the levels "
+                  f"between)")
     print(f"time {d['cycles'] / clock:.6g} s at {clock / 1e9:g} GHz, einsums run one after another; "
           f"the first einsum takes {d['einsums'][0]['cycles'] / d['cycles']:.2%} of the cycles and "
           f"{d['einsums'][0]['energy_J'] / d['energy_J']:.2%} of the energy")

@@ -66,7 +66,8 @@ class QueryResult:
     combinations: int                      # combinations of homes, each mapped or ruled out by its bounds
     open_homes: list[list[str]] = dataclasses.field(default_factory=list)   # combinations a bound cannot rule out
     output_homes: list[str] = dataclasses.field(default_factory=list)      # per einsum: where its output lives
-    in_place: list[list[str]] = dataclasses.field(default_factory=list)    # per einsum: inputs read below its home
+    in_place: list[dict[str, str]] = dataclasses.field(default_factory=list)   # per einsum: query tensor -> level
+                                                                             # of the inputs it reads below its home
     mapped: int = 0                                                        # einsum mappings searched
     cycles_lb: float = 0                   # no combination of homes takes fewer cycles
     energy_lb_pJ: float = 0                # ... nor less energy at the best's cycles (or fewer)
@@ -113,7 +114,7 @@ class QueryResult:
                              "cycles_optimal": bool(p.search["cycles_optimal"]), "energy_gap": p.search["energy_gap"],
                              "stopped": p.search["stopped"], "bound_by": p.result.bound_by}
                             for e, h, o, r, p in zip(self.query.einsums, self.homes, self.output_homes or self.homes,
-                                                     self.in_place or [[] for _ in self.parts], self.parts)],
+                                                     self.in_place or [{} for _ in self.parts], self.parts)],
                 "moves": [dataclasses.asdict(m) for m in self.moves]}
 
 
@@ -319,7 +320,7 @@ def map_query(arch: Arch, query: Query, energy: EnergyTable, *, objective: str =
             bar.update(1)
         r = QueryResult(query, [arch.levels[c.home].name for c in combo], [mapped[(i, c)] for i, c in enumerate(combo)],
                         mv, 0, output_homes=[arch.levels[c.output].name for c in combo],
-                        in_place=[[f"{e.binds[t][0]} at {arch.levels[L].name}" for t, L in c.in_place]
+                        in_place=[{e.binds[t][0]: arch.levels[L].name for t, L in c.in_place}
                                   for e, c in zip(query.einsums, combo)])
         priced.append((combo, r))
         if best is None or obj.better(r.cycles, r.energy_pJ, best_cost):

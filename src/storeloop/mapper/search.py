@@ -84,18 +84,24 @@ class _DFS:
         self.trace: list[tuple] = []             # (seconds, cycles, energy) of each new best
         self.first_only = False                  # stop at the first complete mapping (a dive)
         self.since = 0                           # candidates generated when the best last improved
-        tree.halt = lambda: (deadline is not None and time.monotonic() > deadline) or \
-            (limit is not None and tree.stats["candidates"] >= limit)
+        tree.halt = lambda: self.halted() is not None
 
     def key(self):
         return None if self.best is None else self.best[:2]
 
-    def visit(self, node) -> None:
+    def halted(self) -> str | None:
+        """'time-limit' or 'budget' once the search must stop (also asked between exact leaves)."""
         if self.deadline is not None and time.monotonic() > self.deadline:
-            raise _Stop("time-limit")
+            return "time-limit"
+        if self.limit is not None and self.tree.stats["candidates"] >= self.limit:
+            return "budget"
+        return None
+
+    def visit(self, node) -> None:
+        why = self.halted()
+        if why:
+            raise _Stop(why)
         spent = self.tree.stats["candidates"]
-        if self.limit is not None and spent >= self.limit:
-            raise _Stop("budget")
         if self.goal is not None and self.goal.converge and self.best is not None and self.best[2] is not None \
                 and spent - self.since > max(CONVERGE_MIN, 2 * self.since):
             raise _Stop("converged")
@@ -110,9 +116,9 @@ class _DFS:
                 why = self.goal.reached(self.obj, out[0], out[1]) if self.goal is not None else None
                 if why:
                     raise _Stop(why)
-            if self.tree.halt():                  # a leaf's exact pricing stopped part-way
-                raise _Stop("time-limit" if self.deadline is not None and time.monotonic() > self.deadline
-                            else "budget")
+            why = self.halted()                   # a leaf's exact pricing stopped part-way
+            if why:
+                raise _Stop(why)
             return
         self.walk(out)
 

@@ -516,7 +516,6 @@ class Tree:
         fill = np.where(self.rw[None, :], arr - part, arr)                            # (m, T)
         used = (self._true_tiles(rows)[:, None, :] * kept[None, :, :]).sum(axis=2)      # (m, K)
         ok = np.ones((m, len(masks)), bool) if lvl1.size_words is None else used <= lvl1.size_words
-        ok &= ((rows["rem"] <= self.reach_hi[L1]) & (rows["rem"] >= self.reach_lo[L1])).all(axis=1)[:, None]
         self.stats["candidates"] += ok.size
         self.stats["pruned_capacity"] += int((~ok).sum())
         util1 = rows["util"].astype(np.float64)
