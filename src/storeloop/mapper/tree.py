@@ -149,6 +149,7 @@ class Tree:
             self.reach_hi[L] = self.reach_hi[L + 1] * rng[:, 1] * opts.max(axis=0)
             self.reach_lo[L] = self.reach_lo[L + 1] * rng[:, 0] * opts.min(axis=0)
         self.global_lb, self.bound_parts = self.lower_bound()
+        self.below = self._below_terms()
         self.stats = {"candidates": 0, "complete": 0, "pruned_capacity": 0, "pruned_bound": 0}
         if exact is not None:      # leaves priced by the model, and any whose surrogate price exceeded it
             self.stats.update(exact=0, bound_violations=0)
@@ -157,6 +158,82 @@ class Tree:
         # capacity is checked on them, so no child is kept whose tiles the model would refuse
         self.extents = None if exact is None else [
             [(np.array([d for d, _ in r]), np.array([c for _, c in r])) for r in t.ranks] for t in exact.tensors]
+
+    MAX_SPLITS = 64      # the completion bound tries at most this many splits of the instances below a level
+
+    def _below_terms(self) -> list:
+        """Per level L1: what the levels below L1 must still spend on each tensor t, for a node
+        whose levels down to L1 are chosen (the per-compute part of :meth:`energy_bound`): None
+        where the innermost level fans out (see there) or L1 is the last level; else ``(splits,
+        per_t)``. ``per_t[t] = (own, options)``: ``own`` (pJ per word) where L1 is t's innermost
+        keeper -- a compute reads t (an output: updates it) there, shared by at most the units
+        below L1 that hold the same element; ``options``, per deeper level L that may be t's
+        innermost keeper, ``(fill pJ per word, pJ per access at L, units under one L)``: t's next
+        keeper, somewhere in L1+1..L, is filled with every word L1 (or the parent) reads for it
+        (outputs: counted as 0), and L serves the computes, shared the same way. ``splits``: the
+        maximal splits of the units under one L1 instance over the dimensions (every split divides
+        one of them, and a split's shares only grow with it), or None where there are more than
+        :data:`MAX_SPLITS` (each tensor then takes its own best share)."""
+        out = []
+        for L1 in range(self.nlev):
+            if self.space.fanouts[-1][0] != 1 or L1 == self.nlev - 1:
+                out.append(None)
+                continue
+            per_t = []
+            for t in range(self.T):
+                may = [L for L in range(L1 + 1, self.nlev) if any(m >> t & 1 for m in self.space.keep_masks[L])]
+                acc = self.wpw if self.rw[t] else self.rpw
+                opts = [(0.0 if self.rw[t] else float(min(self.wpw[l] for l in may if l <= L)), float(acc[L]),
+                         self.cap_below[L]) for L in may]
+                per_t.append((float(acc[L1]), opts))
+            out.append((self._splits(self.cap_below[L1]), per_t))
+        return out
+
+    def _splits(self, cap: int) -> np.ndarray | None:
+        """The maximal ways to split ``cap`` units over the dimensions (factors dividing the
+        bounds), as rows (S, D); None past :data:`MAX_SPLITS` or 20,000 splits in all."""
+        found: list[tuple] = []
+
+        def grow(d: int, left: int, s: tuple) -> bool:
+            if d == self.D:
+                found.append(s)
+                return len(found) <= 20_000
+            for g in divisors(int(self.bounds[d])):
+                if g > left:
+                    break
+                if not grow(d + 1, left // g, s + (g,)):
+                    return False
+            return True
+
+        if not grow(0, cap, ()):
+            return None
+        arr = np.array(found, np.int64).reshape(len(found), self.D)
+        # s is dropped where another split is a multiple of it in every dimension
+        divides = ((arr[None, :, :] % arr[:, None, :]) == 0).all(axis=2)       # [i, j]: s_i divides s_j
+        maximal = arr[divides.sum(axis=1) == 1]
+        return maximal if len(maximal) <= self.MAX_SPLITS else None
+
+    def _below_cost(self, L1: int, rows: dict, kept: np.ndarray, arrived: list, moved: list, util1) -> np.ndarray:
+        """The least energy (m, K) the levels below L1 must still spend (:meth:`_below_terms`):
+        per split of the units below L1 (divided down to each row's remainder), the sum over the
+        tensors of their cheapest innermost keeper; the least over the splits."""
+        splits, per_t = self.below[L1]
+        rem, macs = rows["rem"].astype(np.int64), float(self.workload.macs)
+        m, K = len(rem), kept.shape[0]
+        best = np.full((m, K), np.inf)
+        for s in ([None] if splits is None else splits):
+            eff = np.minimum(rem, self.cap_below[L1]) if s is None else np.gcd(s[None, :], rem)
+            total = np.zeros((m, K))
+            for t, (own, opts) in enumerate(per_t):
+                share = np.where(self.rel[t][None, :], 1, eff).prod(axis=1).astype(np.float64)
+                share = np.minimum(share, self.cap_below[L1])
+                least = np.where(kept[None, :, t], (own * np.maximum(macs / share - arrived[t] * util1, 0.0))[:, None],
+                                 np.inf)
+                for fill_pw, acc_pw, units in opts:
+                    least = np.minimum(least, fill_pw * moved[t] + (acc_pw * macs / np.minimum(share, units))[:, None])
+                total += np.where(np.isfinite(least), least, 0.0)
+            best = np.minimum(best, total)
+        return best
 
     # ------------------------------------------------------------------ root and global bound
     def root(self) -> Node:
@@ -534,6 +611,7 @@ class Tree:
             forced = rows["tile"][:, t] > max(self.cap_after[L1], 1) * self.cap_below[L1]
             return np.where(forced, rows["P"] / rows["rep"][:, t], 1.0)
 
+        arrived, moved = [], []                    # per tensor: words arriving at L1, moved below it
         for t in range(T):
             pl = int(n.last[t])
             k = kept[None, :, t]
@@ -572,6 +650,10 @@ class Tree:
             tr_w[L1] += np.where(k, w1[:, None], 0.0)
             tr_r[L1] += np.where(k, r1[:, None], 0.0)
             e += np.where(k, ((w1 * self.wpw[L1] + r1 * self.rpw[L1]) * util1)[:, None], 0.0)
+            arrived.append(a)
+            moved.append(np.where(k, (a * util1)[:, None], via * float(n.util[pl]) if pl >= 0 else 0.0))
+        if self.below[L1] is not None:             # what the levels below must still spend
+            e += self._below_cost(L1, rows, kept, arrived, moved, util1)
         clb = np.broadcast_to(np.maximum(cc_lb, self.global_lb).astype(np.float64)[:, None], e.shape)
         for l in range(L1 + 1):
             if l == 0 and self.ssd is not None:
