@@ -132,6 +132,10 @@ class _DFS:
                     return
                 self.tree.stats["pruned_bound"] += 1
                 continue
+            if self.best is not None and ch.refill is not None and \
+                    self.obj.dominated(ch.clb[i], self.tree.refine(ch, i), self.key()):
+                self.tree.stats["pruned_bound"] += 1
+                continue
             self.visit(self.tree.child(ch, i))
             if after is not None:
                 after(i)

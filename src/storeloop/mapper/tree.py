@@ -89,6 +89,7 @@ class Children:
     mask: np.ndarray       # keep mask of each child (of level depth + 1)
     clb: np.ndarray
     elb: np.ndarray
+    refill: dict | None = None   # what Tree.refine needs to raise a child's bound when it is visited
 
 
 class Tree:
@@ -150,6 +151,9 @@ class Tree:
             self.reach_lo[L] = self.reach_lo[L + 1] * rng[:, 0] * opts.min(axis=0)
         self.global_lb, self.bound_parts = self.lower_bound()
         self.below = self._below_terms()
+        self._refills: dict[tuple, tuple | None] = {}
+        self.sizes = np.array([w.tensor_elements(t) for t in w.tensors], np.float64)
+        self.inst_above = max(lvl.instances for lvl in self.arch.levels[:-1])   # (an output's partitions)
         self.stats = {"candidates": 0, "complete": 0, "pruned_capacity": 0, "pruned_bound": 0}
         if exact is not None:      # leaves priced by the model, and any whose surrogate price exceeded it
             self.stats.update(exact=0, bound_violations=0)
@@ -213,10 +217,13 @@ class Tree:
         maximal = arr[divides.sum(axis=1) == 1]
         return maximal if len(maximal) <= self.MAX_SPLITS else None
 
-    def _below_cost(self, L1: int, rows: dict, kept: np.ndarray, arrived: list, moved: list, util1) -> np.ndarray:
+    def _below_cost(self, L1: int, rows: dict, kept: np.ndarray, arrived: list, moved: list, util1,
+                    keeper: list) -> np.ndarray:
         """The least energy (m, K) the levels below L1 must still spend (:meth:`_below_terms`):
         per split of the units below L1 (divided down to each row's remainder), the sum over the
-        tensors of their cheapest innermost keeper; the least over the splits."""
+        tensors of their cheapest innermost keeper; the least over the splits. ``keeper[t]``: t's
+        keeper above L1 as (pJ per access, (m,) the most units it can share an access among beyond
+        the split below L1), or None: where L1 does not keep t, that keeper may be its innermost."""
         splits, per_t = self.below[L1]
         rem, macs = rows["rem"].astype(np.int64), float(self.workload.macs)
         m, K = len(rem), kept.shape[0]
@@ -227,13 +234,113 @@ class Tree:
             for t, (own, opts) in enumerate(per_t):
                 share = np.where(self.rel[t][None, :], 1, eff).prod(axis=1).astype(np.float64)
                 share = np.minimum(share, self.cap_below[L1])
+                if keeper[t] is None:
+                    up = np.inf
+                else:                              # read (updated) from above once per compute
+                    pw, wider = keeper[t]
+                    up = pw * np.maximum((macs / (share * wider))[:, None] - moved[t], 0.0)
                 least = np.where(kept[None, :, t], (own * np.maximum(macs / share - arrived[t] * util1, 0.0))[:, None],
-                                 np.inf)
+                                 up)
                 for fill_pw, acc_pw, units in opts:
                     least = np.minimum(least, fill_pw * moved[t] + (acc_pw * macs / np.minimum(share, units))[:, None])
                 total += np.where(np.isfinite(least), least, 0.0)
             best = np.minimum(best, total)
         return best
+
+    REFILL_WORK = 200_000    # the most (tile shape, split, e) cases the refill bound weighs for one remainder
+
+    def _refill_cases(self, L1: int, rem: tuple, looped: bool) -> tuple | None:
+        """What the innermost level R's capacity forces below a node whose levels down to L1 are
+        chosen, with ``rem`` left for L1..R (``looped``: a temporal loop above L1):
+        :meth:`_capacity_bound`'s argument on the subproblem, one case per keep set of R, tile
+        shape f at R (within ``rem``, fitting R), split s of the units under one L1 instance (with
+        f, dividing ``rem``) and innermost temporal loop e above R (-1: none). A tensor R keeps is
+        filled with ``W = macs / prod(f_d, d not in t)`` words where e indexes it (else its size),
+        and R serves every compute; the level above R reads W / share of it (an output: the
+        partial sums written up and read back), share = the units of s that hold the same element;
+        a tensor R does not keep is read from above once per compute, shared the same way. Returns
+        ``(at_r, words)``: per case, R's own energy (pJ) and (n, T) the words each tensor moves
+        across R's top (before the sharing above L1 and the floors the caller knows). None where the cases exceed :data:`REFILL_WORK` (the
+        bound is then left out)."""
+        key = (L1, rem, looped)
+        if key in self._refills:
+            return self._refills[key]
+        R, w = self.nlev - 1, self.workload
+        S, macs, cap = self.arch.levels[R].size_words, float(w.macs), self.cap_below[L1]
+        rem_a = np.array(rem, np.int64)
+        dims = [d for d in range(self.D) if rem[d] > 1]
+        es = [d for d in range(self.D) if self.bounds[d] > 1] + [-1]
+        splits: list[tuple] = []
+
+        def split(i: int, left: int, s: dict) -> None:
+            if i == len(dims):
+                splits.append(tuple(s.get(d, 1) for d in range(self.D)))
+                return
+            for g in divisors(int(rem[dims[i]])):
+                if g > left:
+                    break
+                split(i + 1, left // g, {**s, dims[i]: g})
+
+        split(0, cap, {})
+        sp = np.array(splits, np.int64)
+        sizes = self.sizes
+        not_rel = ~self.rel                                                       # (T, D)
+        share = np.stack([np.where(not_rel[t][None, :], sp, 1).prod(axis=1) for t in range(self.T)], axis=1)
+        at_r, words, work = [], [], 0
+        for mask in self.space.keep_masks[R]:
+            kept = [t for t in range(self.T) if mask >> t & 1]
+            tied = [d for d in dims if any(self.rel[t][d] for t in kept)]
+            shapes = self._shapes(rem_a, kept, tied, S)
+            work += self.REFILL_WORK + 1 if shapes is None else len(shapes) * len(sp) * len(es)
+            if work > self.REFILL_WORK:
+                self._refills[key] = None
+                self.stats["candidates"] += self.REFILL_WORK
+                return None
+            f = np.repeat(shapes, len(sp), axis=0)                                   # (n, D)
+            s = np.tile(sp, (len(shapes), 1))
+            untied = np.array([d not in tied for d in range(self.D)])
+            f = np.where(untied[None, :], rem_a[None, :] // s, f)                     # as large as s lets them
+            ok = ((rem_a[None, :] // f) % s == 0).all(axis=1)
+            exact = (f * s == rem_a[None, :]).all(axis=1)
+            sh = np.tile(share, (len(shapes), 1)).astype(np.float64)
+            # per tensor R keeps: its words and R's energy where the loop e refills it, and where not
+            own = {}
+            for t in kept:
+                per = (self.wpw if self.rw[t] else self.rpw)[R] * macs
+                refilled = np.maximum(macs / np.where(not_rel[t][None, :], f, 1).prod(axis=1), sizes[t])
+                own[t] = [(self.wpw[R] * (np.maximum(x - sizes[t], 0.0) if self.rw[t] else x) + per, x)
+                          for x in (np.full(len(f), sizes[t]), refilled)]
+            for e in es:
+                if e < 0:
+                    cond = ok & exact & (not looped)
+                else:
+                    cond = ok & ((s[:, e] < rem[e]) if untied[e] else (f[:, e] * s[:, e] < rem[e]))
+                    cond = cond | (ok & exact & looped)
+                if not cond.any():
+                    continue
+                pick = {t: o[int(e >= 0 and self.rel[t][e])] for t, o in own.items()}
+                at_r.append(sum((p[0] for p in pick.values()), np.zeros(len(f)))[cond])
+                words.append(np.stack([(pick[t][1] if t in pick else macs) / sh[:, t]
+                                       for t in range(self.T)], axis=1)[cond])
+        out = (np.concatenate(at_r), np.concatenate(words)) if at_r else None
+        self._refills[key] = out
+        self.stats["candidates"] += work // 2      # a case costs about half a candidate (0.2 us against 0.35 us)
+        return out
+
+    def _shapes(self, rem: np.ndarray, kept: list[int], tied: list[int], S: int) -> np.ndarray | None:
+        """Every tile shape (rows (n, D); 1 outside ``tied``) whose factors divide ``rem`` and whose
+        kept tensors' tiles fit in S words together (grown one dimension at a time: a shape that
+        does not fit never fits with larger factors)."""
+        f = np.ones((1, self.D), np.int64)
+        for d in tied:
+            g = np.array(divisors(int(rem[d])), np.int64)
+            if len(f) * len(g) > self.REFILL_WORK:
+                return None
+            f = np.repeat(f, len(g), axis=0)
+            f[:, d] = np.tile(g, len(f) // len(g))
+            used = sum(np.where(self.rel[t][None, :], f, 1).prod(axis=1) for t in kept)
+            f = f[used <= S]
+        return f
 
     # ------------------------------------------------------------------ root and global bound
     def root(self) -> Node:
@@ -611,7 +718,11 @@ class Tree:
             forced = rows["tile"][:, t] > max(self.cap_after[L1], 1) * self.cap_below[L1]
             return np.where(forced, rows["P"] / rows["rep"][:, t], 1.0)
 
+        # what the levels below L1 must still spend (where the innermost level serves each compute)
+        deep = self.below[L1] is not None
         arrived, moved = [], []                    # per tensor: words arriving at L1, moved below it
+        refill = deep and not self.pages and self.ssd is None and self.arch.levels[-1].size_words is not None
+        counted = np.zeros((m, len(masks))) if refill else None   # the node's energy of those words
         for t in range(T):
             pl = int(n.last[t])
             k = kept[None, :, t]
@@ -637,10 +748,13 @@ class Tree:
                 if self.rw[t]:
                     tr_r[pl] += (via - n.partl[t]) * fac
                     tr_w[pl] += via * fac
-                    e += ((via - n.partl[t]) * self.rpw[pl] + via * self.wpw[pl]) * fac * float(n.util[pl])
+                    at_pl = ((via - n.partl[t]) * self.rpw[pl] + via * self.wpw[pl]) * fac * float(n.util[pl])
                 else:
                     tr_r[pl] += via * fac
-                    e += via * fac * (self.rpw[pl] * float(n.util[pl]))
+                    at_pl = via * fac * (self.rpw[pl] * float(n.util[pl]))
+                e += at_pl
+                if refill:
+                    counted += np.where(k, 0.0, at_pl)
             # kept at L1: its fill (final) and its own later reads (updates) >= what arrives (bound)
             a = arr[:, t].astype(np.float64)
             if self.rw[t]:             # (the outermost keeper is never filled)
@@ -650,10 +764,17 @@ class Tree:
             tr_w[L1] += np.where(k, w1[:, None], 0.0)
             tr_r[L1] += np.where(k, r1[:, None], 0.0)
             e += np.where(k, ((w1 * self.wpw[L1] + r1 * self.rpw[L1]) * util1)[:, None], 0.0)
-            arrived.append(a)
-            moved.append(np.where(k, (a * util1)[:, None], via * float(n.util[pl]) if pl >= 0 else 0.0))
-        if self.below[L1] is not None:             # what the levels below must still spend
-            e += self._below_cost(L1, rows, kept, arrived, moved, util1)
+            if refill:
+                own = a * self.wpw[L1] + (a - part[:, t]) * self.rpw[L1] if self.rw[t] else r1 * self.rpw[L1]
+                counted += np.where(k, (own * util1)[:, None], 0.0)
+            if deep:
+                arrived.append(a)
+                moved.append(np.where(k, (a * util1)[:, None], via * float(n.util[pl]) if pl >= 0 else 0.0))
+        below = keeper = None
+        if deep:
+            keeper = self._keepers(n, rows)
+            below = self._below_cost(L1, rows, kept, arrived, moved, util1, keeper)
+            e += below
         clb = np.broadcast_to(np.maximum(cc_lb, self.global_lb).astype(np.float64)[:, None], e.shape)
         for l in range(L1 + 1):
             if l == 0 and self.ssd is not None:
@@ -669,7 +790,59 @@ class Tree:
         r, c = np.nonzero(keepc)
         order = np.lexsort((e[r, c], clb[r, c])) if objective.lexicographic else np.argsort(objective.score(clb[r, c], e[r, c]), kind="stable")
         r, c = r[order], c[order]
-        return Children(n, rows, r, masks[c], clb[r, c], e[r, c])
+        ch = Children(n, rows, r, masks[c], clb[r, c], e[r, c])
+        if refill:                                 # what R's capacity forces below: when a child is visited
+            ch.refill = {"col": c, "counted": counted, "below": below, "moved": moved, "keeper": keeper}
+        return ch
+
+    def _keepers(self, n: Node, rows: dict) -> list:
+        """Per tensor, its keeper above the level being chosen, as (pJ per access, (m,) the units
+        under it beyond those below that level that can share one access: the spatial loops from
+        it down, over the dimensions that do not index the tensor); None where it has none yet."""
+        out = []
+        row_s = rows["sx"] * rows["sy"]
+        for t in range(self.T):
+            pl = int(n.last[t])
+            if pl < 0:
+                out.append(None)
+                continue
+            spread = row_s * np.prod([n.choice[l][1] * n.choice[l][2] for l in range(pl, n.depth)] or [np.ones(self.D)],
+                                     axis=0)[None, :]
+            wider = np.where(self.rel[t][None, :], 1, spread).prod(axis=1).astype(np.float64)
+            out.append(((self.wpw if self.rw[t] else self.rpw)[pl], wider))
+        return out
+
+    def refine(self, ch: Children, i: int) -> float:
+        """Child i's energy bound raised by what the innermost level R's capacity forces below it
+        (:meth:`_refill_cases`), computed only for the children the search visits (their bound
+        beat the best so far). Where it applies, each tensor's words across R's top are priced at
+        the cheapest level that can still be its keeper above R: L1 if L1 keeps it, else its keeper
+        so far (whose accesses more units can share), or a level between L1 and R; at least its
+        size and the words the node already moves for it, whose energy the node counted (and is
+        subtracted here, with what :meth:`_below_cost` added)."""
+        info = ch.refill
+        if info is None:
+            return float(ch.elb[i])
+        n, rows, L1, T = ch.node, ch.rows, ch.node.depth + 1, self.T
+        j, c, mk = int(ch.row[i]), int(info["col"][i]), int(ch.mask[i])
+        cases = self._refill_cases(L1, tuple(int(x) for x in rows["rem"][j]), bool(rows["P"][j] > 1))
+        if cases is None:
+            return float(ch.elb[i])
+        at_r, words = cases
+        total = at_r.copy()
+        for t in range(T):
+            can = [l for l in range(L1 + 1, self.nlev - 1) if any(q >> t & 1 for q in self.space.keep_masks[l])]
+            kept = bool(mk >> t & 1)
+            can += [L1] if kept else ([int(n.last[t])] if n.last[t] >= 0 else [])
+            p_r, p_w = float(min(self.rpw[can], default=0.0)), float(min(self.wpw[can], default=0.0))
+            keeper = info["keeper"][t]
+            x = words[:, t] if kept or keeper is None else words[:, t] / keeper[1][j]
+            x = np.maximum(np.maximum(x, self.sizes[t]), info["moved"][t][j, c])
+            total += p_w * x + p_r * np.maximum(x - self.sizes[t] * self.inst_above, 0.0) if self.rw[t] else p_r * x
+        gain = float(total.min()) - info["counted"][j, c] - info["below"][j, c]
+        if gain > 0:
+            ch.elb[i] += gain * SAFE
+        return float(ch.elb[i])
 
     def _ssd_traffic(self, n, rows, t, k, via0, via, innermost, ssd_s, e) -> None:
         """The SSD top level's reads (updates) of t, added to ``ssd_s`` (seconds) and ``e`` (pJ):
