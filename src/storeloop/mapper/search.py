@@ -235,8 +235,9 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
     return found
 
 
-def _as_mapping(tree: Tree, how) -> Mapping:
-    return how if isinstance(how, Mapping) else tree.mapping(how)
+def _as_mapping(tree: Tree, how) -> Mapping | None:
+    """None for a virtual incumbent (given, never beaten)."""
+    return how if how is None or isinstance(how, Mapping) else tree.mapping(how)
 
 
 def _dive(tree, objective, deadline, start, limit=None) -> tuple[_DFS | None, bool]:

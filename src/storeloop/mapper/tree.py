@@ -153,7 +153,7 @@ class Tree:
         self.below = self._below_terms()
         self._refills: dict[tuple, tuple | None] = {}
         self.sizes = np.array([w.tensor_elements(t) for t in w.tensors], np.float64)
-        self.inst_above = max(lvl.instances for lvl in self.arch.levels[:-1])   # (an output's partitions)
+        self.inst_above = max((lvl.instances for lvl in self.arch.levels[:-1]), default=1)   # (outputs: partitions)
         self.stats = {"candidates": 0, "complete": 0, "pruned_capacity": 0, "pruned_bound": 0}
         if exact is not None:      # leaves priced by the model, and any whose surrogate price exceeded it
             self.stats.update(exact=0, bound_violations=0)
