@@ -260,8 +260,8 @@ class Tree:
         partial sums written up and read back), share = the units of s that hold the same element;
         a tensor R does not keep is read from above once per compute, shared the same way. Returns
         ``(at_r, words)``: per case, R's own energy (pJ) and (n, T) the words each tensor moves
-        across R's top (before the sharing above L1 and the floors the caller knows). None where the cases exceed :data:`REFILL_WORK` (the
-        bound is then left out)."""
+        across R's top (before the sharing above L1 and the floors the caller knows). None where
+        the cases exceed :data:`REFILL_WORK` (the bound is then left out)."""
         key = (L1, rem, looped)
         if key in self._refills:
             return self._refills[key]
