@@ -444,7 +444,7 @@ def test_the_bounds_below_a_node_never_cut_an_optimum():
     from storeloop.mapper.tree import Tree
 
     refilled = 0
-    for seed in range(40):
+    for seed in range(30):
         arch, work, energy, objective = deep_case(seed)
         want = brute_force(arch, work, energy, "delay,energy" if objective == "delay,energy" else "energy", {}, at=1)
         assert want is not None
@@ -456,4 +456,4 @@ def test_the_bounds_below_a_node_never_cut_an_optimum():
         assert got is not None and math.isclose(got, least, rel_tol=1e-9), \
             f"seed {seed} ({objective}): the tree found {got}, brute force {want}\n{work}\n{arch}"
         refilled += any(v is not None for v in tree._refills.values())
-    assert refilled >= 30, refilled
+    assert refilled >= 22, refilled
