@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from storeloop.mapper.below import SAFE, BelowBounds
 from storeloop.mapper.space import MapSpace, divisors
 from storeloop.model import costs, disk
 from storeloop.errors import MappingError
@@ -31,7 +32,6 @@ from storeloop.model.evaluate import evaluate
 from storeloop.spec.types import EnergyTable, Mapping, Workload
 
 RD, FL, UP = 0, 1, 2
-SAFE = 1.0 - 1e-9          # lower bounds are shaved so float rounding can never prune an optimum
 # a leaf priced by the reference model (a sliding window's exact leaves) counts as this many
 # candidates against a budget: its cost is about a thousand bounded candidates'
 EXACT_COST = 1000
@@ -92,7 +92,7 @@ class Children:
     refill: dict | None = None   # what Tree.refine needs to raise a child's bound when it is visited
 
 
-class Tree:
+class Tree(BelowBounds):
     """``exact``: the sliding-window problem ``space.workload`` is the plain surrogate of
     (:mod:`storeloop.mapper.window`): every bound holds for it, and the leaves that could beat the
     best so far are priced by the reference model (:meth:`_exact_leaves`)."""
@@ -162,185 +162,6 @@ class Tree:
         # capacity is checked on them, so no child is kept whose tiles the model would refuse
         self.extents = None if exact is None else [
             [(np.array([d for d, _ in r]), np.array([c for _, c in r])) for r in t.ranks] for t in exact.tensors]
-
-    MAX_SPLITS = 64      # the completion bound tries at most this many splits of the instances below a level
-
-    def _below_terms(self) -> list:
-        """Per level L1: what the levels below L1 must still spend on each tensor t, for a node
-        whose levels down to L1 are chosen (the per-compute part of :meth:`energy_bound`): None
-        where the innermost level fans out (see there) or L1 is the last level; else ``(splits,
-        per_t)``. ``per_t[t] = (own, options)``: ``own`` (pJ per word) where L1 is t's innermost
-        keeper -- a compute reads t (an output: updates it) there, shared by at most the units
-        below L1 that hold the same element; ``options``, per deeper level L that may be t's
-        innermost keeper, ``(fill pJ per word, pJ per access at L, units under one L)``: t's next
-        keeper, somewhere in L1+1..L, is filled with every word L1 (or the parent) reads for it
-        (outputs: counted as 0), and L serves the computes, shared the same way. ``splits``: the
-        maximal splits of the units under one L1 instance over the dimensions (every split divides
-        one of them, and a split's shares only grow with it), or None where there are more than
-        :data:`MAX_SPLITS` (each tensor then takes its own best share)."""
-        out = []
-        for L1 in range(self.nlev):
-            if self.space.fanouts[-1][0] != 1 or L1 == self.nlev - 1:
-                out.append(None)
-                continue
-            per_t = []
-            for t in range(self.T):
-                may = [L for L in range(L1 + 1, self.nlev) if any(m >> t & 1 for m in self.space.keep_masks[L])]
-                acc = self.wpw if self.rw[t] else self.rpw
-                opts = [(0.0 if self.rw[t] else float(min(self.wpw[l] for l in may if l <= L)), float(acc[L]),
-                         self.cap_below[L]) for L in may]
-                per_t.append((float(acc[L1]), opts))
-            out.append((self._splits(self.cap_below[L1]), per_t))
-        return out
-
-    def _splits(self, cap: int) -> np.ndarray | None:
-        """The maximal ways to split ``cap`` units over the dimensions (factors dividing the
-        bounds), as rows (S, D); None past :data:`MAX_SPLITS` or 20,000 splits in all."""
-        found: list[tuple] = []
-
-        def grow(d: int, left: int, s: tuple) -> bool:
-            if d == self.D:
-                found.append(s)
-                return len(found) <= 20_000
-            for g in divisors(int(self.bounds[d])):
-                if g > left:
-                    break
-                if not grow(d + 1, left // g, s + (g,)):
-                    return False
-            return True
-
-        if not grow(0, cap, ()):
-            return None
-        arr = np.array(found, np.int64).reshape(len(found), self.D)
-        # s is dropped where another split is a multiple of it in every dimension
-        divides = ((arr[None, :, :] % arr[:, None, :]) == 0).all(axis=2)       # [i, j]: s_i divides s_j
-        maximal = arr[divides.sum(axis=1) == 1]
-        return maximal if len(maximal) <= self.MAX_SPLITS else None
-
-    def _below_cost(self, L1: int, rows: dict, kept: np.ndarray, arrived: list, moved: list, util1,
-                    keeper: list) -> np.ndarray:
-        """The least energy (m, K) the levels below L1 must still spend (:meth:`_below_terms`):
-        per split of the units below L1 (divided down to each row's remainder), the sum over the
-        tensors of their cheapest innermost keeper; the least over the splits. ``keeper[t]``: t's
-        keeper above L1 as (pJ per access, (m,) the most units it can share an access among beyond
-        the split below L1), or None: where L1 does not keep t, that keeper may be its innermost."""
-        splits, per_t = self.below[L1]
-        rem, macs = rows["rem"].astype(np.int64), float(self.workload.macs)
-        m, K = len(rem), kept.shape[0]
-        best = np.full((m, K), np.inf)
-        for s in ([None] if splits is None else splits):
-            eff = np.minimum(rem, self.cap_below[L1]) if s is None else np.gcd(s[None, :], rem)
-            total = np.zeros((m, K))
-            for t, (own, opts) in enumerate(per_t):
-                share = np.where(self.rel[t][None, :], 1, eff).prod(axis=1).astype(np.float64)
-                share = np.minimum(share, self.cap_below[L1])
-                if keeper[t] is None:
-                    up = np.inf
-                else:                              # read (updated) from above once per compute
-                    pw, wider = keeper[t]
-                    up = pw * np.maximum((macs / (share * wider))[:, None] - moved[t], 0.0)
-                least = np.where(kept[None, :, t], (own * np.maximum(macs / share - arrived[t] * util1, 0.0))[:, None],
-                                 up)
-                for fill_pw, acc_pw, units in opts:
-                    least = np.minimum(least, fill_pw * moved[t] + (acc_pw * macs / np.minimum(share, units))[:, None])
-                total += np.where(np.isfinite(least), least, 0.0)
-            best = np.minimum(best, total)
-        return best
-
-    REFILL_WORK = 200_000    # the most (tile shape, split, e) cases the refill bound weighs for one remainder
-
-    def _refill_cases(self, L1: int, rem: tuple, looped: bool) -> tuple | None:
-        """What the innermost level R's capacity forces below a node whose levels down to L1 are
-        chosen, with ``rem`` left for L1..R (``looped``: a temporal loop above L1):
-        :meth:`_capacity_bound`'s argument on the subproblem, one case per keep set of R, tile
-        shape f at R (within ``rem``, fitting R), split s of the units under one L1 instance (with
-        f, dividing ``rem``) and innermost temporal loop e above R (-1: none). A tensor R keeps is
-        filled with ``W = macs / prod(f_d, d not in t)`` words where e indexes it (else its size),
-        and R serves every compute; the level above R reads W / share of it (an output: the
-        partial sums written up and read back), share = the units of s that hold the same element;
-        a tensor R does not keep is read from above once per compute, shared the same way. Returns
-        ``(at_r, words)``: per case, R's own energy (pJ) and (n, T) the words each tensor moves
-        across R's top (before the sharing above L1 and the floors the caller knows). None where
-        the cases exceed :data:`REFILL_WORK` (the bound is then left out)."""
-        key = (L1, rem, looped)
-        if key in self._refills:
-            return self._refills[key]
-        R, w = self.nlev - 1, self.workload
-        S, macs, cap = self.arch.levels[R].size_words, float(w.macs), self.cap_below[L1]
-        rem_a = np.array(rem, np.int64)
-        dims = [d for d in range(self.D) if rem[d] > 1]
-        es = [d for d in range(self.D) if self.bounds[d] > 1] + [-1]
-        splits: list[tuple] = []
-
-        def split(i: int, left: int, s: dict) -> None:
-            if i == len(dims):
-                splits.append(tuple(s.get(d, 1) for d in range(self.D)))
-                return
-            for g in divisors(int(rem[dims[i]])):
-                if g > left:
-                    break
-                split(i + 1, left // g, {**s, dims[i]: g})
-
-        split(0, cap, {})
-        sp = np.array(splits, np.int64)
-        sizes = self.sizes
-        not_rel = ~self.rel                                                       # (T, D)
-        share = np.stack([np.where(not_rel[t][None, :], sp, 1).prod(axis=1) for t in range(self.T)], axis=1)
-        at_r, words, work = [], [], 0
-        for mask in self.space.keep_masks[R]:
-            kept = [t for t in range(self.T) if mask >> t & 1]
-            tied = [d for d in dims if any(self.rel[t][d] for t in kept)]
-            shapes = self._shapes(rem_a, kept, tied, S)
-            work += self.REFILL_WORK + 1 if shapes is None else len(shapes) * len(sp) * len(es)
-            if work > self.REFILL_WORK:
-                self._refills[key] = None
-                self.stats["candidates"] += self.REFILL_WORK
-                return None
-            f = np.repeat(shapes, len(sp), axis=0)                                   # (n, D)
-            s = np.tile(sp, (len(shapes), 1))
-            untied = np.array([d not in tied for d in range(self.D)])
-            f = np.where(untied[None, :], rem_a[None, :] // s, f)                     # as large as s lets them
-            ok = ((rem_a[None, :] // f) % s == 0).all(axis=1)
-            exact = (f * s == rem_a[None, :]).all(axis=1)
-            sh = np.tile(share, (len(shapes), 1)).astype(np.float64)
-            # per tensor R keeps: its words and R's energy where the loop e refills it, and where not
-            own = {}
-            for t in kept:
-                per = (self.wpw if self.rw[t] else self.rpw)[R] * macs
-                refilled = np.maximum(macs / np.where(not_rel[t][None, :], f, 1).prod(axis=1), sizes[t])
-                own[t] = [(self.wpw[R] * (np.maximum(x - sizes[t], 0.0) if self.rw[t] else x) + per, x)
-                          for x in (np.full(len(f), sizes[t]), refilled)]
-            for e in es:
-                if e < 0:
-                    cond = ok & exact & (not looped)
-                else:
-                    cond = ok & ((s[:, e] < rem[e]) if untied[e] else (f[:, e] * s[:, e] < rem[e]))
-                    cond = cond | (ok & exact & looped)
-                if not cond.any():
-                    continue
-                pick = {t: o[int(e >= 0 and self.rel[t][e])] for t, o in own.items()}
-                at_r.append(sum((p[0] for p in pick.values()), np.zeros(len(f)))[cond])
-                words.append(np.stack([(pick[t][1] if t in pick else macs) / sh[:, t]
-                                       for t in range(self.T)], axis=1)[cond])
-        out = (np.concatenate(at_r), np.concatenate(words)) if at_r else None
-        self._refills[key] = out
-        self.stats["candidates"] += work // 2      # a case costs about half a candidate (0.2 us against 0.35 us)
-        return out
-
-    def _shapes(self, rem: np.ndarray, kept: list[int], tied: list[int], S: int) -> np.ndarray | None:
-        """Every tile shape (rows (n, D); 1 outside ``tied``) whose factors divide ``rem`` and whose
-        kept tensors' tiles fit in S words together (grown one dimension at a time: a shape that
-        does not fit never fits with larger factors)."""
-        f = np.ones((1, self.D), np.int64)
-        for d in tied:
-            g = np.array(divisors(int(rem[d])), np.int64)
-            if len(f) * len(g) > self.REFILL_WORK:
-                return None
-            f = np.repeat(f, len(g), axis=0)
-            f[:, d] = np.tile(g, len(f) // len(g))
-            used = sum(np.where(self.rel[t][None, :], f, 1).prod(axis=1) for t in kept)
-            f = f[used <= S]
-        return f
 
     # ------------------------------------------------------------------ root and global bound
     def root(self) -> Node:
@@ -794,55 +615,6 @@ class Tree:
         if refill:                                 # what R's capacity forces below: when a child is visited
             ch.refill = {"col": c, "counted": counted, "below": below, "moved": moved, "keeper": keeper}
         return ch
-
-    def _keepers(self, n: Node, rows: dict) -> list:
-        """Per tensor, its keeper above the level being chosen, as (pJ per access, (m,) the units
-        under it beyond those below that level that can share one access: the spatial loops from
-        it down, over the dimensions that do not index the tensor); None where it has none yet."""
-        out = []
-        row_s = rows["sx"] * rows["sy"]
-        for t in range(self.T):
-            pl = int(n.last[t])
-            if pl < 0:
-                out.append(None)
-                continue
-            spread = row_s * np.prod([n.choice[l][1] * n.choice[l][2] for l in range(pl, n.depth)] or [np.ones(self.D)],
-                                     axis=0)[None, :]
-            wider = np.where(self.rel[t][None, :], 1, spread).prod(axis=1).astype(np.float64)
-            out.append(((self.wpw if self.rw[t] else self.rpw)[pl], wider))
-        return out
-
-    def refine(self, ch: Children, i: int) -> float:
-        """Child i's energy bound raised by what the innermost level R's capacity forces below it
-        (:meth:`_refill_cases`), computed only for the children the search visits (their bound
-        beat the best so far). Where it applies, each tensor's words across R's top are priced at
-        the cheapest level that can still be its keeper above R: L1 if L1 keeps it, else its keeper
-        so far (whose accesses more units can share), or a level between L1 and R; at least its
-        size and the words the node already moves for it, whose energy the node counted (and is
-        subtracted here, with what :meth:`_below_cost` added)."""
-        info = ch.refill
-        if info is None:
-            return float(ch.elb[i])
-        n, rows, L1, T = ch.node, ch.rows, ch.node.depth + 1, self.T
-        j, c, mk = int(ch.row[i]), int(info["col"][i]), int(ch.mask[i])
-        cases = self._refill_cases(L1, tuple(int(x) for x in rows["rem"][j]), bool(rows["P"][j] > 1))
-        if cases is None:
-            return float(ch.elb[i])
-        at_r, words = cases
-        total = at_r.copy()
-        for t in range(T):
-            can = [l for l in range(L1 + 1, self.nlev - 1) if any(q >> t & 1 for q in self.space.keep_masks[l])]
-            kept = bool(mk >> t & 1)
-            can += [L1] if kept else ([int(n.last[t])] if n.last[t] >= 0 else [])
-            p_r, p_w = float(min(self.rpw[can], default=0.0)), float(min(self.wpw[can], default=0.0))
-            keeper = info["keeper"][t]
-            x = words[:, t] if kept or keeper is None else words[:, t] / keeper[1][j]
-            x = np.maximum(np.maximum(x, self.sizes[t]), info["moved"][t][j, c])
-            total += p_w * x + p_r * np.maximum(x - self.sizes[t] * self.inst_above, 0.0) if self.rw[t] else p_r * x
-        gain = float(total.min()) - info["counted"][j, c] - info["below"][j, c]
-        if gain > 0:
-            ch.elb[i] += gain * SAFE
-        return float(ch.elb[i])
 
     def _ssd_traffic(self, n, rows, t, k, via0, via, innermost, ssd_s, e) -> None:
         """The SSD top level's reads (updates) of t, added to ``ssd_s`` (seconds) and ``e`` (pJ):
