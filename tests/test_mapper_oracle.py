@@ -40,6 +40,16 @@ def compositions(n: int, slots: int):
                 yield (f,) + rest
 
 
+def small_workload(rng: random.Random, name: str, text: str, dims: str, limit: int):
+    """The einsum ``text`` with random bounds of 1-4 per dimension, halved at random until their
+    product is at most ``limit`` (brute force stays at seconds)."""
+    bounds = {d: rng.choice([1, 2, 2, 3, 4]) for d in dims}
+    while math.prod(bounds.values()) > limit:
+        d = rng.choice(dims)
+        bounds[d] = max(1, bounds[d] // 2)
+    return einsum_workload(name, text, bounds, bits=16)
+
+
 def case(seed: int):
     """A random small problem: 2 or 3 storage levels (DRAM -> SRAM [-> RF]) over MACs, a 1D fanout
     of 1-4 lanes or a 2 x 2 mesh, random bandwidths and energies, a random objective, and
@@ -50,11 +60,7 @@ def case(seed: int):
     text, dims = rng.choice(EINSUMS)
     three = rng.random() < 0.3
     limit = 8 if three else 24
-    bounds = {d: rng.choice([1, 2, 2, 3, 4]) for d in dims}
-    while math.prod(bounds.values()) > limit:
-        d = rng.choice(dims)
-        bounds[d] = max(1, bounds[d] // 2)
-    work = einsum_workload(f"w{seed}", text, bounds, bits=16)
+    work = small_workload(rng, f"w{seed}", text, dims, limit)
     mesh = rng.random() < 0.15                      # 2 x 2: one spatial loop per axis, X or Y
     # a 1D fanout of 4 lets two spatial loops share X: their order decides which units share operands
     lanes = 4 if mesh else rng.choice([1, 2, 3, 4])
@@ -265,11 +271,7 @@ def split_case(seed: int):
     DRAM -> k x SRAM -> k x RF (1-4 words) -> k MACs, k in 2-4 (or a 2 x 2 mesh)."""
     rng = random.Random(10_000 + seed)
     text, dims = rng.choice(EINSUMS)
-    bounds = {d: rng.choice([1, 2, 2, 3, 4]) for d in dims}
-    while math.prod(bounds.values()) > 12:
-        d = rng.choice(dims)
-        bounds[d] = max(1, bounds[d] // 2)
-    work = einsum_workload(f"s{seed}", text, bounds, bits=16)
+    work = small_workload(rng, f"s{seed}", text, dims, 12)
     k = rng.choice([2, 3, 4])
     mesh = k == 4 and rng.random() < 0.3
     levels = (StorageLevel("DRAM", "DRAM", 1, None, None, 16, 1),
@@ -312,11 +314,7 @@ def home_case(seed: int):
     rng = random.Random(50_000 + seed)
     text, dims = rng.choice(EINSUMS)
     three = rng.random() < 0.5
-    bounds = {d: rng.choice([1, 2, 2, 3, 4]) for d in dims}
-    while math.prod(bounds.values()) > (8 if three else 16):
-        d = rng.choice(dims)
-        bounds[d] = max(1, bounds[d] // 2)
-    work = einsum_workload(f"h{seed}", text, bounds, bits=16)
+    work = small_workload(rng, f"h{seed}", text, dims, 8 if three else 16)
     lanes = rng.choice([1, 2])
     levels = [StorageLevel("DRAM", "DRAM", 1, None, None, 16, 1, shared_bandwidth=rng.choice([None, 0.5, 1.0])),
               StorageLevel("SRAM", "SRAM", 1, None, rng.choice([8, 16, 32, None]), 16, 1,
@@ -409,11 +407,7 @@ def deep_case(seed: int):
     rng = random.Random(90_000 + seed)
     text, dims = rng.choice(EINSUMS)
     four = rng.random() < 0.3
-    bounds = {d: rng.choice([1, 2, 2, 3, 4]) for d in dims}
-    while math.prod(bounds.values()) > (6 if four else 12):
-        d = rng.choice(dims)
-        bounds[d] = max(1, bounds[d] // 2)
-    work = einsum_workload(f"d{seed}", text, bounds, bits=16)
+    work = small_workload(rng, f"d{seed}", text, dims, 6 if four else 12)
     k = rng.choice([2, 3, 4])
     mesh = k == 4 and rng.random() < 0.3
     levels = [StorageLevel("DRAM", "DRAM", 1, None, None, 16, 1),

@@ -27,8 +27,9 @@ class BelowBounds:
         below L1 that hold the same element; ``options``, per deeper level L that may be t's
         innermost keeper, ``(fill pJ per word, pJ per access at L, units under one L)``: t's next
         keeper, somewhere in L1+1..L, is filled with every word L1 (or the parent) reads for it
-        (outputs: counted as 0), and L serves the computes, shared the same way. ``splits``: the
-        maximal splits of the units under one L1 instance over the dimensions (every split divides
+        (outputs: counted as 0), and L serves the computes, shared the same way; then the least
+        (read, write) pJ per word of those deeper levels above the innermost (inf: none), for
+        :meth:`refine`. ``splits``: the maximal splits of the units under one L1 instance over the dimensions (every split divides
         one of them, and a split's shares only grow with it), or None where there are more than
         :data:`MAX_SPLITS` (each tensor then takes its own best share)."""
         out = []
@@ -38,37 +39,37 @@ class BelowBounds:
                 continue
             per_t = []
             for t in range(self.T):
-                may = [L for L in range(L1 + 1, self.nlev) if any(m >> t & 1 for m in self.space.keep_masks[L])]
+                may = [L for L in range(L1 + 1, self.nlev) if self.may_keep[L, t]]
                 acc = self.wpw if self.rw[t] else self.rpw
                 opts = [(0.0 if self.rw[t] else float(min(self.wpw[l] for l in may if l <= L)), float(acc[L]),
                          self.cap_below[L]) for L in may]
-                per_t.append((float(acc[L1]), opts))
-            out.append((self._splits(self.cap_below[L1]), per_t))
+                between = [L for L in may if L < self.nlev - 1]
+                per_t.append((float(acc[L1]), opts, (float(min(self.rpw[between], default=np.inf)),
+                                                     float(min(self.wpw[between], default=np.inf)))))
+            splits = self._all_splits(self.bounds, self.cap_below[L1], 20_000)
+            if splits is not None:           # s is dropped where another split is a multiple of it everywhere
+                divides = ((splits[None, :, :] % splits[:, None, :]) == 0).all(axis=2)   # [i, j]: s_i | s_j
+                splits = splits[divides.sum(axis=1) == 1]
+            out.append((splits if splits is not None and len(splits) <= self.MAX_SPLITS else None, per_t))
         return out
 
-    def _splits(self, cap: int) -> np.ndarray | None:
-        """The maximal ways to split ``cap`` units over the dimensions (factors dividing the
-        bounds), as rows (S, D); None past :data:`MAX_SPLITS` or 20,000 splits in all."""
+    def _all_splits(self, sizes, cap: int, limit: int) -> np.ndarray | None:
+        """Every way to split ``cap`` units over the dimensions, each factor dividing that
+        dimension's ``sizes`` entry, as rows (S, D); None past ``limit`` splits."""
         found: list[tuple] = []
 
         def grow(d: int, left: int, s: tuple) -> bool:
             if d == self.D:
                 found.append(s)
-                return len(found) <= 20_000
-            for g in divisors(int(self.bounds[d])):
+                return len(found) <= limit
+            for g in divisors(int(sizes[d])):
                 if g > left:
                     break
                 if not grow(d + 1, left // g, s + (g,)):
                     return False
             return True
 
-        if not grow(0, cap, ()):
-            return None
-        arr = np.array(found, np.int64).reshape(len(found), self.D)
-        # s is dropped where another split is a multiple of it in every dimension
-        divides = ((arr[None, :, :] % arr[:, None, :]) == 0).all(axis=2)       # [i, j]: s_i divides s_j
-        maximal = arr[divides.sum(axis=1) == 1]
-        return maximal if len(maximal) <= self.MAX_SPLITS else None
+        return np.array(found, np.int64).reshape(len(found), self.D) if grow(0, cap, ()) else None
 
     def _below_cost(self, L1: int, rows: dict, kept: np.ndarray, arrived: list, moved: list, util1,
                     keeper: list) -> np.ndarray:
@@ -84,7 +85,7 @@ class BelowBounds:
         for s in ([None] if splits is None else splits):
             eff = np.minimum(rem, self.cap_below[L1]) if s is None else np.gcd(s[None, :], rem)
             total = np.zeros((m, K))
-            for t, (own, opts) in enumerate(per_t):
+            for t, (own, opts, _) in enumerate(per_t):
                 share = np.where(self.rel[t][None, :], 1, eff).prod(axis=1).astype(np.float64)
                 share = np.minimum(share, self.cap_below[L1])
                 if keeper[t] is None:
@@ -123,19 +124,11 @@ class BelowBounds:
         rem_a = np.array(rem, np.int64)
         dims = [d for d in range(self.D) if rem[d] > 1]
         es = [d for d in range(self.D) if self.bounds[d] > 1] + [-1]
-        splits: list[tuple] = []
-
-        def split(i: int, left: int, s: dict) -> None:
-            if i == len(dims):
-                splits.append(tuple(s.get(d, 1) for d in range(self.D)))
-                return
-            for g in divisors(int(rem[dims[i]])):
-                if g > left:
-                    break
-                split(i + 1, left // g, {**s, dims[i]: g})
-
-        split(0, cap, {})
-        sp = np.array(splits, np.int64)
+        sp = self._all_splits(rem, cap, self.REFILL_WORK)
+        if sp is None:
+            self._refills[key] = None
+            self.stats["candidates"] += self.REFILL_WORK
+            return None
         sizes = self.sizes
         not_rel = ~self.rel                                                       # (T, D)
         share = np.stack([np.where(not_rel[t][None, :], sp, 1).prod(axis=1) for t in range(self.T)], axis=1)
@@ -231,10 +224,12 @@ class BelowBounds:
         at_r, words = cases
         total = at_r.copy()
         for t in range(T):
-            can = [l for l in range(L1 + 1, self.nlev - 1) if any(q >> t & 1 for q in self.space.keep_masks[l])]
             kept = bool(mk >> t & 1)
-            can += [L1] if kept else ([int(n.last[t])] if n.last[t] >= 0 else [])
-            p_r, p_w = float(min(self.rpw[can], default=0.0)), float(min(self.wpw[can], default=0.0))
+            p_r, p_w = self.below[L1][1][t][2]            # a level between L1 and R that may keep t
+            here = L1 if kept else int(n.last[t])          # or L1, or t's keeper so far
+            if here >= 0:
+                p_r, p_w = min(p_r, float(self.rpw[here])), min(p_w, float(self.wpw[here]))
+            p_r, p_w = (0.0 if p_r == np.inf else p_r), (0.0 if p_w == np.inf else p_w)     # none: free
             keeper = info["keeper"][t]
             x = words[:, t] if kept or keeper is None else words[:, t] / keeper[1][j]
             x = np.maximum(np.maximum(x, self.sizes[t]), info["moved"][t][j, c])

@@ -134,10 +134,12 @@ class Tree(BelowBounds):
         # energy per word of each action, for lower bounds
         self.rpw = np.array([c.read_pJ / lvl.block_size for c, lvl in zip(self.costs, self.arch.levels)])
         self.wpw = np.array([c.write_pJ / lvl.block_size for c, lvl in zip(self.costs, self.arch.levels)])
+        # may_keep[L, t]: some keep set the constraints allow at level L holds tensor t
+        self.may_keep = np.array([[any(m >> t & 1 for m in space.keep_masks[L]) for t in range(self.T)]
+                                  for L in range(self.nlev)], dtype=bool).reshape(self.nlev, self.T)
         # each tensor's backing level: the outermost that may keep it (0 unless the constraints
         # home it further down, bypassing the levels above)
-        self.back = np.array([next(L for L in range(self.nlev) if any(m >> t & 1 for m in space.keep_masks[L]))
-                              for t in range(self.T)], dtype=np.int64)
+        self.back = np.array([int(np.argmax(self.may_keep[:, t])) for t in range(self.T)], dtype=np.int64)
         # per level L and dimension, the largest and least factor levels L.. can take together (their
         # temporal ranges times their spatial options): a child whose remainder falls outside
         # cannot be completed below, whatever its bound (constraints that fix inner factors)
@@ -149,10 +151,10 @@ class Tree(BelowBounds):
                             np.float64).reshape(-1, self.D)
             self.reach_hi[L] = self.reach_hi[L + 1] * rng[:, 1] * opts.max(axis=0)
             self.reach_lo[L] = self.reach_lo[L + 1] * rng[:, 0] * opts.min(axis=0)
+        self.sizes = np.array([w.tensor_elements(t) for t in w.tensors], np.float64)
         self.global_lb, self.bound_parts = self.lower_bound()
         self.below = self._below_terms()
         self._refills: dict[tuple, tuple | None] = {}
-        self.sizes = np.array([w.tensor_elements(t) for t in w.tensors], np.float64)
         self.inst_above = max((lvl.instances for lvl in self.arch.levels[:-1]), default=1)   # (outputs: partitions)
         self.stats = {"candidates": 0, "complete": 0, "pruned_capacity": 0, "pruned_bound": 0}
         if exact is not None:      # leaves priced by the model, and any whose surrogate price exceeded it
@@ -278,7 +280,7 @@ class Tree(BelowBounds):
             top = self.wpw[b] if self.rw[t] else self.rpw[b]
             best = math.inf
             for L in range(b, self.nlev):
-                if not any(m >> t & 1 for m in space.keep_masks[L]):
+                if not self.may_keep[L, t]:
                     continue
                 share = macs / self.cap_below[L] if per_compute else 0.0
                 if L == b:
@@ -324,7 +326,7 @@ class Tree(BelowBounds):
         S, macs, T, D = lvl.size_words, float(w.macs), self.T, self.D
         bounds = self.bounds
         dims = [d for d in range(D) if bounds[d] > 1]
-        sizes = np.array([w.tensor_elements(t) for t in w.tensors], dtype=np.float64)
+        sizes = self.sizes
         top = np.where(self.rw, self.wpw[self.back], self.rpw[self.back])
         above = np.where(self.rw, self.wpw[:R].min(), self.rpw[:R].min())      # cheapest level above R
         read_above = self.rpw[:R].min()
