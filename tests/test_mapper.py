@@ -5,12 +5,14 @@ import itertools
 import json
 import math
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
 
 from conftest import VALIDATION, validation_cases
 from storeloop.cli import main
+from storeloop.crosscheck import compare, parse_stats
 from storeloop.errors import MappingError, StoreloopError
 from storeloop.mapper import map_workload
 from storeloop.mapper.constraints import load_constraints
@@ -170,6 +172,57 @@ def test_no_worse_than_timeloop_mapper(case):
     tl = json.loads((case / "expected.json").read_text())["summary"]
     assert (out.result.cycles, out.result.energy_pJ) <= (tl["cycles"], tl["energy_pJ"] * (1 + 1e-9))
     assert out.search["lower_bound_cycles"] <= out.result.cycles
+
+
+TLMAPPER = sorted(p for p in (Path(__file__).parent / "timeloop-mapper").glob("*__*") if p.is_dir())
+# where storeloop's map does not reach the real timeloop-mapper's answer in 60 s (the innermost
+# level fans out to the compute units and the windowed surrogate's bounds are loose there): kept
+# visible as expected failures, each measured (docs/windows.md)
+BEHIND = {"a5__cnn-small", "a8__cnn-small", "a8__cnn-s2-5x5"}
+
+
+def tl_case(case: Path):
+    a = load_arch(case / "arch.yaml")
+    w = load_workload(case / "problem.yaml")
+    return a, w, load_energy_table(a, case / "ERT.yaml", case / "ART.yaml")
+
+
+@pytest.mark.parametrize("case", TLMAPPER, ids=[c.name for c in TLMAPPER])
+def test_the_model_prices_a_real_timeloop_mappers_cnn_mappings_as_timeloop_did(case):
+    """14 CNN layers (windows, strides, dilations) on the corpus architectures, mapped by a real
+    timeloop-mapper v3.0.3 (tests/timeloop-mapper/make.py): storeloop's model gives its best
+    mapping every per-level, per-tensor count, the cycles and the energy Timeloop printed."""
+    a, w, e = tl_case(case)
+    r = evaluate(a, w, load_mapping(case / "timeloop-mapper.map.yaml", a, w), e)
+    rows = compare(r, parse_stats((case / "timeloop-mapper.stats.txt").read_text()))
+    assert len(rows) > 10 and not [row for row in rows if not row.ok]
+
+
+def _no_worse_than_timeloop_mapper(case: Path, seconds: float):
+    a, w, e = tl_case(case)
+    tl = parse_stats((case / "timeloop-mapper.stats.txt").read_text())
+    theirs = evaluate(a, w, load_mapping(case / "timeloop-mapper.map.yaml", a, w), e)
+    out = map_workload(a, w, e, time_limit=seconds)
+    assert out.result.cycles <= tl["cycles"]
+    if out.result.cycles == tl["cycles"]:
+        assert out.result.energy_pJ <= theirs.energy_pJ * (1 + 1e-9)
+    return out
+
+
+@pytest.mark.parametrize("case", [c for c in TLMAPPER if c.name.startswith("a1__")],
+                         ids=[c.name for c in TLMAPPER if c.name.startswith("a1__")])
+def test_cnn_layers_on_one_level_proven_no_worse_than_a_real_timeloop_mapper(case):
+    """On DRAM -> SRAM -> MAC the bounds prove the answer: optimal cycles, energy within the
+    default 0.1 % of its lower bound."""
+    out = _no_worse_than_timeloop_mapper(case, 30)
+    assert out.search["stopped"] in ("optimal", "energy-gap") and out.search["energy_gap"] <= 0.001
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="behind timeloop-mapper"))
+                                  if c.name in BEHIND else c for c in TLMAPPER], ids=[c.name for c in TLMAPPER])
+def test_cnn_layers_no_worse_than_a_real_timeloop_mapper(case):
+    _no_worse_than_timeloop_mapper(case, 60)
 
 
 def test_cli_round_trip_and_timeloop_constraints(tmp_path, capsys):

@@ -131,14 +131,16 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     local, rounded = None, None
     if algorithm == "exhaustive":
         t0 = time.monotonic()
-        incumbent, local, rounded = _incumbent(arch, members, energy, space, tree, obj, goal, seeds)
+        incumbent, local, rounded = _incumbent(arch, members, energy, space, tree, obj, goal, seeds,
+                                               deadline=None if time_limit is None else t0 + time_limit)
         trace = [(local["seconds"], incumbent[0], incumbent[1])] if incumbent else []
         remaining = None if time_limit is None else max(0.0, time_limit - (time.monotonic() - t0))
         found = branch_and_bound(tree, obj, time_limit=remaining, budget=opts.budget, threads=threads, progress=progress,
                                  incumbent=incumbent, goal=goal, trace=trace)
         if found.stopped == "converged" and found.mapping is not None and \
                 (time_limit is None or time.monotonic() - t0 < time_limit):
-            found = _retry(found, arch, workload, members, energy, space, tree, obj, goal, seeds, local)
+            found = _retry(found, arch, workload, members, energy, space, tree, obj, goal, seeds, local,
+                           None if time_limit is None else t0 + time_limit)
     elif algorithm in ("random", "random-pruned"):
         found = random_search(space, FastModel(arch, tree.priced, energy), obj, victory=victory,
                               time_limit=time_limit, seed=seed, pruned=algorithm == "random-pruned")
@@ -273,14 +275,15 @@ def best_layout(arch: Arch, workload: Workload, mapping: Mapping, energy: Energy
     return best
 
 
-def _retry(found: Found, arch, workload, members, energy, space, tree, obj, goal, seeds, local) -> Found:
+def _retry(found: Found, arch, workload, members, energy, space, tree, obj, goal, seeds, local,
+           deadline: float | None) -> Found:
     """After a branch and bound that stopped improving without a proof ('converged'): a longer
     local search from the constructive starts, the seeds and the branch and bound's best (it
     stops as soon as the goal is proven). Its mapping replaces the branch and bound's when
     better, and the stop becomes the goal's when it reaches it."""
     best = split_mapping(found.mapping, members, workload)
     again, more, _ = _incumbent(arch, members, energy, space, tree, obj, goal, list(seeds) + [best],
-                                budget=LOCAL_RETRY)
+                                budget=LOCAL_RETRY, deadline=deadline)
     local["retry"] = more
     local["seconds"] = round(local["seconds"] + more["seconds"], 3)
     if again is None or not obj.better(again[0], again[1], (found.cycles, found.energy_pJ)):
@@ -294,14 +297,16 @@ def _retry(found: Found, arch, workload, members, energy, space, tree, obj, goal
     return found
 
 
-def _incumbent(arch, members, energy, space, tree, obj, goal, seeds, budget: int = LOCAL_BUDGET):
+def _incumbent(arch, members, energy, space, tree, obj, goal, seeds, budget: int = LOCAL_BUDGET,
+               deadline: float | None = None):
     """The local search's best mapping as (cycles, energy, merged Mapping) or None, its report,
     and the cycle count that is at the bound up to floating-point rounding (or None)."""
     t0 = time.monotonic()
     searcher = Searcher(space, FastModel(arch, tree.priced, energy), obj)
     starts = searcher.starts() + [s for s in (state_of(m, members, space) for m in seeds) if s is not None]
     state, cost = searcher.search(starts, budget,
-                                  lambda c: c[0] == 0 and goal.reached(obj, c[-2], c[-1]) is not None)
+                                  lambda c: c[0] == 0 and goal.reached(obj, c[-2], c[-1]) is not None,
+                                  deadline=deadline)
     incumbent = (int(cost[-2]), float(cost[-1]), searcher.mapping(state)) if cost[0] == 0 else None
     rounded = None
     if incumbent and incumbent[0] == tree.global_lb + 1 and \

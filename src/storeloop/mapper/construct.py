@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from dataclasses import dataclass
 
 from storeloop.errors import MappingError
@@ -75,6 +76,7 @@ class Searcher:
         self.spatial_ok = [set(opts) for opts in space.spatial_options]
         self.evaluations = 0             # candidates priced
         self.calls = 0                   # candidates looked at (priced or cached): the budget
+        self.deadline: float | None = None   # time.monotonic() at which the search stops, like the budget
         self.cache: dict[tuple, tuple] = {}
 
     # ------------------------------------------------------------------ validity and cost
@@ -245,29 +247,33 @@ class Searcher:
                 t.keep[L] = s.keep[L] ^ (1 << ti)
                 yield t
 
+    def spent(self, budget: int) -> bool:
+        return self.calls >= budget or (self.deadline is not None and time.monotonic() > self.deadline)
+
     def descend(self, s: State, budget: int) -> tuple[State, tuple]:
         """Steepest descent from ``s`` to a local optimum (or until the budget is spent)."""
         best, bc = s, self.cost(s)
-        while self.calls < budget:
+        while not self.spent(budget):
             step, sc = None, bc
             for t in self.moves(best):
                 c = self.cost(t)
                 if c < sc:
                     step, sc = t, c
-                if self.calls >= budget:
+                if self.spent(budget):
                     break
             if step is None:
                 break
             best, bc = step, sc
         return best, bc
 
-    def search(self, starts: list[State], budget: int, good=lambda cost: False, seed: int = 0
-               ) -> tuple[State | None, tuple]:
+    def search(self, starts: list[State], budget: int, good=lambda cost: False, seed: int = 0,
+               deadline: float | None = None) -> tuple[State | None, tuple]:
         """Iterated local search: steepest descent from the three best starts, then from seeded
         random kicks (three moves) of the best; it stops at a local optimum whose cost is
-        ``good(cost)``, or after ``budget`` candidates looked at (priced or cached).
-        Deterministic for given starts, budget and seed."""
-        rng = random.Random(seed)
+        ``good(cost)``, or after ``budget`` candidates looked at (priced or cached), or at
+        ``deadline`` (time.monotonic()). Deterministic for given starts, budget and seed unless the
+        deadline cuts it short."""
+        rng, self.deadline = random.Random(seed), deadline
         ranked = sorted(((self.cost(s), i, s) for i, s in enumerate(starts)), key=lambda x: x[:2])
         best, bc = None, (INF,)
         for c, _, s in ranked[:3]:
@@ -276,7 +282,7 @@ class Searcher:
                 best, bc = s2, c2
             if good(bc):
                 return best, bc
-        while best is not None and self.calls < budget and not good(bc):
+        while best is not None and not self.spent(budget) and not good(bc):
             kick = best
             for _ in range(3):
                 opts = list(self.moves(kick))

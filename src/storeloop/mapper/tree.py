@@ -26,6 +26,7 @@ import numpy as np
 
 from storeloop.mapper.below import SAFE, BelowBounds
 from storeloop.mapper.space import MapSpace, divisors
+from storeloop.mapper.window import touched
 from storeloop.model import costs, disk
 from storeloop.errors import MappingError
 from storeloop.model.evaluate import evaluate
@@ -151,7 +152,10 @@ class Tree(BelowBounds):
                             np.float64).reshape(-1, self.D)
             self.reach_hi[L] = self.reach_hi[L + 1] * rng[:, 1] * opts.max(axis=0)
             self.reach_lo[L] = self.reach_lo[L + 1] * rng[:, 0] * opts.min(axis=0)
-        self.sizes = np.array([w.tensor_elements(t) for t in w.tensors], np.float64)
+        # each tensor's elements, every one of which leaves its backing level and enters its
+        # innermost keeper at least once (a windowed tensor's: those its computes read)
+        self.sizes = np.array([touched(exact, t) if exact is not None else w.tensor_elements(w.tensors[t])
+                               for t in range(self.T)], np.float64)
         self.global_lb, self.bound_parts = self.lower_bound()
         self.below = self._below_terms()
         self._refills: dict[tuple, tuple | None] = {}
@@ -227,13 +231,14 @@ class Tree(BelowBounds):
         return out[:, 0], out[:, 1]
 
     def lower_bound(self) -> tuple[int, dict]:
-        """Cycles no mapping can beat: compulsory traffic of the backing level, and compute (exact)."""
+        """Cycles no mapping can beat: compulsory traffic of the backing level (every element a
+        compute reads, :attr:`sizes`), and compute (exact)."""
         w, arch = self.workload, self.arch
         parts = {"compute": math.ceil(Fraction(w.macs * arch.compute.cycles_per_op,
                                                min(arch.compute.instances, self.cap_below[0])))}
         for b in sorted(set(self.back.tolist())):           # each backing level's tensors cross it once
-            reads = sum(w.tensor_elements(t) for i, t in enumerate(w.tensors) if not t.read_write and self.back[i] == b)
-            writes = sum(w.tensor_elements(t) for i, t in enumerate(w.tensors) if t.read_write and self.back[i] == b)
+            reads = sum(int(self.sizes[i]) for i, t in enumerate(w.tensors) if not t.read_write and self.back[i] == b)
+            writes = sum(int(self.sizes[i]) for i, t in enumerate(w.tensors) if t.read_write and self.back[i] == b)
             top = arch.levels[b]
             if b == 0 and self.ssd is not None:   # the SSD's read and write streams share the device: times add
                 r, wr = disk.least_seconds_per_word(top.ssd, top.word_bits)
@@ -251,7 +256,7 @@ class Tree(BelowBounds):
         for L in sorted(self.single, reverse=True):
             if L == 0:
                 continue
-            reads = sum(w.tensor_elements(t) for i, t in enumerate(w.tensors)
+            reads = sum(int(self.sizes[i]) for i, t in enumerate(w.tensors)
                         if not t.read_write and self.back[i] == L - 1)
             parent = arch.levels[L - 1]
             n = 1 if L == 1 else parent.instances
@@ -263,10 +268,13 @@ class Tree(BelowBounds):
 
     def energy_bound(self) -> tuple[float, dict]:
         """Energy (pJ) no mapping can beat, with its parts: every compute pays its operation; every
-        element of a tensor leaves (an output: enters) the outermost level at least once; and each
+        element of a tensor leaves (an output: enters) the outermost level at least once (a
+        windowed tensor: every element its computes read, :func:`storeloop.mapper.window.touched`); and each
         compute's operand comes from the tensor's innermost keeper L, which is filled with every
         element at least once and read at least once per compute, shared by at most the
-        ``cap_below[L]`` units under one instance (multicast, spatial reduction). Where the
+        ``cap_below[L]`` units under one instance (multicast, spatial reduction); an output's
+        keeper also reads back each update but the first write of every element an instance owns
+        (Timeloop's reads = updates - partition, a partition at most the output). Where the
         innermost level fans out, Timeloop's compute-level deltas can make those reads as rare as
         the operand changes, so the per-compute term is left out there. Per tensor, the cheapest
         keeper the constraints allow is taken."""
@@ -275,7 +283,7 @@ class Tree(BelowBounds):
         per_compute = self.space.fanouts[-1][0] == 1
         parts = {"compute": float(self.compute_pJ)}
         for t, tensor in enumerate(w.tensors):
-            size = w.tensor_elements(tensor)
+            size = self.sizes[t]
             b = int(self.back[t])
             top = self.wpw[b] if self.rw[t] else self.rpw[b]
             best = math.inf
@@ -283,10 +291,12 @@ class Tree(BelowBounds):
                 if not self.may_keep[L, t]:
                     continue
                 share = macs / self.cap_below[L] if per_compute else 0.0
+                # an output's keeper reads back all but the first write of each element it owns
+                again = self.rpw[L] * max(share - self.arch.levels[L].instances * size, 0.0) if self.rw[t] else 0.0
                 if L == b:
-                    e = top * max(size, share)
+                    e = top * max(size, share) + again
                 elif self.rw[t]:
-                    e = top * size + self.wpw[L] * share
+                    e = top * size + self.wpw[L] * share + again
                 else:
                     e = top * size + self.wpw[L] * size + self.rpw[L] * share
                 best = min(best, e)
@@ -706,30 +716,40 @@ class Tree(BelowBounds):
         m = len(rows["P"])
         self.stats["candidates"] += m
         self.stats["complete"] += m
-        sx, sy = rows["sx"], rows["sy"]
         # The order of the last level's spatial loops on each axis decides which units have a mesh
         # neighbour with the same operand (costs.unshared_operands), so every order of the dimensions
-        # that are spatial here is priced (one order when at most one is).
-        spatial = [d for d in range(sx.shape[1]) if (sx[:, d] > 1).any() or (sy[:, d] > 1).any()]
-        orders = list(itertools.permutations(spatial)) if len(spatial) > 1 else [tuple(spatial)]
-        self.stats["candidates"] += m * (len(orders) - 1)
+        # that are spatial in a row is priced (one order when at most one is); rows are grouped by
+        # those dimensions (factor-1 loops take no place in the order).
+        spatial = (rows["sx"] > 1) | (rows["sy"] > 1)
+        keys, inverse = np.unique(spatial, axis=0, return_inverse=True)
         # with a free layout, every combination of the tensors' unbeaten layouts (Node.pending)
-        blocks = [(order, sum(x[0] for x in xs), sum(x[1] for x in xs))
-                  for order in orders for xs in itertools.product(*n.pending)]
-        self.stats["candidates"] += m * (len(blocks) - len(orders))
-        priced = [self._price_leaves(n, rows, *block) for block in blocks]
-        cycles = np.concatenate([c for c, _ in priced])
-        energy = np.concatenate([e for _, e in priced])
+        layouts = [(sum(x[0] for x in xs), sum(x[1] for x in xs)) for xs in itertools.product(*n.pending)]
+        cycles, energy, row, oid, orders = [], [], [], [], []      # per priced leaf: its row, its order
+        for g, key in enumerate(keys):
+            sel = np.nonzero(inverse.reshape(-1) == g)[0]
+            sub = {k: v if k == "perms" else v[sel] for k, v in rows.items()}
+            dims = np.nonzero(key)[0].tolist()
+            for order in itertools.permutations(dims) if len(dims) > 1 else [tuple(dims)]:
+                orders.append(order)
+                for extra in layouts:
+                    c, e = self._price_leaves(n, sub, order, *extra)
+                    cycles.append(c)
+                    energy.append(e)
+                    row.append(sel)
+                    oid.append(np.full(len(sel), len(orders) - 1))
+        cycles, energy, row, oid = (np.concatenate(x) for x in (cycles, energy, row, oid))
+        self.stats["candidates"] += len(row) - m
         if self.space.min_units:             # Timeloop's min parallelism: too few compute units in use
-            few = np.tile(rows["util"] < self.space.min_units, len(blocks))
-            cycles, energy = np.where(few, np.inf, cycles), np.where(few, np.inf, energy)
-            self.stats["complete"] -= int(few[:m].sum())
+            few = rows["util"] < self.space.min_units
+            self.stats["complete"] -= int(few.sum())
             if few.all():
                 return ()
+            cycles, energy = np.where(few[row], np.inf, cycles), np.where(few[row], np.inf, energy)
+
         def choice(i: int) -> tuple:
-            j = i % m
+            j = row[i]
             return n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["perms"][rows["oid"][j]], n.keep,
-                                blocks[i // m][0]),)
+                                orders[oid[i]]),)
 
         if self.exact is not None:
             return self._exact_leaves(cycles, energy, choice, best, objective)

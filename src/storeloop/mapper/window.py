@@ -28,6 +28,9 @@ checks the inequality mapping by mapping and the search against brute force on w
 from __future__ import annotations
 
 import dataclasses
+import math
+
+import numpy as np
 
 from storeloop.spec.types import Workload, plain
 
@@ -36,3 +39,22 @@ def surrogate(workload: Workload) -> Workload:
     """``workload`` with each affine rank dropped: a windowed tensor keeps its plain ranks only."""
     tensors = tuple(dataclasses.replace(t, ranks=tuple(r for r in t.ranks if plain(r))) for t in workload.tensors)
     return dataclasses.replace(workload, tensors=tensors)
+
+
+def touched(workload: Workload, tensor_index: int) -> int:
+    """Distinct elements of a tensor the computes of ``workload`` read: every one of them leaves
+    the tensor's backing level and enters its innermost keeper at least once, whatever the mapping
+    (the surrogate's size counts only the plain ranks). Per rank, the distinct values of its index
+    expression (``2*p+r`` skips the elements a stride passes over); the product over the ranks
+    where no dimension indexes two of them, else the surrogate's count."""
+    t = workload.tensors[tensor_index]
+    dims = [d for rank in t.ranks for d, _ in rank]
+    if len(dims) != len(set(dims)):
+        return math.prod(workload.bounds[r[0][0]] for r in t.ranks if plain(r))
+    count = 1
+    for rank in t.ranks:
+        values = np.zeros(1, np.int64)
+        for d, c in rank:
+            values = np.unique((values[:, None] + c * np.arange(workload.bounds[d])[None, :]).ravel())
+        count *= len(values)
+    return count
