@@ -175,9 +175,9 @@ def test_no_worse_than_timeloop_mapper(case):
 
 
 TLMAPPER = sorted(p for p in (Path(__file__).parent / "timeloop-mapper").glob("*__*") if p.is_dir())
-# where storeloop's map does not reach the real timeloop-mapper's answer in 60 s (the innermost
-# level fans out to the compute units and the windowed surrogate's bounds are loose there): kept
-# visible as expected failures, each measured (docs/windows.md)
+# where storeloop's map does not reach the real timeloop-mapper's answer (the innermost level fans
+# out to the compute units and the windowed surrogate's bounds are loose there; docs/windows.md):
+# run for 60 s as expected failures
 BEHIND = {"a5__cnn-small", "a8__cnn-small", "a8__cnn-s2-5x5"}
 
 
@@ -198,11 +198,11 @@ def test_the_model_prices_a_real_timeloop_mappers_cnn_mappings_as_timeloop_did(c
     assert len(rows) > 10 and not [row for row in rows if not row.ok]
 
 
-def _no_worse_than_timeloop_mapper(case: Path, seconds: float):
+def _no_worse_than_timeloop_mapper(case: Path, **search):
     a, w, e = tl_case(case)
     tl = parse_stats((case / "timeloop-mapper.stats.txt").read_text())
     theirs = evaluate(a, w, load_mapping(case / "timeloop-mapper.map.yaml", a, w), e)
-    out = map_workload(a, w, e, time_limit=seconds)
+    out = map_workload(a, w, e, **search)
     assert out.result.cycles <= tl["cycles"]
     if out.result.cycles == tl["cycles"]:
         assert out.result.energy_pJ <= theirs.energy_pJ * (1 + 1e-9)
@@ -214,15 +214,21 @@ def _no_worse_than_timeloop_mapper(case: Path, seconds: float):
 def test_cnn_layers_on_one_level_proven_no_worse_than_a_real_timeloop_mapper(case):
     """On DRAM -> SRAM -> MAC the bounds prove the answer: optimal cycles, energy within the
     default 0.1 % of its lower bound."""
-    out = _no_worse_than_timeloop_mapper(case, 30)
+    out = _no_worse_than_timeloop_mapper(case, time_limit=30)
     assert out.search["stopped"] in ("optimal", "energy-gap") and out.search["energy_gap"] <= 0.001
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="behind timeloop-mapper"))
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(reason="behind timeloop-mapper"))
                                   if c.name in BEHIND else c for c in TLMAPPER], ids=[c.name for c in TLMAPPER])
 def test_cnn_layers_no_worse_than_a_real_timeloop_mapper(case):
-    _no_worse_than_timeloop_mapper(case, 60)
+    """The defaults with a budget instead of a clock (the same answer on any machine): each stops
+    at a proof or at ``converged`` well inside it (a5__cnn-small-s2: proven optimal at 48 million
+    candidates, 0.6 % less energy than Timeloop's)."""
+    if case.name in BEHIND:
+        _no_worse_than_timeloop_mapper(case, time_limit=60)
+    else:
+        _no_worse_than_timeloop_mapper(case, budget=60_000_000, time_limit=None)
 
 
 def test_cli_round_trip_and_timeloop_constraints(tmp_path, capsys):
@@ -297,6 +303,7 @@ def test_random_small_spaces_equal_brute_force(seed):
         assert map_workload(a, w, e, objective="energy").result.energy_pJ == pytest.approx(least, rel=1e-12)
 
 
+@pytest.mark.serial
 def test_ctrl_c_returns_the_best_mapping_so_far_within_2_s(tmp_path):
     import signal
     import subprocess

@@ -17,6 +17,8 @@ from storeloop.cli import main
 from storeloop.errors import SpecError
 from storeloop.sweeps import best_points, load_sweep, read_results, run_sweep
 
+pytestmark = pytest.mark.serial      # Ctrl-C within 2 s, killed workers, clusters: run alone (./run test)
+
 DATA = ROOT / "tests" / "data"
 
 
