@@ -1,0 +1,230 @@
+"""storeloop beside AccelForge's FFM mapper and ZigZag's LOMA on one problem, in one run.
+
+The problem: a 256^3 matmul on DRAM -> 64 KiB GLB -> 16 x (64-word RF -> MAC), 16-bit words,
+bandwidths unconstrained (``tests/data/arch16.yaml``, ``tests/data/mm256.yaml``). Every tool gets
+the per-word energies storeloop's plug-ins give that arch (written into each tool's format below),
+so their answers are priced alike. The peers are installed on demand, each into its own venv under
+``bench/.peers/`` (never a dependency of storeloop); a tool that cannot install or run here is
+skipped with the reason. Prints each tool's wall time, objective, cycles and claim, and the ratio
+of the peers' times to storeloop's, all measured in this run.
+
+    .venv/bin/python bench/peers.py
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from storeloop.energy import price                      # noqa: E402
+from storeloop.mapper import map_workload               # noqa: E402
+from storeloop.formats.load import load_arch, load_workload  # noqa: E402
+
+HOME = ROOT / "bench" / ".peers"
+PEERS = {"accelforge": ["accelforge==1.0.467"], "zigzag": ["zigzag-dse==3.9.1", "six"]}
+
+AF_ARCH = """arch:
+  nodes:
+  - !Memory
+    name: DRAM
+    size: inf
+    leak_power: 0
+    area: 0
+    tensors: {{keep: ~Intermediates, may_keep: All}}
+    actions:
+    - {{name: read,  energy: {DRAM_r}e-12, bits_per_action: 16, throughput: inf}}
+    - {{name: write, energy: {DRAM_w}e-12, bits_per_action: 16, throughput: inf}}
+  - !Memory
+    name: GLB
+    size: 64 * 1024 * 8
+    leak_power: 0
+    area: 0
+    tensors: {{keep: ~DRAM, may_keep: All}}
+    actions:
+    - {{name: read,  energy: {GLB_r}e-12, bits_per_action: 16, throughput: inf}}
+    - {{name: write, energy: {GLB_w}e-12, bits_per_action: 16, throughput: inf}}
+  - !Container
+    name: PE
+    spatial:
+    - {{name: X, fanout: 16}}
+  - !Memory
+    name: RF
+    size: 64 * 16
+    leak_power: 0
+    area: 0
+    tensors: {{may_keep: All}}
+    actions:
+    - {{name: read,  energy: {RF_r}e-12, bits_per_action: 16, throughput: inf}}
+    - {{name: write, energy: {RF_w}e-12, bits_per_action: 16, throughput: inf}}
+  - !Compute
+    name: MAC
+    leak_power: 0
+    area: 0
+    actions:
+    - {{name: compute, energy: {MAC}e-12, throughput: 1e9}}
+"""
+AF_WORKLOAD = """workload:
+  iteration_space_shape:
+    m: 0 <= m < 256
+    n: 0 <= n < 256
+    k: 0 <= k < 256
+  bits_per_value: {All: 16}
+  einsums:
+  - name: Matmul
+    tensor_accesses:
+    - {name: A, projection: [m, k]}
+    - {name: B, projection: [k, n]}
+    - {name: Z, projection: [m, n], output: True}
+"""
+AF_RUN = """import sys, time, accelforge as af
+af.set_n_parallel_jobs(2, print_message=False)
+spec = af.Spec.from_yaml(sys.argv[1], sys.argv[2])
+spec.mapper.metrics = af.mapper.Metrics.ENERGY
+m = spec.map_workload_to_arch(print_number_of_pmappings=False, print_progress=False)
+print(f"RESULT energy_pJ={float(m.energy()) * 1e12:.6f} cycles={float(m.latency()) * 1e9:.0f}")
+"""
+# ZigZag charges r_cost/w_cost per access of bandwidth_max bits: cost = per-word energy x max/16
+ZZ_ARCH = """name: simple16
+memories:
+  rf:
+    size: 1024
+    r_cost: {RF_r4}
+    w_cost: {RF_w4}
+    area: 0
+    latency: 1
+    operands: [I1, I2, O]
+    ports:
+      - {{name: r_port_1, type: read, bandwidth_min: 16, bandwidth_max: 64, allocation: ["I1, tl", "I2, tl", "O, tl", "O, th"]}}
+      - {{name: w_port_1, type: write, bandwidth_min: 16, bandwidth_max: 64, allocation: ["I1, fh", "I2, fh", "O, fh", "O, fl"]}}
+    served_dimensions: []
+  glb:
+    size: 524288
+    r_cost: {GLB_r16}
+    w_cost: {GLB_w16}
+    area: 0
+    latency: 1
+    operands: [I1, I2, O]
+    ports:
+      - {{name: rw_port_1, type: read_write, bandwidth_min: 16, bandwidth_max: 256, allocation: ["I1, fh", "I1, tl", "I2, fh", "I2, tl", "O, fh", "O, tl", "O, fl", "O, th"]}}
+    served_dimensions: [D1]
+  dram:
+    size: 10000000000
+    r_cost: {DRAM_r64}
+    w_cost: {DRAM_w64}
+    area: 0
+    latency: 1
+    operands: [I1, I2, O]
+    ports:
+      - {{name: rw_port_1, type: read_write, bandwidth_min: 16, bandwidth_max: 1024, allocation: ["I1, fh", "I1, tl", "I2, fh", "I2, tl", "O, fh", "O, tl", "O, fl", "O, th"]}}
+    served_dimensions: [D1]
+operational_array:
+  unit_energy: {MAC}
+  unit_area: 0
+  dimensions: [D1]
+  sizes: [16]
+"""
+ZZ_WORKLOAD = """- id: 0
+  operator_type: Gemm
+  equation: O[b][k]+=I[b][c]*W[c][k]
+  dimension_relations: []
+  loop_dims: [B, C, K]
+  loop_sizes: [256, 256, 256]
+  operand_precision: {W: 16, I: 16, O: 16, O_final: 16}
+  operand_source: {I: 0, W: 0}
+"""
+ZZ_MAPPING = """- name: default
+  memory_operand_links: {O: O, W: I2, I: I1}
+"""
+ZZ_RUN = """import sys, logging
+logging.disable(logging.CRITICAL)
+from zigzag.api import get_hardware_performance_zigzag
+E, L, _ = get_hardware_performance_zigzag(sys.argv[2], sys.argv[1], sys.argv[3], opt="energy",
+    temporal_mapping_search_engine="loma", lpf_limit=6, nb_spatial_mappings_generated=3,
+    dump_folder=sys.argv[4], loma_show_progress_bar=False)
+print(f"RESULT energy_pJ={E:.6f} cycles={L:.0f}")
+"""
+
+
+def venv(tool: str) -> tuple[Path | None, str]:
+    """The tool's venv python, installed on first use; (None, why) where it cannot be."""
+    py = HOME / tool / "bin" / "python"
+    if py.exists() and (HOME / tool / ".installed").exists():
+        return py, ""
+    steps = [[sys.executable, "-m", "venv", str(HOME / tool)], [str(py), "-m", "pip", "install", "-q", *PEERS[tool]]]
+    for cmd in steps:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode:
+            return None, f"could not install {' '.join(PEERS[tool])}: {(p.stderr or p.stdout).strip().splitlines()[-1:]}"
+    (HOME / tool / ".installed").touch()
+    return py, ""
+
+
+def run_peer(tool: str, files: dict[str, str], script: str, args: list[str]) -> dict:
+    py, why = venv(tool)
+    if py is None:
+        return {"skipped": why}
+    work = HOME / f"{tool}-run"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    for name, text in {**files, "run.py": script}.items():
+        (work / name).write_text(text)
+    t0 = time.perf_counter()
+    p = subprocess.run([str(py), "run.py", *args], cwd=work, capture_output=True, text=True, timeout=1800)
+    wall = time.perf_counter() - t0
+    m = re.search(r"RESULT energy_pJ=(\S+) cycles=(\S+)", p.stdout)
+    if p.returncode or not m:
+        last = (p.stderr or p.stdout).strip().splitlines()[-2:]
+        return {"skipped": f"{tool} did not run here: {' / '.join(last)}"}
+    return {"wall": wall, "energy_pJ": float(m.group(1)), "cycles": int(float(m.group(2)))}
+
+
+def main() -> None:
+    arch = load_arch(ROOT / "tests" / "data" / "arch16.yaml")
+    work = load_workload(ROOT / "tests" / "data" / "mm256.yaml")
+    table, _ = price(arch)
+    pj = {f"{n}_{a}": getattr(table.storage[n], f"{'read' if a == 'r' else 'write'}_pJ") / lvl.block_size
+          for lvl in arch.levels for n in [lvl.name] for a in "rw"}
+    pj["MAC"] = table.compute.read_pJ
+    zz = dict(pj, RF_r4=pj["RF_r"] * 4, RF_w4=pj["RF_w"] * 4, GLB_r16=pj["GLB_r"] * 16, GLB_w16=pj["GLB_w"] * 16,
+              DRAM_r64=pj["DRAM_r"] * 64, DRAM_w64=pj["DRAM_w"] * 64)
+
+    t0 = time.perf_counter()
+    out = map_workload(arch, work, table)
+    sl = {"wall": time.perf_counter() - t0, "energy_pJ": out.result.energy_pJ, "cycles": out.result.cycles,
+          "claim": "proven optimal" if out.search["stopped"] == "optimal" else
+                   f"stopped {out.search['stopped']}, energy {out.search['energy_gap']:.2%} above its lower bound"}
+    rows = {"storeloop map (defaults)": sl}
+    if shutil.which("dot") is None:
+        rows["AccelForge FFM (energy, 2 jobs)"] = {"skipped": "its mapper needs Graphviz `dot` on PATH"}
+    else:
+        rows["AccelForge FFM (energy, 2 jobs)"] = dict(
+            run_peer("accelforge", {"arch.yaml": AF_ARCH.format(**pj), "workload.yaml": AF_WORKLOAD}, AF_RUN,
+                     ["arch.yaml", "workload.yaml"]), claim="optimal in its model")
+    rows["ZigZag LOMA (energy, lpf 6)"] = dict(
+        run_peer("zigzag", {"arch.yaml": ZZ_ARCH.format(**zz), "workload.yaml": ZZ_WORKLOAD,
+                            "mapping.yaml": ZZ_MAPPING}, ZZ_RUN, ["arch.yaml", "workload.yaml", "mapping.yaml", "out"]),
+        claim="none")
+    print(f"{'tool':34s} {'wall s':>8s} {'energy uJ':>10s} {'cycles':>11s}  claim / ratio")
+    for name, r in rows.items():
+        if "skipped" in r:
+            print(f"{name:34s} skipped: {r['skipped']}")
+            continue
+        ratio = "" if r is sl else f"; {r['wall'] / sl['wall']:.1f}x storeloop's time, " \
+                                    f"energy {r['energy_pJ'] / sl['energy_pJ'] - 1:+.2%} against storeloop's"
+        print(f"{name:34s} {r['wall']:8.2f} {r['energy_pJ'] / 1e6:10.3f} {r['cycles']:11,}  {r['claim']}{ratio}")
+    ran = [(n, r) for n, r in rows.items() if r is not sl and "skipped" not in r]
+    print("peers: " + ("; ".join(f"{n.split()[0]} {r['wall'] / sl['wall']:.1f}x storeloop's time" for n, r in ran)
+                       if ran else "none ran here"))
+
+
+if __name__ == "__main__":
+    os.chdir(ROOT)
+    main()
