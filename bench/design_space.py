@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from storeloop.energy import price  # noqa: E402
 from storeloop.mapper import map_workload  # noqa: E402
-from storeloop.spec.load import load_arch, load_workload  # noqa: E402
+from storeloop.formats.load import load_arch, load_workload  # noqa: E402
 from storeloop.sweeps import best_points, load_sweep, read_results, run_sweep  # noqa: E402
 
 TIMELOOP_S_PER_POINT = 84.0

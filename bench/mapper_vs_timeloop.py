@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from storeloop.mapper import map_workload  # noqa: E402
-from storeloop.spec.load import load_arch, load_energy_table, load_workload  # noqa: E402
+from storeloop.formats.load import load_arch, load_energy_table, load_workload  # noqa: E402
 
 CASE = Path(os.environ.get("STORELOOP_VALIDATION", ROOT.parent / "shared" / "validation")) / "thesis__ssd-einsum__pir-onion"
 TIMELOOP_S, TIMELOOP_CYCLES, TIMELOOP_J = 84.0, 13_918_378_394, 177.50

@@ -27,7 +27,7 @@ from storeloop.errors import MappingError  # noqa: E402
 from storeloop.model.batch import BatchModel, structure_of  # noqa: E402
 from storeloop.model.evaluate import evaluate  # noqa: E402
 from storeloop.model.fast import FastModel  # noqa: E402
-from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload  # noqa: E402
+from storeloop.formats.load import load_arch, load_energy_table, load_mapping, load_workload  # noqa: E402
 
 TIMELOOP_RATE = 600.0
 

@@ -305,7 +305,7 @@ def test_attribute_near_miss_is_refused_and_the_documented_override_is_read(tmp_
           "a.yaml:21", "did you mean 'vector_access_energy'")
     # the Disk's documented vector_access_energy is what the Disk costs per access
     from storeloop.energy import price
-    from storeloop.spec.load import load_arch
+    from storeloop.formats.load import load_arch
 
     arch.write_text(ARCH.replace("vector_access_energy: 20000", "vector_access_energy: 10000"))
     table = price(load_arch(arch))[0]
@@ -342,7 +342,7 @@ def test_an_attribute_a_sweep_sets_must_be_read_by_a_plugin(tmp_path, capsys):
 
 def test_a_timeloop_arch_keeps_accelergys_open_attributes(tmp_path):
     """Accelergy passes any attribute to its plug-ins: a Timeloop arch's extra ones stay allowed."""
-    from storeloop.spec.load import load_arch
+    from storeloop.formats.load import load_arch
 
     case = ROOT / "tests" / "corpus" / "thesis__ssd-einsum__pir-onion"
     text = (case / "arch.yaml").read_text()

@@ -10,7 +10,7 @@ from conftest import validation_cases
 from storeloop.errors import MappingError
 from storeloop.model.batch import BatchModel, LoopStructure, Slot, structure_of
 from storeloop.model.evaluate import evaluate
-from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload
+from storeloop.formats.load import load_arch, load_energy_table, load_mapping, load_workload
 from test_fast_model import prime_factors
 
 CASES = [c for c in validation_cases("valid") if "cnn" not in c.name]

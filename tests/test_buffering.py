@@ -119,7 +119,7 @@ def test_timeloop_multiple_buffering_leaves_tiles_a_share_of_the_depth(tmp_path)
     import yaml
 
     from storeloop.errors import MappingError
-    from storeloop.spec.load import load_energy_table
+    from storeloop.formats.load import load_energy_table
 
     refused = kept = 0
     for case in sorted(p for p in (ROOT / "tests/corpus").iterdir() if (p / "expected.json").exists()):
@@ -164,7 +164,7 @@ def test_double_buffering_exports_as_timeloop_multiple_buffering(tmp_path):
     arch, back = sl.load_arch(src), sl.load_arch(out / "arch.yaml")
     assert {x.name: x.size_words for x in back.levels}["SRAM"] == {x.name: x.size_words for x in arch.levels}["SRAM"]
     w = sl.load_workload(wl)
-    from storeloop.spec.load import load_energy_table
+    from storeloop.formats.load import load_energy_table
 
     mine = sl.evaluate(arch, w, sl.load_mapping(mp, arch, w), sl.price(arch))
     theirs = sl.evaluate(back, sl.load_workload(out / "problem.yaml"),

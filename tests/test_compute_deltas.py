@@ -16,9 +16,9 @@ import pytest
 from conftest import validation_cases
 from test_fast_model import random_mapping
 from storeloop.model.nest import _flatten, analyze
-from storeloop.spec.check import check_mapping
-from storeloop.spec.load import load_arch, load_workload
-from storeloop.spec.types import LevelMapping, Loop, Mapping
+from storeloop.ir.check import check_mapping
+from storeloop.formats.load import load_arch, load_workload
+from storeloop.ir import LevelMapping, Loop, Mapping
 
 
 def merged(m: Mapping) -> Mapping:

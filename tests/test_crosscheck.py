@@ -9,11 +9,13 @@ import sys
 import pytest
 
 from conftest import ROOT, validation_cases
-from storeloop.crosscheck import compare, export, parse_stats
+from storeloop.crosscheck import compare, export
+from storeloop.formats.timeloop import parse_stats
+from storeloop.formats.timeloop.write import TIMELOOP_COMPUTE, TIMELOOP_STORAGE
 from storeloop.energy import price
 from storeloop.model.evaluate import evaluate
-from storeloop.spec import timeloop
-from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload
+from storeloop.formats import timeloop
+from storeloop.formats.load import load_arch, load_energy_table, load_mapping, load_workload
 
 VALID = validation_cases("valid")
 
@@ -58,7 +60,7 @@ def test_export_of_onionchopper_is_timeloop_ready_and_prices_like_storeloop(tmp_
             walk(sub)
     import yaml
     walk(yaml.safe_load(text)["architecture"]["subtree"][0])
-    assert {c["class"] for c in comps.values()} <= timeloop.TIMELOOP_STORAGE | timeloop.TIMELOOP_COMPUTE
+    assert {c["class"] for c in comps.values()} <= TIMELOOP_STORAGE | TIMELOOP_COMPUTE
     assert comps["Disk"]["class"] == "DRAM" and comps["Disk"]["attributes"]["storeloop-class"] == "Disk"
     assert comps["MAC"]["class"] == "intmac"
     assert any("Disk: class Disk exported as DRAM" in n for n in notes)
@@ -134,7 +136,7 @@ for _case in validation_cases("valid"):
 
 def plain_einsum(rng):
     """A random 2-4 rank einsum with plain indices: Z[...] = A[...] * B[...] over 3-4 dims."""
-    from storeloop.spec.types import Tensor, Workload
+    from storeloop.ir import Tensor, Workload
 
     n = rng.randint(3, 4)
     dims = tuple("MNKJ"[:n])

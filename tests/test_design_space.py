@@ -10,8 +10,8 @@ import pytest
 from conftest import ROOT
 from storeloop.mapper import MapTimeout, map_workload, search
 from storeloop.mapper.constraints import load_constraints
-from storeloop.spec.load import load_arch, load_mapping, load_workload
-from storeloop.spec.types import ActionCosts, EnergyTable, LevelMapping, Loop, Mapping
+from storeloop.formats.load import load_arch, load_mapping, load_workload
+from storeloop.ir import ActionCosts, EnergyTable, LevelMapping, Loop, Mapping
 from storeloop.model.fast import FastModel
 from storeloop.errors import MappingError
 from storeloop.sweeps import load_sweep, point_arch, points, satisfies

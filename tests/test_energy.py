@@ -9,7 +9,7 @@ from storeloop.energy import Estimate, Registry, price
 from storeloop.energy.cacti import ensure_cacti
 from storeloop.energy.hwc import HwComponentsPlugin
 from storeloop.errors import StoreloopError
-from storeloop.spec.load import load_arch
+from storeloop.formats.load import load_arch
 
 from conftest import ROOT
 

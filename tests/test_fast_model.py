@@ -9,8 +9,8 @@ from conftest import validation_cases
 from storeloop.errors import MappingError
 from storeloop.model.evaluate import evaluate
 from storeloop.model.fast import FastModel
-from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload
-from storeloop.spec.types import LevelMapping, Loop, Mapping
+from storeloop.formats.load import load_arch, load_energy_table, load_mapping, load_workload
+from storeloop.ir import LevelMapping, Loop, Mapping
 
 CASES = [c for c in validation_cases("valid") if "cnn" not in c.name]
 

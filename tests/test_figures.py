@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 
 from storeloop import reproduce  # noqa: E402
 from storeloop.plots import thesis as T  # noqa: E402
-from storeloop.spec.load import load_arch  # noqa: E402
+from storeloop.formats.load import load_arch  # noqa: E402
 from storeloop.sweeps import read_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

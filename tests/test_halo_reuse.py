@@ -15,7 +15,7 @@ import pytest
 
 from test_compute_deltas import simulated_visits
 from storeloop.model.nest import _arrivals, _extents
-from storeloop.spec.types import Tensor
+from storeloop.ir import Tensor
 
 
 def replay(t, loops, stride, L, spans):

@@ -12,17 +12,18 @@ import yaml
 
 from conftest import VALIDATION, validation_cases
 from storeloop.cli import main
-from storeloop.crosscheck import compare, parse_stats
+from storeloop.crosscheck import compare
+from storeloop.formats.timeloop import parse_stats
 from storeloop.errors import MappingError, StoreloopError
 from storeloop.mapper import map_workload
 from storeloop.mapper.constraints import load_constraints
 from storeloop.mapper.space import Constraints, LevelConstraint, divisors
 from storeloop.model.evaluate import evaluate
 from storeloop.model.fast import FastModel
-from storeloop.spec.native import workload_from_native
-from storeloop.spec.yamlio import loads
-from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload
-from storeloop.spec.types import (ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop, Mapping,
+from storeloop.formats.native import workload_from_native
+from storeloop.formats.yamlio import loads
+from storeloop.formats.load import load_arch, load_energy_table, load_mapping, load_workload
+from storeloop.ir import (ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop, Mapping,
                                   StorageLevel, Workload)
 
 

@@ -20,7 +20,7 @@ import random
 from storeloop.errors import MappingError, StoreloopError
 from storeloop.mapper import map_workload
 from storeloop.model.evaluate import evaluate
-from storeloop.spec.types import (ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop, Mapping,
+from storeloop.ir import (ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop, Mapping,
                                   StorageLevel)
 from storeloop.workloads.pir import einsum_workload
 
@@ -89,10 +89,10 @@ def timeloop_case(rng: random.Random, arch: Arch, work):
     at one level (innermost first; after '_' the outermost), and at the fanout a spatial factor of
     one dimension with a permutation and a split."""
     from storeloop.mapper.constraints import timeloop_constraints
-    from storeloop.spec.timeloop_schema import ConstraintEntry
-    from storeloop.spec.types import SourcedEntry
-    from storeloop.spec.validate import validate
-    from storeloop.spec.yamlio import loads
+    from storeloop.formats.timeloop.schema import ConstraintEntry
+    from storeloop.ir import SourcedEntry
+    from storeloop.formats.validate import validate
+    from storeloop.formats.yamlio import loads
 
     dims = list(work.dims)
     level = rng.randrange(len(arch.levels))

@@ -27,8 +27,8 @@ from conftest import validation_cases
 from test_fast_model import prime_factors
 from storeloop.errors import MappingError
 from storeloop.model.nest import _flatten, analyze
-from storeloop.spec.load import load_arch
-from storeloop.spec.types import LevelMapping, Loop, Mapping, Tensor, Workload
+from storeloop.formats.load import load_arch
+from storeloop.ir import LevelMapping, Loop, Mapping, Tensor, Workload
 
 ARCHS = {}
 for case in validation_cases("valid"):

@@ -10,8 +10,8 @@ from storeloop.energy import price
 from storeloop.errors import SpecError
 from storeloop.mapper import map_workload
 from storeloop.model.evaluate import evaluate
-from storeloop.spec.load import load_arch, load_mapping, load_workload
-from storeloop.spec.types import LevelMapping, Loop, Mapping
+from storeloop.formats.load import load_arch, load_mapping, load_workload
+from storeloop.ir import LevelMapping, Loop, Mapping
 
 DATA = ROOT / "tests" / "data"
 

@@ -1,4 +1,4 @@
-"""Whole queries: several einsums joined by the tensors they pass on (storeloop.spec.query,
+"""Whole queries: several einsums joined by the tensors they pass on (storeloop.formats.query,
 storeloop.mapper.query)."""
 
 import math
@@ -12,7 +12,7 @@ from storeloop.energy import price
 from storeloop.errors import SpecError
 from storeloop.mapper import map_workload
 from storeloop.mapper.query import map_query
-from storeloop.spec.load import load_arch, load_energy_table, load_query, load_workload
+from storeloop.formats.load import load_arch, load_energy_table, load_query, load_workload
 from storeloop.workloads.pir import onionpir_query
 
 ARCH = ROOT / "arch" / "onionchopper.yaml"

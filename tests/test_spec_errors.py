@@ -5,7 +5,7 @@ import textwrap
 import pytest
 
 from storeloop.errors import SpecError
-from storeloop.spec.load import load_arch, load_mapping, load_workload
+from storeloop.formats.load import load_arch, load_mapping, load_workload
 
 ARCH = """\
 arch:

@@ -14,8 +14,8 @@ import pytest
 from storeloop.cli import main
 from storeloop.errors import SpecError
 from storeloop.model.ssd import Stream, performance
-from storeloop.spec.ssd import load_ssd, ssd_from_doc
-from storeloop.spec.yamlio import loads
+from storeloop.formats.ssd import load_ssd, ssd_from_doc
+from storeloop.formats.yamlio import loads
 
 REF = Path(__file__).parent / "data" / "ssd-reference"
 def mqsim_model(config: Path, **changes):
@@ -153,7 +153,7 @@ def test_the_disk_as_an_ssd_prices_the_mapping_access_pattern():
     and is proven optimal under the SSD model, at the cycle bound of the peak read and write streams."""
     from storeloop import load_arch, load_workload, map as map_, price
     from storeloop.model.evaluate import evaluate
-    from storeloop.spec.load import load_mapping
+    from storeloop.formats.load import load_mapping
 
     root = Path(__file__).parents[1]
     arch, wl = load_arch(root / "arch" / "onionchopper-ssd.yaml"), load_workload(root / "workloads" / "onionpir-64GiB.yaml")
@@ -204,7 +204,7 @@ def ssd_oracle_case(seed: int):
     import random
 
     from storeloop.model.ssd import SSD, SsdEnergy
-    from storeloop.spec.types import ActionCosts, Arch, ComputeLevel, EnergyTable, StorageLevel
+    from storeloop.ir import ActionCosts, Arch, ComputeLevel, EnergyTable, StorageLevel
     from storeloop.workloads.pir import einsum_workload
 
     rng = random.Random(seed)
@@ -266,7 +266,7 @@ def test_the_mapper_on_a_laid_out_disk_matches_brute_force():
     import random
 
     from storeloop.mapper import map_workload
-    from storeloop.spec.types import rank_label
+    from storeloop.ir import rank_label
     from test_mapper_oracle import brute_force, score
 
     proven = moved = 0
@@ -299,7 +299,7 @@ def test_the_mapper_searching_layouts_matches_brute_force_over_every_layout():
 
     from storeloop.mapper import map_workload
     from storeloop.model.evaluate import evaluate
-    from storeloop.spec.types import rank_label
+    from storeloop.ir import rank_label
     from test_mapper_oracle import brute_force, score
 
     def laid(arch, combo):

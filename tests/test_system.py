@@ -321,7 +321,7 @@ def test_an_ssd_with_a_geometry_is_the_ssd_model(tmp_path):
     """A flow's requests on an SSD with a geometry get the SSD model's bandwidth for their stream;
     flows sharing the SSD share its time; the arch file's Disk block is the same SSD."""
     from storeloop.model.ssd import Stream, performance
-    from storeloop.spec.ssd import load_ssd
+    from storeloop.formats.ssd import load_ssd
     path = write(tmp_path, """\
         system:
           name: s
@@ -469,7 +469,7 @@ def test_claims_are_scored_on_the_file_as_written_whatever_set_changes(capsys):
 
 def test_an_unpriced_nic_is_said_in_its_source_without_a_warning(recwarn):
     from storeloop.energy import price
-    from storeloop.spec.load import load_arch
+    from storeloop.formats.load import load_arch
 
     table = price(load_arch(ROOT / "arch" / "rotation-nic.yaml"))[0]
     nic = next(c for n, c in table.storage.items() if "not priced" in c.source)

@@ -19,8 +19,8 @@ from storeloop.errors import SpecError, StoreloopError
 from storeloop.mapper import map_workload
 from storeloop.mapper.constraints import arch_constraints, load_constraints
 from storeloop.mapper.space import Constraints
-from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload
-from storeloop.spec.types import ActionCosts, EnergyTable
+from storeloop.formats.load import load_arch, load_energy_table, load_mapping, load_workload
+from storeloop.ir import ActionCosts, EnergyTable
 
 DESIGNS = Path(__file__).parent / "timeloop-exercises"
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import validation_cases
 from storeloop.errors import MappingError, SpecError
 from storeloop.model.evaluate import evaluate, result_to_json
-from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload
+from storeloop.formats.load import load_arch, load_energy_table, load_mapping, load_workload
 
 VALID = validation_cases("valid")
 INVALID = validation_cases("invalid")

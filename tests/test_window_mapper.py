@@ -20,7 +20,7 @@ import pytest
 from storeloop.errors import MappingError
 from storeloop.mapper.window import surrogate
 from storeloop.model.evaluate import evaluate
-from storeloop.spec.types import ActionCosts, Arch, ComputeLevel, EnergyTable, StorageLevel
+from storeloop.ir import ActionCosts, Arch, ComputeLevel, EnergyTable, StorageLevel
 from storeloop.workloads.pir import einsum_workload
 from tests.test_mapper_oracle import OBJECTIVES, brute_force, every_mapping, mapped_as_brute_force_says
 
@@ -170,7 +170,7 @@ def test_eyeriss_default_layer_at_least_as_good_as_timeloops_mapper():
     reference prints 59.26 uJ, docs/timeloop-rules.md)."""
     from conftest import ROOT
     from storeloop.mapper import map_workload
-    from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload
+    from storeloop.formats.load import load_arch, load_energy_table, load_mapping, load_workload
 
     ex = ROOT / "tests" / "timeloop-exercises" / "design-eyeriss_like"
     arch = load_arch(ex / "arch.yaml")

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import ROOT
 from storeloop.errors import SpecError
-from storeloop.spec.load import load_workload
+from storeloop.formats.load import load_workload
 from storeloop.workloads.pir import onionpir_first_dimension, tensor_elements
 
 
@@ -125,13 +125,13 @@ def test_every_workload_file_maps(path):
     from storeloop.energy import price
     from storeloop.mapper import map_workload
     from storeloop.model.evaluate import evaluate
-    from storeloop.spec.load import load_arch
+    from storeloop.formats.load import load_arch
 
     arch = load_arch(ROOT / "arch" / ("rotation-nic.yaml" if path.name.startswith("rotation") else "onionchopper.yaml"))
     energy = price(arch)[0]
     if path.name.endswith(".query.yaml"):               # a whole query: every einsum at its home
         from storeloop.mapper.query import map_query
-        from storeloop.spec.load import load_query
+        from storeloop.formats.load import load_query
 
         query = load_query(path)
         out = map_query(arch, query, energy, time_limit=1.0)
@@ -162,7 +162,7 @@ def test_batch_shares_the_database_pass(scheme):
 def test_workload_out_writes_every_pass(tmp_path, capsys):
     from storeloop.workloads import pir
     from storeloop.cli import main
-    from storeloop.spec.load import load_workload
+    from storeloop.formats.load import load_workload
 
     out = tmp_path / "q.yaml"
     assert main(["workload", "onionpir", "--db-size", "1GiB", "--param", "batch=2", "--out", str(out)]) == 0

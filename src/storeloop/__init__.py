@@ -27,12 +27,12 @@ __all__ = ["load_arch", "load_workload", "load_mapping", "load_energy_table", "p
            "sweep", "read_results", "best_points", "rank_designs", "load_system", "evaluate_system", "__version__"]
 
 if TYPE_CHECKING:                                   # for editors; at run time everything is lazy
-    from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload  # noqa: F401
+    from storeloop.formats.load import load_arch, load_energy_table, load_mapping, load_workload  # noqa: F401
     from storeloop.sweeps import best_points, rank_designs, read_results  # noqa: F401
     from storeloop.system import evaluate_system, load_system  # noqa: F401
 
-_LAZY = {"load_arch": "storeloop.spec.load", "load_workload": "storeloop.spec.load",
-         "load_mapping": "storeloop.spec.load", "load_energy_table": "storeloop.spec.load",
+_LAZY = {"load_arch": "storeloop.formats.load", "load_workload": "storeloop.formats.load",
+         "load_mapping": "storeloop.formats.load", "load_energy_table": "storeloop.formats.load",
          "read_results": "storeloop.sweeps", "best_points": "storeloop.sweeps", "rank_designs": "storeloop.sweeps",
          "load_system": "storeloop.system", "evaluate_system": "storeloop.system"}
 
@@ -53,7 +53,7 @@ def __getattr__(name: str) -> Any:
 
 
 def price(arch):
-    """The :class:`~storeloop.spec.types.EnergyTable` of ``arch`` from the energy plug-ins: pJ per
+    """The :class:`~storeloop.ir.EnergyTable` of ``arch`` from the energy plug-ins: pJ per
     action (per block access for storage, per operation for compute) and µm² per instance, each
     entry with its source."""
     from storeloop.energy import price as _price

@@ -11,9 +11,9 @@ import yaml
 
 from storeloop.errors import MappingError, SpecError, StoreloopError
 from storeloop.model.evaluate import Result, evaluate, result_to_json
-from storeloop.spec.load import load_arch, load_energy_table, load_mapping, load_workload
-from storeloop.spec.types import Arch
-from storeloop.units import ExpressionError, bytes_of, integer
+from storeloop.formats.load import load_arch, load_energy_table, load_mapping, load_workload
+from storeloop.ir import Arch
+from storeloop.formats.quantities import ExpressionError, bytes_of, integer
 from storeloop.workloads import pir
 
 
@@ -70,7 +70,7 @@ def evaluate_args(args: argparse.Namespace):
     try:
         return arch, workload, mapping, energy, evaluate(arch, workload, mapping, energy)
     except MappingError as exc:
-        from storeloop.spec.load import mapping_level_line
+        from storeloop.formats.load import mapping_level_line
 
         line = mapping_level_line(args.mapping, exc.level) if exc.level else None
         where = next((lv.where for lv in arch.levels if lv.name == exc.level), None) if exc.level else None
@@ -164,13 +164,13 @@ def cmd_map(args: argparse.Namespace) -> int:
     from storeloop.mapper import map_workload
     from storeloop.mapper.constraints import load_constraints
     from storeloop.mapper.options import options
-    from storeloop.spec.native import format_loops, mapping_to_native
+    from storeloop.formats.native import format_loops, mapping_to_native
 
     if args.time_limit is not None and args.time_limit == 0:
         args.time_limit = None                     # 0: no limit
     given = {"objective": args.objective, "algorithm": args.algorithm, "threads": args.threads, "victory": args.victory}
     if args.mapper:                                # a Timeloop mapper config fills what the flags leave open
-        from storeloop.spec.timeloop import mapper_options_from_timeloop
+        from storeloop.formats.timeloop import mapper_options_from_timeloop
 
         for k, v in mapper_options_from_timeloop(args.mapper).items():
             given[k] = v if given[k] is None else given[k]
@@ -182,8 +182,8 @@ def cmd_map(args: argparse.Namespace) -> int:
     arch = load_arch(args.arch)
     if args.out and Path(args.out).is_dir():
         raise SpecError("is a folder", file=args.out, field="--out", allowed="a file path for the mapping YAML")
-    from storeloop.spec.load import load_workload_or_query
-    from storeloop.spec.query import Query
+    from storeloop.formats.load import load_workload_or_query
+    from storeloop.formats.query import Query
 
     workload = load_workload_or_query(args.workload)
     if isinstance(workload, Query):
@@ -239,10 +239,10 @@ def cmd_crossover(args: argparse.Namespace) -> int:
     import math
 
     from storeloop.mapper import map_workload
-    from storeloop.spec.native import arch_from_native
-    from storeloop.spec.yamlio import load
+    from storeloop.formats.native import arch_from_native
+    from storeloop.formats.yamlio import load
     from storeloop.sweeps.spec import arch_field
-    from storeloop.units import split_unit
+    from storeloop.formats.quantities import split_unit
 
     def quantity(text: str, flag: str) -> tuple[float, str | None]:
         try:
@@ -310,7 +310,7 @@ def cmd_crossover(args: argparse.Namespace) -> int:
 def _map_query(args: argparse.Namespace, arch: Arch, opts, query) -> int:
     """``storeloop map ARCH QUERY.yaml``: every einsum of the query mapped at its best home."""
     from storeloop.mapper.query import map_query
-    from storeloop.spec.native import mapping_to_native
+    from storeloop.formats.native import mapping_to_native
 
     for flag in ("constraints", "seed_mapping"):
         if getattr(args, flag):
@@ -518,8 +518,8 @@ def _ranking_summary(df, names: list[str], top: int = 3) -> None:
 
 
 def _sort_key(value):
-    """Sweep values in their natural order: quantities by size (storeloop.units.magnitude), then the rest."""
-    from storeloop.units import magnitude
+    """Sweep values in their natural order: quantities by size (storeloop.formats.quantities.magnitude), then the rest."""
+    from storeloop.formats.quantities import magnitude
 
     amount = magnitude(value)
     return float("inf") if amount is None else amount
@@ -686,8 +686,8 @@ def cmd_system(args: argparse.Namespace) -> int:
 
 def cmd_ssd(args: argparse.Namespace) -> int:
     from storeloop.model.ssd import Stream, energy_per_request, performance
-    from storeloop.spec.ssd import load_ssd
-    from storeloop.units import ExpressionError, bytes_of
+    from storeloop.formats.ssd import load_ssd
+    from storeloop.formats.quantities import ExpressionError, bytes_of
 
     ssd = load_ssd(args.ssd)
     try:

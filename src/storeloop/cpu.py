@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from storeloop.spec.types import Workload
+from storeloop.ir import Workload
 
 MODULI = (2147483647, 2147483629)          # two primes below 2**31: one per coefficient modulus (C)
 

@@ -200,7 +200,7 @@ def _arch_of(row, refined_spec_file: Path):
 
 
 def _ssd_GBps(root: Path) -> float:
-    from storeloop.spec.load import load_arch
+    from storeloop.formats.load import load_arch
 
     arch = load_arch(root / "arch/onionchopper.yaml")
     disk = arch.levels[0]

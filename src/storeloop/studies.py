@@ -59,7 +59,7 @@ def workload_set(out: Path, root: Path, db: Path, *, quick: bool = False, worker
     from storeloop.plots import _scheme_and_bytes, studies as F
     from storeloop.plots.thesis import save
     from storeloop.sweeps import mapped, rank_designs
-    from storeloop.units import bytes_of
+    from storeloop.formats.quantities import bytes_of
 
     spec = repository_sweep("workload-set", root)
     if quick:
@@ -197,9 +197,9 @@ def dimension_choice(out: Path, root: Path, *, quick: bool = False) -> tuple[lis
     from storeloop.mapper.query import map_query
     from storeloop.plots import studies as F
     from storeloop.plots.thesis import save
-    from storeloop.spec.load import load_arch
-    from storeloop.spec.query import query_from_native
-    from storeloop.spec.yamlio import loads
+    from storeloop.formats.load import load_arch
+    from storeloop.formats.query import query_from_native
+    from storeloop.formats.yamlio import loads
     from storeloop.workloads.pir import onionpir_query
 
     db_bytes = QUICK["db_bytes"] if quick else 64 * 2**30

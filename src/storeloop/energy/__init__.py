@@ -12,7 +12,7 @@
   at that attribute (a size at the level's capacity) before any plug-in runs, and
 * ``attributes(cls: str) -> {attribute: what it is}``: the arch-file attributes it reads for a
   class. When every plug-in of a class declares them, a storeloop arch file's attribute that none
-  of them reads and storeloop does not read itself (:data:`storeloop.spec.check.STORELOOP_ATTRIBUTES`) is an error at
+  of them reads and storeloop does not read itself (:data:`storeloop.formats.attributes.STORELOOP_ATTRIBUTES`) is an error at
   its line, with a did-you-mean (``witdh``), when the arch is loaded. Timeloop arch files keep
   Accelergy's open attribute set.
 
@@ -36,7 +36,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from storeloop.errors import SpecError, StoreloopError
-from storeloop.spec.types import ActionCosts, Arch, EnergyTable
+from storeloop.ir import ActionCosts, Arch, EnergyTable
 
 GROUP = "storeloop.energy"
 
@@ -200,7 +200,7 @@ def components(arch: Arch) -> list[Component]:
 
 
 def _metres(tech) -> float:
-    from storeloop.units import technology_nm
+    from storeloop.formats.quantities import technology_nm
 
     return technology_nm(tech) * 1e-9
 
@@ -225,7 +225,7 @@ def price(arch: Arch, registry: Registry | None = None) -> tuple[EnergyTable, li
         r, w, src = e.actions.get("read", 0.0), e.actions.get("write", 0.0), f"{comp.plugin}: {e.source}"
         vae = lvl.attributes.get("vector_access_energy", lvl.attributes.get("vector-access-energy"))
         if vae is not None:           # as in Timeloop, the arch's per-access energy overrides the model's
-            from storeloop.units import number
+            from storeloop.formats.quantities import number
 
             r = w = float(number(vae))
             src = f"user: vector_access_energy {r:g} pJ per access in the arch (overrides {src})"

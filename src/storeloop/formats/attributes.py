@@ -1,39 +1,8 @@
-"""Structural checks of a mapping against its architecture and workload."""
+"""The component attributes storeloop and its plug-ins read, and the values each may take."""
 
 from __future__ import annotations
 
 import math
-
-from storeloop.errors import MappingError
-from storeloop.spec.types import Arch, Mapping, Workload
-
-
-def check_mapping(arch: Arch, workload: Workload, mapping: Mapping) -> None:
-    """Structural checks: factor products equal the bounds, spatial factors fit the fanout."""
-    if len(mapping.levels) != len(arch.levels):
-        raise MappingError(f"mapping has {len(mapping.levels)} levels, the architecture {len(arch.levels)}")
-    products = [1] * len(workload.dims)
-    for lm in mapping.levels:
-        for lp in lm.temporal + lm.spatial:
-            products[lp.dim] *= lp.factor
-    for d, (p, b) in enumerate(zip(products, workload.bounds)):
-        if p != b:
-            raise MappingError(f"factors of {workload.dims[d]} multiply to {p}, the bound is {b}",
-                               kind="factors")
-    for li, lm in enumerate(mapping.levels):
-        total, fx, fy = arch.fanout(li)
-        child = arch.below(li).name
-        x = math.prod(lp.factor for lp in lm.spatial if lp.axis == "X")
-        y = math.prod(lp.factor for lp in lm.spatial if lp.axis == "Y")
-        if x * y > total:
-            raise MappingError(f"spatial factors {x * y} at {arch.levels[li].name} exceed the fanout "
-                               f"{total} to {child}", level=arch.levels[li].name, kind="fanout")
-        if x > fx:
-            raise MappingError(f"spatial X expansion {x} at {arch.levels[li].name} exceeds the mesh X "
-                               f"fanout {fx} to {child}", level=arch.levels[li].name, kind="fanout")
-        if y > fy:
-            raise MappingError(f"spatial Y expansion {y} at {arch.levels[li].name} exceeds the mesh Y "
-                               f"fanout {fy} to {child}", level=arch.levels[li].name, kind="fanout")
 
 
 # numeric attributes the energy models and Timeloop read, and what each must be
@@ -54,20 +23,9 @@ MAX_ACTION_PJ = 1e9              # 1 mJ
 MAX_AREA_UM2 = 1e12              # 1 m^2
 
 
-#: the most operations (the product of a workload's bounds) the model counts: it counts in 64-bit integers
-MAX_OPS = 2**62
-
-
-def ops_problem(bounds) -> str | None:
-    """Why a workload's bounds are too large for the model's 64-bit counts, or None."""
-    if math.prod(bounds) >= MAX_OPS:
-        return f"the bounds multiply to {math.prod(bounds):.3g} operations, more than the model counts (2**62)"
-    return None
-
-
 def cluster_size(attrs) -> int:
     """Timeloop's ``cluster-size`` attribute (1 when absent), once check_attributes has passed."""
-    from storeloop.units import integer
+    from storeloop.formats.quantities import integer
 
     return integer(attrs.get("cluster_size", attrs.get("cluster-size", 1)))
 
@@ -95,8 +53,8 @@ def check_attributes(doc, loc: tuple, attrs: dict, cls: str | None = None) -> No
     numbers >= 0, bandwidths positive, energy overrides finite and >= 0 (errors at the attribute).
     With the component's ``cls``: an attribute that no energy plug-in of the class reads (when they
     all declare theirs) and storeloop does not read is refused, with a did-you-mean."""
-    from storeloop.spec.yamlio import error_at
-    from storeloop.units import ExpressionError, number
+    from storeloop.formats.yamlio import error_at
+    from storeloop.formats.quantities import ExpressionError, number
 
     import difflib
 
@@ -116,7 +74,7 @@ def check_attributes(doc, loc: tuple, attrs: dict, cls: str | None = None) -> No
         elif key in _PORTS:
             want, ok = "a whole number >= 0", lambda v: float(v).is_integer() and v >= 0
         elif key in _RATES:
-            from storeloop.units import WPC_RANGE
+            from storeloop.formats.quantities import WPC_RANGE
 
             want, ok = f"a number of words/cycle in {WPC_RANGE[0]:g} .. {WPC_RANGE[1]:g}", \
                 lambda v: WPC_RANGE[0] <= v <= WPC_RANGE[1]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from storeloop.errors import SpecError
-from storeloop.spec import native, timeloop
-from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
-from storeloop.spec.yamlio import error_at, load
+from storeloop.formats import native, timeloop
+from storeloop.ir import Arch, EnergyTable, Mapping, Workload
+from storeloop.formats.yamlio import error_at, load
 
 
 def load_arch(path: str | Path) -> Arch:
@@ -28,15 +28,15 @@ def _workload(doc) -> Workload:
 
 
 def load_query(path: str | Path):
-    """A query file (``query:``, :mod:`storeloop.spec.query`)."""
-    from storeloop.spec.query import query_from_native
+    """A query file (``query:``, :mod:`storeloop.formats.query`)."""
+    from storeloop.formats.query import query_from_native
 
     return query_from_native(load(path))
 
 
 def load_workload_or_query(path: str | Path):
     """A workload file as a Workload, or a query file (``query:``) as a Query; the file read once."""
-    from storeloop.spec.query import query_from_native
+    from storeloop.formats.query import query_from_native
 
     doc = load(path)
     return query_from_native(doc) if "query" in doc else _workload(doc)
@@ -60,7 +60,7 @@ def load_mapping(path: str | Path, arch: Arch, workload: Workload) -> Mapping:
 
 def mapping_level_line(path: str | Path, level: str) -> int | None:
     """The line of a mapping file (storeloop's or Timeloop's) where ``level``'s entry starts."""
-    from storeloop.spec.yamlio import locate
+    from storeloop.formats.yamlio import locate
 
     doc = load(path)
     m = doc.get("mapping")
@@ -83,7 +83,7 @@ def load_energy_file(path: str | Path, kind: str, named_at: tuple | None = None)
         if named_at is not None:
             raise error_at(*named_at, f"{path}: {why}", allowed=allowed)
         raise SpecError(why, file=str(path), line=1, allowed=allowed)
-    timeloop._check_table(doc, kind)
+    timeloop.check_table(doc, kind)
     return doc
 
 

@@ -12,14 +12,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
 
 from storeloop.errors import MappingError, SpecError
-from storeloop.spec.check import check_mapping
-from storeloop.spec.einsum import EinsumError, parse_einsum
-from storeloop.spec.types import (Arch, ComputeLevel, Placement, LevelMapping, Loop, Mapping, StorageLevel, Tensor,
+from storeloop.ir.check import check_mapping
+from storeloop.formats.einsum import EinsumError, parse_einsum
+from storeloop.ir import (Arch, ComputeLevel, Placement, LevelMapping, Loop, Mapping, StorageLevel, Tensor,
                                   Workload)
-from storeloop.spec.validate import validate
-from storeloop.spec.yamlio import LDict, error_at, field_path, locate
-from storeloop.spec.check import check_attributes, cluster_size, ops_problem
-from storeloop.units import (ExpressionError, _words_per_cycle, bits_of, bytes_of, hertz_of, integer,
+from storeloop.formats.validate import validate
+from storeloop.formats.yamlio import LDict, error_at, field_path, locate
+from storeloop.formats.attributes import check_attributes, cluster_size
+from storeloop.ir.check import ops_problem
+from storeloop.formats.quantities import (ExpressionError, _words_per_cycle, bits_of, bytes_of, hertz_of, integer,
                              technology_nm, words_per_cycle)
 
 # strict: YAML booleans (true, yes, on) are not numbers (lax parsing would read true as 1)
@@ -271,7 +272,7 @@ def arch_from_native(doc: LDict) -> Arch:
 
 def _ssd_level(doc: LDict, loc: tuple, s: StorageSpec, word_bits: int, clock: float | None):
     """The SSD of a level's ``ssd:`` block and its peak read bandwidth in words/cycle."""
-    from storeloop.spec.ssd import ssd_from_doc
+    from storeloop.formats.ssd import ssd_from_doc
 
     for f in ("read_bandwidth", "write_bandwidth", "shared_bandwidth", "page_size"):
         if getattr(s, f) is not None:

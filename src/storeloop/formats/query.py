@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 
 from pydantic import Field, StrictInt
 
-from storeloop.spec.einsum import EinsumError, parse_einsum
-from storeloop.spec.native import WorkloadSpec, _Spec, top_level, workload_at
-from storeloop.spec.types import Workload
-from storeloop.spec.yamlio import LDict, error_at, locate
+from storeloop.formats.einsum import EinsumError, parse_einsum
+from storeloop.formats.native import WorkloadSpec, _Spec, top_level, workload_at
+from storeloop.ir import Workload
+from storeloop.formats.yamlio import LDict, error_at, locate
 
 
 class BindingSpec(_Spec):

@@ -15,10 +15,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, field_validator
 
 from storeloop.model.ssd import PCIE_LANE_BPS, SSD, SsdEnergy
-from storeloop.spec.native import checked, top_level
-from storeloop.spec.validate import validate
-from storeloop.spec.yamlio import error_at, field_path, load, locate
-from storeloop.units import ExpressionError, bits_of, bytes_of, number, seconds_of, split_unit
+from storeloop.formats.native import checked, top_level
+from storeloop.formats.validate import validate
+from storeloop.formats.yamlio import error_at, field_path, load, locate
+from storeloop.formats.quantities import ExpressionError, bits_of, bytes_of, number, seconds_of, split_unit
 
 Scalar = StrictInt | StrictFloat | StrictStr
 

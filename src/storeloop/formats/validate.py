@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from storeloop.spec.yamlio import error_at
+from storeloop.formats.yamlio import error_at
 
 
 def validate(model: type[BaseModel], value: Any, root: Any, loc: tuple) -> Any:

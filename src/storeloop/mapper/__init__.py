@@ -33,7 +33,7 @@ from storeloop.model.disk import with_ssd_prices, word_rates
 from storeloop.model.evaluate import Result, evaluate, exact_cycles
 from storeloop.model.fast import FastModel
 from storeloop.model.nest import check_layout, storage_order, tile_extents
-from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload, rank_label
+from storeloop.ir import Arch, EnergyTable, Mapping, Workload, rank_label
 
 DEFAULT_GAP = 1e-3           # energy gap at which a cycle-first search may stop (0.1 %)
 LOCAL_BUDGET = 3000          # candidates the local search looks at before the branch and bound

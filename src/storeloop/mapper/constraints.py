@@ -25,11 +25,11 @@ import warnings
 from pathlib import Path
 
 from storeloop.mapper.space import Constraints, LevelConstraint
-from storeloop.spec.types import Arch, SourcedEntry, Workload
-from storeloop.spec.timeloop_schema import MODELLED_CONSTRAINTS, UNMODELLED_FIELDS, ConstraintEntry
-from storeloop.spec.validate import validate
-from storeloop.spec.yamlio import error_at, load, locate
-from storeloop.units import ExpressionError, integer, number
+from storeloop.ir import Arch, SourcedEntry, Workload
+from storeloop.formats.timeloop.schema import MODELLED_CONSTRAINTS, UNMODELLED_FIELDS, ConstraintEntry
+from storeloop.formats.validate import validate
+from storeloop.formats.yamlio import error_at, load, locate
+from storeloop.formats.quantities import ExpressionError, integer, number
 
 BOUND_HELP = "an integer factor, '<=N', '>=N' or 'A..B'"
 

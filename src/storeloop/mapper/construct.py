@@ -37,7 +37,7 @@ from storeloop.mapper.merge import _primes
 from storeloop.mapper.objective import Objective
 from storeloop.mapper.space import MapSpace
 from storeloop.model.fast import FastModel
-from storeloop.spec.types import Mapping
+from storeloop.ir import Mapping
 
 INF = math.inf
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from storeloop.mapper.space import Constraints, LevelConstraint, prime_factors
-from storeloop.spec.types import LevelMapping, Loop, Mapping, Workload
+from storeloop.ir import LevelMapping, Loop, Mapping, Workload
 
 
 def _primes(n: int) -> list[int]:

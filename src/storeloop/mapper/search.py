@@ -39,7 +39,7 @@ from storeloop.mapper.objective import Objective
 from storeloop.mapper.space import MapSpace, divisors
 from storeloop.mapper.tree import Tree
 from storeloop.model.fast import FastModel
-from storeloop.spec.types import Mapping
+from storeloop.ir import Mapping
 
 
 STOPS = ("optimal", "energy-gap", "converged", "budget", "time-limit", "interrupted")

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 
 from storeloop.errors import StoreloopError
-from storeloop.spec.types import Arch, LevelMapping, Loop, Workload
+from storeloop.ir import Arch, LevelMapping, Loop, Workload
 
 
 def _is_prime(n: int) -> bool:

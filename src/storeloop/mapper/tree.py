@@ -30,7 +30,7 @@ from storeloop.mapper.window import touched
 from storeloop.model import costs, disk
 from storeloop.errors import MappingError
 from storeloop.model.evaluate import evaluate
-from storeloop.spec.types import EnergyTable, Mapping, Workload
+from storeloop.ir import EnergyTable, Mapping, Workload
 
 RD, FL, UP = 0, 1, 2
 # a leaf priced by the reference model (a sliding window's exact leaves) counts as this many

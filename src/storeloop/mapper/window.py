@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from storeloop.spec.types import Workload, plain
+from storeloop.ir import Workload, plain
 
 
 def surrogate(workload: Workload) -> Workload:

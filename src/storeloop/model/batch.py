@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from storeloop.model import costs
-from storeloop.spec.types import Arch, EnergyTable, LevelMapping, Loop, Mapping, Workload
+from storeloop.ir import Arch, EnergyTable, LevelMapping, Loop, Mapping, Workload
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 
 from storeloop.model.ssd import Stream, joules_per_byte, performance, short_request_bounds
-from storeloop.spec.types import ActionCosts
+from storeloop.ir import ActionCosts
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from storeloop.errors import MappingError
 from storeloop.model import costs, disk
 from storeloop.model.nest import NestAnalysis, analyze, check_layout, tile_runs
-from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
+from storeloop.ir import Arch, EnergyTable, Mapping, Workload
 
 
 @dataclass(slots=True)

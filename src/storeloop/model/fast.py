@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from storeloop.errors import MappingError
 from storeloop.model import costs
-from storeloop.spec.check import check_mapping
+from storeloop.ir.check import check_mapping
 from storeloop.model.evaluate import evaluate as reference_evaluate
-from storeloop.spec.types import Arch, EnergyTable, Mapping, Workload
+from storeloop.ir import Arch, EnergyTable, Mapping, Workload
 
 
 @dataclass(slots=True)

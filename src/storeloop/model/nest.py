@@ -36,9 +36,9 @@ from fractions import Fraction
 from dataclasses import dataclass
 
 from storeloop.model import costs
-from storeloop.spec.check import check_mapping
+from storeloop.ir.check import check_mapping
 from storeloop.errors import SpecError
-from storeloop.spec.types import Arch, Mapping, Tensor, Workload, rank_label
+from storeloop.ir import Arch, Mapping, Tensor, Workload, rank_label
 
 
 @dataclass(slots=True)

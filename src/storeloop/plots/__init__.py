@@ -130,7 +130,7 @@ _SIZED = __import__("re").compile(r"^(?P<scheme>.+)-(?P<size>\d+(?:KiB|MiB|GiB|T
 
 
 def _scheme_and_bytes(workload: str):
-    from storeloop.units import bytes_of
+    from storeloop.formats.quantities import bytes_of
 
     m = _SIZED.match(workload)
     if not m:

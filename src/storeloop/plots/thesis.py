@@ -44,7 +44,7 @@ def _fig(ncols: int = 1, size=(6.4, 4.2)):
 def _amount(value) -> float:
     """'4 KiB' -> 4096 (bytes), '32 words' -> 32, '2' -> 2, '10 GB/s' -> 10 (the number before
     any other unit)."""
-    from storeloop.units import ExpressionError, bytes_of, split_unit
+    from storeloop.formats.quantities import ExpressionError, bytes_of, split_unit
 
     text = str(value).strip()
     if text.endswith("words"):

@@ -6,7 +6,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from storeloop.units import ExpressionError
+from storeloop.formats.quantities import ExpressionError
 
 
 def read_results(db_path: str | Path, sweep: str | None = None):
@@ -91,7 +91,7 @@ def render_results(df, fmt: str) -> str | bytes:
         shown = df.drop(columns=[c for c in hidden if c in df] + [c for c in df if c.endswith((".value", ".unit"))])
         import pandas as pd
 
-        from storeloop.units import magnitude
+        from storeloop.formats.quantities import magnitude
 
         def key(c):                            # a quantity by its size, a number as one, else text
             if f"{c}.value" in df:
@@ -170,7 +170,7 @@ def _check_rows(df, db_path) -> None:
 
 
 def _quantity(value) -> tuple[float | None, str | None]:
-    from storeloop.units import split_unit
+    from storeloop.formats.quantities import split_unit
 
     try:
         amount, unit = split_unit(value)

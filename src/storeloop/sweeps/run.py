@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 from storeloop.errors import StoreloopError
-from storeloop.spec.yamlio import LDict
+from storeloop.formats.yamlio import LDict
 from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT
 from storeloop.sweeps.spec import Sweep, _point_doc, load_sweep, point_arch, points, satisfies
 from tqdm import tqdm
@@ -158,9 +158,9 @@ def _run_point(sweep: Sweep, params: dict, workload: str, seeds, row: dict) -> N
 
     from storeloop.energy import price
     from storeloop.mapper import map_workload
-    from storeloop.spec.load import load_energy_table, load_workload
-    from storeloop.spec.native import mapping_from_native, mapping_to_native
-    from storeloop.spec.yamlio import loads
+    from storeloop.formats.load import load_energy_table, load_workload
+    from storeloop.formats.native import mapping_from_native, mapping_to_native
+    from storeloop.formats.yamlio import loads
 
     arch = point_arch(sweep, params)
     w = load_workload(workload)

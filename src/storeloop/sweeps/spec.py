@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from storeloop.errors import SpecError
 from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT, MapperOptions
-from storeloop.spec.validate import validate
-from storeloop.spec.yamlio import LDict, error_at, load
-from storeloop.units import ExpressionError
+from storeloop.formats.validate import validate
+from storeloop.formats.yamlio import LDict, error_at, load
+from storeloop.formats.quantities import ExpressionError
 
 
 ATTRS = ("instances", "capacity_words", "capacity_bytes", "word_bits", "block_size")
@@ -81,7 +81,7 @@ class WeightedWorkload(_Spec):
         if isinstance(v, str):
             return {"file": v}
         if not isinstance(v, dict):
-            from storeloop.spec.validate import shape
+            from storeloop.formats.validate import shape
 
             raise ValueError(f"a workload is a file name or {{file: <name>, weight: <number>}}, not {shape(v)}")
         return v
@@ -161,7 +161,7 @@ def load_sweep(path: str | Path) -> Sweep:
         if f in workloads:
             raise error_at(doc, loc, f"{w.file!r} is listed twice", allowed="each workload file once")
         workloads.append(f)
-    from storeloop.spec.load import load_workload
+    from storeloop.formats.load import load_workload
 
     for w in workloads:
         load_workload(w)                      # an arch file where a workload goes is refused now
@@ -169,8 +169,8 @@ def load_sweep(path: str | Path) -> Sweep:
     def check(paths: list[str], values: list, loc: tuple) -> None:
         """Each value in the field it sets, through the arch schema (cross-level rules, such as
         instances that must divide, are the point's: it is stored with its error)."""
-        from storeloop.spec.check import unread_attribute
-        from storeloop.spec.native import ArchSpec
+        from storeloop.formats.attributes import unread_attribute
+        from storeloop.formats.native import ArchSpec
 
         for p in paths:
             owner, fld = arch_field(arch_doc, p, doc, loc)
@@ -211,7 +211,7 @@ def load_sweep(path: str | Path) -> Sweep:
                                            f"and attr in {', '.join(ATTRS)}")
     energy = EnergyFiles(**{k: str(rel(v, ("sweep", "energy", k)))
                             for k, v in spec.energy.model_dump(exclude_none=True).items()})
-    from storeloop.spec.load import load_energy_file
+    from storeloop.formats.load import load_energy_file
 
     for kind in ("ert", "art"):                  # an arch (or anything but an ERT/ART) is refused now
         if getattr(energy, kind) is not None:
@@ -334,7 +334,7 @@ def _point_doc(sweep: Sweep, params: dict) -> LDict | None:
 
 def point_arch(sweep: Sweep, params: dict):
     """The loaded Arch of one point (errors name the spec's arch file and the point)."""
-    from storeloop.spec.native import arch_from_native
+    from storeloop.formats.native import arch_from_native
 
     return arch_from_native(_point_doc(sweep, params))
 
@@ -343,8 +343,8 @@ def satisfies(sweep: Sweep, params: dict, doc: LDict | None = None) -> bool:
     """The constraints, read from the point's arch fields (before the arch is validated, so
     they can exclude points that would not even be valid architectures). ``doc``: the point's
     arch document when the caller has it already."""
-    from storeloop.spec.native import capacity_words
-    from storeloop.units import bits_of
+    from storeloop.formats.native import capacity_words
+    from storeloop.formats.quantities import bits_of
 
     if not sweep.constraints:
         return True

@@ -23,11 +23,11 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, Stric
 
 from storeloop.errors import SpecError
 from storeloop.mapper.options import DEFAULT_BUDGET
-from storeloop.spec.validate import shape as _shape
-from storeloop.spec.validate import validate
-from storeloop.spec.yamlio import LDict, error_at, field_path, load, loads, locate
-from storeloop.units import (ExpressionError, bytes_of, evaluate, hertz_of, number, seconds_of, split_unit)
-from storeloop.units import rate_of as _any_rate
+from storeloop.formats.validate import shape as _shape
+from storeloop.formats.validate import validate
+from storeloop.formats.yamlio import LDict, error_at, field_path, load, loads, locate
+from storeloop.formats.quantities import (ExpressionError, bytes_of, evaluate, hertz_of, number, seconds_of, split_unit)
+from storeloop.formats.quantities import rate_of as _any_rate
 
 Scalar = StrictInt | StrictFloat | StrictStr       # a YAML boolean is not a quantity
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -481,8 +481,8 @@ def with_ssd(device: Device, ssd) -> Device:
 def _ssd_geometry(value: dict | str, ctx: _Ctx, loc: tuple, base: Path):
     """The SSD model of a device's ``geometry``: an ssd: block, or a file holding one (an SSD file,
     or an arch whose outermost level has one)."""
-    from storeloop.spec.load import load_arch
-    from storeloop.spec.ssd import load_ssd, ssd_from_doc
+    from storeloop.formats.load import load_arch
+    from storeloop.formats.ssd import load_ssd, ssd_from_doc
     if isinstance(value, dict):
         return ssd_from_doc(ctx.root, value, loc)
     path = base / value
@@ -720,8 +720,8 @@ def _einsum(spec: EinsumStageSpec, ctx: _Ctx, loc: tuple, base: Path, devices: d
     device) and workload (with bounds) as storeloop's typed objects."""
     import copy
 
-    from storeloop.spec.load import load_arch, load_workload
-    from storeloop.spec.native import arch_from_native, workload_from_native
+    from storeloop.formats.load import load_arch, load_workload
+    from storeloop.formats.native import arch_from_native, workload_from_native
 
     def path_of(field_name: str) -> Path:
         p = (base / getattr(spec, field_name)).resolve()
@@ -795,7 +795,7 @@ def _einsum(spec: EinsumStageSpec, ctx: _Ctx, loc: tuple, base: Path, devices: d
 
 def _published(text: Any, ctx: _Ctx, loc: tuple) -> tuple[float, str | None, float]:
     """'17.5 Gb/s' -> (2.1875e9 B/s, 'Gb/s', 1.25e8); '88%' -> (0.88, '%', 0.01); '1.9x' -> (1.9, 'x', 1)."""
-    from storeloop.units import FREQ_UNITS, SIZE_UNITS, TIME_UNITS
+    from storeloop.formats.quantities import FREQ_UNITS, SIZE_UNITS, TIME_UNITS
 
     s = str(text).strip()
     factor, unit = 1.0, None

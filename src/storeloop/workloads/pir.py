@@ -13,15 +13,15 @@ from __future__ import annotations
 import math
 
 from storeloop.errors import SpecError
-from storeloop.spec.einsum import parse_einsum
-from storeloop.spec.types import Tensor, Workload
+from storeloop.formats.einsum import parse_einsum
+from storeloop.ir import Tensor, Workload
 
 PIR_EINSUM = "C[m,n,p,q,c,d] = A[m,j,p,k,c,d] * B[j,n,k,q,c,d]"
 WORD_BYTES = 8
 
 
 def einsum_workload(name: str, einsum: str, bounds: dict[str, int], bits: int = 64) -> Workload:
-    from storeloop.spec.check import ops_problem
+    from storeloop.ir.check import ops_problem
 
     dims, tensors = parse_einsum(einsum)
     problem = ops_problem([bounds[d] for d in dims])
@@ -101,7 +101,7 @@ def onionpir(db_bytes: int, *, first_dim: int = 256, later_dim: int = 4, ell: in
 
 def onionpir_query(db_bytes: int, *, first_dim: int = 256, later_dim: int = 4, ell: int = 5, moduli: int = 2,
                    degree: int = 4096, batch: int = 1) -> dict:
-    """One OnionPIR query as a query document (:mod:`storeloop.spec.query`): the passes of
+    """One OnionPIR query as a query document (:mod:`storeloop.formats.query`): the passes of
     :func:`onionpir`, each reading the ciphertexts the one before wrote, decomposed into ``ell``
     digits per polynomial (2 polynomials become 2*ell: ``decomposed: ell``). The database sits at
     the arch's first level; each pass's query entry is delivered where the pass runs."""

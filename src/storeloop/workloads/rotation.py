@@ -20,7 +20,7 @@ takes, and whether they fit the FPGA, is the system layer's question: ``systems/
 from __future__ import annotations
 
 from storeloop.errors import SpecError
-from storeloop.spec.types import Workload
+from storeloop.ir import Workload
 from storeloop.workloads.pir import einsum_workload
 
 ROTATION_EINSUM = "Y[t,g,i] = R[g,i,j] * X[t,g,j]"

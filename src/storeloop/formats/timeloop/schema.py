@@ -6,7 +6,7 @@ version of Timeloop or Accelergy knows is refused with a did-you-mean (``permuta
 numbers are numbers. Keys that Timeloop knows but storeloop does not model (``no_multicast``
 constraints, a ``max_overbooked_proportion``, ...) are accepted; the reader names them in a note.
 Component ``attributes`` stay free-form: Accelergy's compound classes carry any attribute, and
-:func:`storeloop.spec.check.check_attributes` checks the ones storeloop reads.
+:func:`storeloop.formats.attributes.check_attributes` checks the ones storeloop reads.
 """
 
 from __future__ import annotations

@@ -1,77 +1,10 @@
-"""The typed objects every other part of storeloop works on.
-
-Loaders (storeloop YAML, Timeloop v0.3 YAML, the workload generators) build these; the model,
-the mapper and the sweeps only ever read them. They are immutable.
-"""
+"""An architecture: storage levels from the top (Disk, DRAM) down, then the compute level."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Literal, Mapping as MappingT
 
-# A rank (one coordinate of a tensor) is an affine sum of problem dimensions:
-# ((dim_index, coefficient), ...). A plain einsum index is ((d, 1),).
-Rank = tuple[tuple[int, int], ...]
-
-
-def plain(rank: Rank) -> bool:
-    """A rank that is one dimension with coefficient 1 (not a window ``p+r``, not ``2*p``)."""
-    return len(rank) == 1 and rank[0][1] == 1
-
-
-@dataclass(frozen=True)
-class Tensor:
-    name: str
-    ranks: tuple[Rank, ...]
-    read_write: bool = False
-    bits: int = 64
-
-    def dims(self) -> frozenset[int]:
-        """Problem dimensions that index this tensor (its relevant dimensions)."""
-        return frozenset(d for rank in self.ranks for d, _ in rank)
-
-
-def rank_label(rank: Rank, dims: tuple[str, ...]) -> str:
-    """A rank as a layout names it: its index expression in lower case ('d', 'p+r', '2*p+r')."""
-    return "+".join(("" if c == 1 else f"{c}*") + dims[d].lower() for d, c in rank)
-
-
-@dataclass(frozen=True)
-class Workload:
-    name: str
-    dims: tuple[str, ...]
-    bounds: tuple[int, ...]
-    tensors: tuple[Tensor, ...]
-    einsum: str | None = None
-
-    def dim_index(self, name: str) -> int:
-        return self.dims.index(name)
-
-    @property
-    def macs(self) -> int:
-        return math.prod(self.bounds)
-
-    @property
-    def windowed(self) -> bool:
-        """Some tensor has a rank that is not a plain dimension (a sliding window, a stride)."""
-        return not all(plain(r) for t in self.tensors for r in t.ranks)
-
-    def tensor(self, name: str) -> Tensor:
-        for t in self.tensors:
-            if t.name == name:
-                return t
-        raise KeyError(name)
-
-    def tensor_elements(self, t: Tensor) -> int:
-        return math.prod(sum(c * (self.bounds[d] - 1) for d, c in rank) + 1 for rank in t.ranks)
-
-    def bounds_dict(self) -> dict[str, int]:
-        return dict(zip(self.dims, self.bounds))
-
-
-# component classes placed outside the accelerator proper by default (a level's ``placement``
-# overrides it): the on-chip area is reported without them
 OFF_CHIP = frozenset({"dram", "disk", "ssd", "nvme", "nic", "network"})
 Placement = Literal["on_chip", "off_chip"]
 
@@ -186,56 +119,3 @@ class Arch:
         total = child.instances // parent.instances
         fx = max(1, child.mesh_x_or_default // parent.mesh_x_or_default)
         return total, fx, max(1, total // fx)
-
-
-@dataclass(frozen=True)
-class Loop:
-    dim: int
-    factor: int
-    spatial: bool = False
-    axis: str = "X"     # for spatial loops: "X" or "Y"
-
-
-@dataclass(frozen=True)
-class LevelMapping:
-    """The loops one storage level runs: temporal (outer->inner), then its spatial fanout.
-
-    Spatial loops are listed outer->inner within each axis; as in Timeloop, the X loops sit inside
-    the Y loops (see :meth:`spatial_nest`)."""
-
-    temporal: tuple[Loop, ...] = ()
-    spatial: tuple[Loop, ...] = ()
-    keep: frozenset[str] | None = None   # None: every tensor is kept
-
-    def spatial_nest(self) -> tuple[Loop, ...]:
-        """The spatial loops in nest order, outer->inner: Y loops, then X loops."""
-        return tuple(lp for lp in self.spatial if lp.axis == "Y") + \
-            tuple(lp for lp in self.spatial if lp.axis == "X")
-
-    def keeps(self, tensor: str) -> bool:
-        return self.keep is None or tensor in self.keep
-
-
-@dataclass(frozen=True)
-class Mapping:
-    levels: tuple[LevelMapping, ...]     # aligned with Arch.levels (outermost first)
-    name: str | None = None
-
-
-@dataclass(frozen=True)
-class ActionCosts:
-    """Per-action energy (pJ) and per-instance area (um^2) of one component, with its source."""
-
-    read_pJ: float = 0.0
-    write_pJ: float = 0.0
-    area_um2: float = 0.0
-    source: str = "unpriced"
-
-
-@dataclass(frozen=True)
-class EnergyTable:
-    """Per-action costs for the storage levels (by name) and the compute unit."""
-
-    storage: MappingT[str, ActionCosts]
-    compute: ActionCosts
-    source: str = ""

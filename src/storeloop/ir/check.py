@@ -1,0 +1,50 @@
+"""What every mapping and workload must satisfy, whatever file it came from: factors that
+multiply to the bounds, spatial factors within the fanouts, counts the model can hold."""
+
+from __future__ import annotations
+
+import math
+
+from storeloop.errors import MappingError
+from storeloop.ir.arch import Arch
+from storeloop.ir.mapping import Mapping
+from storeloop.ir.workload import Workload
+
+
+def check_mapping(arch: Arch, workload: Workload, mapping: Mapping) -> None:
+    """Structural checks: factor products equal the bounds, spatial factors fit the fanout."""
+    if len(mapping.levels) != len(arch.levels):
+        raise MappingError(f"mapping has {len(mapping.levels)} levels, the architecture {len(arch.levels)}")
+    products = [1] * len(workload.dims)
+    for lm in mapping.levels:
+        for lp in lm.temporal + lm.spatial:
+            products[lp.dim] *= lp.factor
+    for d, (p, b) in enumerate(zip(products, workload.bounds)):
+        if p != b:
+            raise MappingError(f"factors of {workload.dims[d]} multiply to {p}, the bound is {b}",
+                               kind="factors")
+    for li, lm in enumerate(mapping.levels):
+        total, fx, fy = arch.fanout(li)
+        child = arch.below(li).name
+        x = math.prod(lp.factor for lp in lm.spatial if lp.axis == "X")
+        y = math.prod(lp.factor for lp in lm.spatial if lp.axis == "Y")
+        if x * y > total:
+            raise MappingError(f"spatial factors {x * y} at {arch.levels[li].name} exceed the fanout "
+                               f"{total} to {child}", level=arch.levels[li].name, kind="fanout")
+        if x > fx:
+            raise MappingError(f"spatial X expansion {x} at {arch.levels[li].name} exceeds the mesh X "
+                               f"fanout {fx} to {child}", level=arch.levels[li].name, kind="fanout")
+        if y > fy:
+            raise MappingError(f"spatial Y expansion {y} at {arch.levels[li].name} exceeds the mesh Y "
+                               f"fanout {fy} to {child}", level=arch.levels[li].name, kind="fanout")
+
+
+#: the most operations (the product of a workload's bounds) the model counts: it counts in 64-bit integers
+MAX_OPS = 2**62
+
+
+def ops_problem(bounds) -> str | None:
+    """Why a workload's bounds are too large for the model's 64-bit counts, or None."""
+    if math.prod(bounds) >= MAX_OPS:
+        return f"the bounds multiply to {math.prod(bounds):.3g} operations, more than the model counts (2**62)"
+    return None
