@@ -9,7 +9,7 @@ import pytest
 
 from conftest import ROOT
 from storeloop.mapper import MapTimeout, map_workload, search
-from storeloop.mapper.constraints import load_constraints
+from storeloop.formats.constraints import load_constraints
 from storeloop.formats.load import load_arch, load_mapping, load_workload
 from storeloop.ir import ActionCosts, EnergyTable, LevelMapping, Loop, Mapping
 from storeloop.model.fast import FastModel

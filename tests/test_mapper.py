@@ -16,8 +16,9 @@ from storeloop.crosscheck import compare
 from storeloop.formats.timeloop import parse_stats
 from storeloop.errors import MappingError, StoreloopError
 from storeloop.mapper import map_workload
-from storeloop.mapper.constraints import load_constraints
-from storeloop.mapper.space import Constraints, LevelConstraint, divisors
+from storeloop.formats.constraints import load_constraints
+from storeloop.ir.constraints import Constraints, LevelConstraint
+from storeloop.mapper.space import divisors
 from storeloop.model.evaluate import evaluate
 from storeloop.model.fast import FastModel
 from storeloop.formats.native import workload_from_native
@@ -359,7 +360,7 @@ def test_timeloop_constraint_factor_0_is_the_whole_dimension(tmp_path):
 
     import storeloop as sl
     from conftest import ROOT
-    from storeloop.mapper.constraints import load_constraints
+    from storeloop.formats.constraints import load_constraints
 
     arch = sl.load_arch(ROOT / "arch" / "onionchopper.yaml")
     work = sl.load_workload(ROOT / "workloads" / "onionpir-64GiB.yaml")

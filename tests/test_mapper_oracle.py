@@ -54,7 +54,7 @@ def case(seed: int):
     """A random small problem: 2 or 3 storage levels (DRAM -> SRAM [-> RF]) over MACs, a 1D fanout
     of 1-4 lanes or a 2 x 2 mesh, random bandwidths and energies, a random objective, and
     sometimes a keep constraint."""
-    from storeloop.mapper.space import Constraints, LevelConstraint
+    from storeloop.ir.constraints import Constraints, LevelConstraint
 
     rng = random.Random(seed)
     text, dims = rng.choice(EINSUMS)
@@ -88,7 +88,7 @@ def timeloop_case(rng: random.Random, arch: Arch, work):
     """Random Timeloop v0.3 constraints, read by storeloop's Timeloop reader: a temporal permutation
     at one level (innermost first; after '_' the outermost), and at the fanout a spatial factor of
     one dimension with a permutation and a split."""
-    from storeloop.mapper.constraints import timeloop_constraints
+    from storeloop.formats.constraints import timeloop_constraints
     from storeloop.formats.timeloop.schema import ConstraintEntry
     from storeloop.ir import SourcedEntry
     from storeloop.formats.validate import validate
@@ -290,7 +290,8 @@ def test_the_energy_lower_bound_holds_when_the_instances_split_the_work():
     to the tensors a split of the instances does not index; on random problems with the fanout
     above the innermost level, it never exceeds the least energy of any mapping (brute force)."""
     from storeloop.mapper.merge import merge
-    from storeloop.mapper.space import Constraints, MapSpace
+    from storeloop.ir.constraints import Constraints
+    from storeloop.mapper.space import MapSpace
     from storeloop.mapper.tree import Tree
 
     joint = 0
@@ -309,7 +310,7 @@ def test_the_energy_lower_bound_holds_when_the_instances_split_the_work():
 def home_case(seed: int):
     """A random small problem with one tensor homed below the outermost level (a query's
     intermediate kept in DRAM under an SSD): bypassed at every level above its home, kept there."""
-    from storeloop.mapper.space import Constraints, LevelConstraint
+    from storeloop.ir.constraints import Constraints, LevelConstraint
 
     rng = random.Random(50_000 + seed)
     text, dims = rng.choice(EINSUMS)

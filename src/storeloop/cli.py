@@ -60,7 +60,7 @@ def render_table(r: Result, arch: Arch, mapping: str | None = None) -> str:
 def evaluate_args(args: argparse.Namespace):
     """(arch, workload, mapping, energy, result) of the command's files, or None (reason printed)
     when the mapping cannot run."""
-    from storeloop.mapper.constraints import arch_constraints
+    from storeloop.formats.constraints import arch_constraints
 
     arch = load_arch(args.arch)
     workload = load_workload(args.workload)
@@ -162,7 +162,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
 
 def cmd_map(args: argparse.Namespace) -> int:
     from storeloop.mapper import map_workload
-    from storeloop.mapper.constraints import load_constraints
+    from storeloop.formats.constraints import load_constraints
     from storeloop.mapper.options import options
     from storeloop.formats.native import format_loops, mapping_to_native
 
@@ -241,7 +241,7 @@ def cmd_crossover(args: argparse.Namespace) -> int:
     from storeloop.mapper import map_workload
     from storeloop.formats.native import arch_from_native
     from storeloop.formats.yamlio import load
-    from storeloop.sweeps.spec import arch_field
+    from storeloop.formats.overrides import arch_field, set_arch_field
     from storeloop.formats.quantities import split_unit
 
     def quantity(text: str, flag: str) -> tuple[float, str | None]:
@@ -274,8 +274,7 @@ def cmd_crossover(args: argparse.Namespace) -> int:
         if v not in probes:
             d = copy.deepcopy(doc)
             for path in args.path.split("+"):          # a + b: both fields take the value, as in a sweep
-                target, fld = arch_field(d, path)
-                target[fld] = f"{v:.6g} {unit}" if unit else int(v) if whole else float(f"{v:.6g}")
+                set_arch_field(d, path, f"{v:.6g} {unit}" if unit else int(v) if whole else float(f"{v:.6g}"))
             arch = arch_from_native(d)
             r = map_workload(arch, workload, energy_for(args, arch)).result
             probes[v] = (r.bound_by, r.cycles, r.energy_J)
@@ -667,7 +666,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 def cmd_system(args: argparse.Namespace) -> int:
     from storeloop.system import evaluate_system, load_system
     from storeloop.system.report import claims_table, summary
-    from storeloop.system.schema import parse_set
+    from storeloop.formats.overrides import parse_set
 
     overrides = [parse_set(text) for text in args.set or []]
     if args.scenario:

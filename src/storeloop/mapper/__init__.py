@@ -19,13 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from storeloop.errors import SpecError, StoreloopError
-from storeloop.mapper.constraints import arch_constraints
+from storeloop.formats.constraints import arch_constraints
 from storeloop.mapper.construct import Searcher, state_of
 from storeloop.mapper.merge import merge, split_mapping
 from storeloop.mapper.objective import Objective, arch_area_um2
 from storeloop.mapper.options import options
 from storeloop.mapper.search import Found, Goal, branch_and_bound, random_search
-from storeloop.mapper.space import Constraints, MapSpace
+from storeloop.ir.constraints import Constraints
+from storeloop.mapper.space import MapSpace
 from storeloop.mapper.tree import Tree, pareto
 from storeloop.mapper.window import surrogate
 from storeloop.model.costs import layout_of, layout_runs

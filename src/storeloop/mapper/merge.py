@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from storeloop.mapper.space import Constraints, LevelConstraint, prime_factors
+from storeloop.ir.constraints import Constraints, LevelConstraint
+
+from storeloop.mapper.space import prime_factors
 from storeloop.ir import LevelMapping, Loop, Mapping, Workload
 
 

@@ -40,7 +40,7 @@ import numpy as np
 from storeloop.errors import SpecError
 from storeloop.mapper import MapResult, lower_bounds, map_workload
 from storeloop.mapper.objective import Objective, arch_area_um2
-from storeloop.mapper.space import Constraints, LevelConstraint
+from storeloop.ir.constraints import Constraints, LevelConstraint
 from storeloop.model import disk
 from storeloop.formats.query import Query
 from storeloop.ir import Arch, EnergyTable

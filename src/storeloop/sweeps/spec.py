@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from storeloop.errors import SpecError
 from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT, MapperOptions
+from storeloop.formats.overrides import arch_field, set_arch_field
 from storeloop.formats.validate import validate
 from storeloop.formats.yamlio import LDict, error_at, load
 from storeloop.formats.quantities import ExpressionError
@@ -185,8 +186,7 @@ def load_sweep(path: str | Path) -> Sweep:
         for value in values:
             trial = copy.deepcopy(arch_doc)
             for p in paths:
-                target, fld = arch_field(trial, p)
-                target[fld] = value
+                set_arch_field(trial, p, value)
             try:
                 validate(ArchSpec, trial["arch"], trial, ("arch",))
             except SpecError as exc:
@@ -274,45 +274,6 @@ def _is_number(s: str) -> bool:
     return re.fullmatch(r"-?\d+(\.\d+)?", s) is not None
 
 
-def arch_field(arch_doc: LDict, path: str, doc=None, loc=()) -> tuple[dict, str]:
-    """The mapping and key a parameter path sets: levels.<name>.<field>, compute.<field>, <field>,
-    an attribute the plug-ins read: levels.<name>.attributes.<key>, compute.attributes.<key>, or
-    a field of a level's SSD: levels.<name>.ssd.<field> (levels.<name>.ssd.host.lanes), or a
-    tensor's layout on a level: levels.<name>.layout.<tensor> (a list of its ranks)."""
-    parts = path.split(".")
-    a = arch_doc["arch"]
-    # a key of a level's (or the compute's) attributes, or a tensor's rank order in a level's layout
-    keyed = len(parts) >= 3 and parts[-1] != "" and (parts[-2] == "attributes" or
-                                                     (parts[-2] == "layout" and len(parts) == 4))
-    if keyed and parts[0] in ("levels", "compute"):
-        owner, block = arch_field(arch_doc, ".".join(parts[:-1]), doc, loc)
-        if not isinstance(owner.get(block), dict):
-            owner[block] = LDict()
-        return owner[block], parts[-1]
-    if parts[0] == "levels" and len(parts) >= 4 and parts[2] == "ssd":      # a field of a level's SSD
-        owner, _ = arch_field(arch_doc, ".".join(parts[:3]), doc, loc)
-        for key in parts[2:-1]:
-            if not isinstance(owner.get(key), dict):
-                raise error_at(doc, loc, f"parameter path {path!r}: level {parts[1]!r} has no {key}: block",
-                               allowed=f"levels.{parts[1]}.<field>, or an ssd: field of a level that has one")
-            owner = owner[key]
-        return owner, parts[-1]
-    if parts[0] == "levels" and len(parts) == 3:
-        for lvl in a.get("levels") or []:
-            if lvl.get("name") == parts[1]:
-                return lvl, parts[2]
-        raise error_at(doc, loc, f"no level named {parts[1]!r} in the arch",
-                       allowed=", ".join(str(lvl.get("name")) for lvl in a.get("levels") or []))
-    if parts[0] == "compute" and len(parts) == 2:
-        return a["compute"], parts[1]
-    if len(parts) == 1:
-        return a, parts[0]
-    raise error_at(doc, loc, f"cannot read parameter path {path!r}",
-                   allowed="levels.<level>.<field>, compute.<field>, <arch field>, levels.<level>.attributes.<key>, "
-                           "levels.<level>.ssd.<field> or levels.<level>.layout.<tensor>; "
-                           "join several with '+'")
-
-
 def points(sweep: Sweep) -> Iterator[tuple[dict, Path]]:
     """Every (parameter values, workload) of the grid, generated lazily."""
     names = ["+".join(p) for p, _ in sweep.parameters]
@@ -327,8 +288,7 @@ def _point_doc(sweep: Sweep, params: dict) -> LDict | None:
     doc = copy.deepcopy(sweep.arch_doc)
     for key, value in params.items():
         for p in key.split("+"):
-            target, fld = arch_field(doc, p)
-            target[fld] = value
+            set_arch_field(doc, p, value)
     return doc
 
 

@@ -30,7 +30,8 @@ from collections import defaultdict
 from typing import Any
 
 from storeloop.errors import SpecError, StoreloopError
-from storeloop.system.schema import RESOURCES, Claim, Stage, System, load_system
+from storeloop.formats.system import load_system
+from storeloop.ir.system import RESOURCES, Claim, Stage, System
 
 
 class SystemResult(dict):

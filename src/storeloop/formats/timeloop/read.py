@@ -72,7 +72,7 @@ def _v04_as_tree(doc: LDict) -> LDict:
     ``name[0..n-1]``), ``!Parallel`` children are sibling levels in their order, and ``!Nothing``
     is skipped. v0.4 attribute names (``depth``, ``width``, ``datawidth``, bandwidths) are the
     ones the v0.3 importer reads. The result carries, beside the tree, each node's
-    ``constraints`` (for :func:`storeloop.mapper.constraints.arch_constraints`) and the
+    ``constraints`` (for :func:`storeloop.formats.constraints.arch_constraints`) and the
     ``inter_<container>_spatial`` fanouts with their axes (for mappings and constraints).
     """
     root = doc["architecture"]

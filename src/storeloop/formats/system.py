@@ -2,10 +2,9 @@
 
 One typed schema: every device kind and stage kind is a pydantic model with constrained fields;
 unknown keys are refused with a did-you-mean, duplicate keys by the YAML reader, a mapping where a
-list goes (and the reverse) by the schema. The loader turns the validated specs into the frozen
-objects at the bottom of this file; the analysis (:mod:`storeloop.system.analysis`) reads only
-those. Every device reduces to *resources*: rate resources (bytes/s, cores, IO/s) that every
-unit of work draws on, and static ones (bytes, LUTs, DSPs, pipeline stages) that placement uses up.
+list goes (and the reverse) by the schema (:mod:`storeloop.formats.system_schema`). The loader turns
+the validated specs into the frozen objects of :mod:`storeloop.ir.system`; the analysis
+(:mod:`storeloop.system.analysis`) reads only those.
 """
 
 from __future__ import annotations
@@ -15,393 +14,26 @@ import dataclasses
 import difflib
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import BaseModel
 
 from storeloop.errors import SpecError
-from storeloop.mapper.options import DEFAULT_BUDGET
-from storeloop.formats.validate import shape as _shape
-from storeloop.formats.validate import validate
-from storeloop.formats.yamlio import LDict, error_at, field_path, load, loads, locate
+from storeloop.formats.overrides import set_arch_field, set_system_field
 from storeloop.formats.quantities import (ExpressionError, bytes_of, evaluate, hertz_of, number, seconds_of, split_unit)
 from storeloop.formats.quantities import rate_of as _any_rate
+from storeloop.formats.system_schema import (DEVICE_SPECS, STAGE_SPECS, CpuSpec, DemandSpec, EinsumStageSpec, FpgaSpec,
+                                             IndexStageSpec, LinkSpec, MemorySpec, RatioSpec, RegisterStoreStageSpec,
+                                             SsdSpec, StreamStageSpec, SwitchSpec, SystemSpec, TableStageSpec, _Device,
+                                             _Stage)
+from storeloop.formats.validate import shape as _shape
+from storeloop.formats.validate import validate
+from storeloop.formats.yamlio import LDict, error_at, field_path, load, locate
+from storeloop.ir.system import BYTES_PER_S, CORES, RESOURCES, Claim, Device, Flow, Stage, System, Where
+from storeloop.model.ssd import PCIE_LANE_BPS as PCIE_LANE
 
-Scalar = StrictInt | StrictFloat | StrictStr       # a YAML boolean is not a quantity
-NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
-# resource dimensions: what one unit of the resource is
-BYTES_PER_S, CORES, IOPS, BYTES, COUNT = "B/s", "cores", "IO/s", "B", "count"
-
-#: per device kind: its rate resources and static resources, with their dimension
-RESOURCES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
-    "cpu": ({"cores": CORES}, {}),
-    "memory": ({"bandwidth": BYTES_PER_S}, {"capacity": BYTES}),
-    "link": ({"in": BYTES_PER_S, "out": BYTES_PER_S, "bandwidth": BYTES_PER_S}, {}),
-    "ssd": ({"read": BYTES_PER_S, "write": BYTES_PER_S, "read_iops": IOPS, "write_iops": IOPS}, {"capacity": BYTES}),
-    "fpga": ({}, {"luts": COUNT, "ffs": COUNT, "clbs": COUNT, "dsps": COUNT, "brams": COUNT, "urams": COUNT}),
-    "switch": ({"bandwidth": BYTES_PER_S}, {"stages": COUNT, "register_memory": BYTES}),
-}
-
-# PCIe payload bandwidth per lane and direction, bytes/s: transfer rate x line-code efficiency / 8
-# (gen 1-2: 8b/10b; gen 3-5: 128b/130b; gen 6: 242/256 FLIT). The PCI-SIG base specifications.
-PCIE_LANE = {1: 2.5e9 * 8 / 10 / 8, 2: 5e9 * 8 / 10 / 8, 3: 8e9 * 128 / 130 / 8, 4: 16e9 * 128 / 130 / 8,
-             5: 32e9 * 128 / 130 / 8, 6: 64e9 * 242 / 256 / 8}
-
-
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-class _Traced(_Spec):
-    description: str | None = Field(None, description="free text")
-    source: str | None = Field(None, description="where the published values come from: 'file:line'")
-    assumed: str | None = Field(None, description="what here is not published, and why the value chosen")
-
-
-# ------------------------------------------------------------------------------------ devices
-class _Device(_Traced):
-    name: str = Field(pattern=NAME.pattern, description="unique among devices")
-    kind: str
-    count: int = Field(1, ge=1, le=1_000_000, description="identical units of this device")
-
-
-class CpuSpec(_Device):
-    kind: Literal["cpu"]
-    cores: int = Field(ge=1, le=1_000_000, description="cores per unit")
-    clock: Scalar | None = Field(None, description="'2.2 GHz' (needed for demands in cycles per byte)")
-
-
-class MemorySpec(_Device):
-    kind: Literal["memory"]
-    bandwidth: Scalar = Field(description="reads + writes together, per unit: '170 GB/s'")
-    capacity: Scalar | None = Field(None, description="per unit: '256 GiB'")
-
-
-class PcieSpec(_Spec):
-    gen: int = Field(ge=1, le=6, description="PCIe generation 1..6")
-    lanes: Literal[1, 2, 4, 8, 16, 32]
-
-
-class LinkSpec(_Device):
-    kind: Literal["link"]
-    bandwidth: Scalar | None = Field(None, description="per direction and unit: '100 Gb/s' (or give 'pcie')")
-    pcie: PcieSpec | None = Field(None, description="{gen: 3, lanes: 16}: the bandwidth from the PCIe generation")
-    duplex: bool = Field(True, description="true: resources 'in' and 'out', each at the bandwidth; "
-                         "false: one shared resource 'bandwidth'")
-
-
-class SsdSpec(_Device):
-    kind: Literal["ssd"]
-    geometry: dict | StrictStr | None = Field(None, description="the SSD model instead of fixed rates: an ssd: "
-                                              "block (docs/ssd.md), or a file holding one (an SSD file, or an "
-                                              "arch whose Disk has one), relative to this file")
-    stage: StrictStr | None = Field(None, description="the SSD model of this einsum stage's Disk (its arch, with "
-                                    "arch_set): the accelerator's SSD typed once")
-    read_bandwidth: Scalar | None = None
-    write_bandwidth: Scalar | None = None
-    read_iops: Scalar | None = Field(None, description="IO operations per second, e.g. '500 * K'")
-    write_iops: Scalar | None = None
-    capacity: Scalar | None = None
-
-
-class FpgaSpec(_Device):
-    kind: Literal["fpga"]
-    clock: Scalar | None = Field(None, description="fabric clock: '250 MHz' (for stage rates in B/cycle)")
-    luts: Scalar | None = None
-    ffs: Scalar | None = None
-    clbs: Scalar | None = None
-    dsps: Scalar | None = None
-    brams: Scalar | None = None
-    urams: Scalar | None = None
-    usable: float = Field(1.0, gt=0, le=1, description="fraction of each resource that placement may use")
-    fixed: dict[str, Scalar] = Field(default_factory=dict, description="used by the shell / other logic, "
-                                     "e.g. {luts: 27k, brams: 729}")
-
-
-class SwitchSpec(_Device):
-    kind: Literal["switch"]
-    stages: int | None = Field(None, ge=1, le=1_000_000, description="match-action pipeline stages")
-    register_memory: Scalar | None = Field(None, description="register (stateful) memory: '16 MiB'")
-    bandwidth: Scalar | None = Field(None, description="switching capacity per direction: '6.4 Tb/s'")
-
-
-DEVICE_SPECS = {"cpu": CpuSpec, "memory": MemorySpec, "link": LinkSpec, "ssd": SsdSpec, "fpga": FpgaSpec,
-                "switch": SwitchSpec}
-
-
-# ------------------------------------------------------------------------------------- stages
-class DemandSpec(_Spec):
-    per_byte: Scalar | None = Field(None, description="resource units per byte of the stage's input "
-                                    "(bytes per byte for bandwidths, IOs per byte for IOPS)")
-    cycles_per_byte: Scalar | None = Field(None, description="CPU cycles per byte (cores; uses the CPU's clock)")
-    used: Scalar | None = Field(None, description="an operating point: the resource used ('317 GB/s', 67 cores)...")
-    at: Scalar | None = Field(None, description="...at this stage input rate ('75 GB/s')")
-    scale: Scalar = Field(1, description="a factor over the ratios: the share of that demand this stage keeps")
-    source: str | None = None
-
-
-class _Stage(_Traced):
-    name: str = Field(pattern=NAME.pattern, description="unique among stages")
-    kind: str
-    device: str | None = Field(None, description="the device it is placed on (its static resources pay per_instance)")
-    input: Scalar = Field(1, description="bytes into this stage per unit of work; arithmetic over the ratios")
-    instances: int | None = Field(None, ge=1, le=10**9, description="instances placed (omitted: as many as needed)")
-    per_instance: dict[str, Scalar] = Field(default_factory=dict, description="static resources of its device per "
-                                            "instance: {dsps: 81, brams: 9.9}")
-    demands: dict[str, DemandSpec] = Field(default_factory=dict, description="rate demands on devices: "
-                                           "{host-memory.bandwidth: {per_byte: 2}}")
-
-
-class EinsumStageSpec(_Stage):
-    kind: Literal["einsum"]
-    arch: str = Field(description="arch YAML of one instance (relative to this file)")
-    workload: str = Field(description="workload YAML of one invocation (relative to this file)")
-    arch_set: dict[str, Scalar] = Field(default_factory=dict, description="arch fields to override, as in "
-                                        "sweeps: {compute.instances: 1}")
-    bounds: dict[str, Scalar] = Field(default_factory=dict, description="workload bounds to override: {B: 4096}")
-    disk_from: str | None = Field(None, description="a device (an ssd with a read bandwidth) whose bandwidth the "
-                                  "arch's outermost level takes: the fact typed once, in the device")
-    stream: list[str] | None = Field(None, description="tensors whose bytes are the stage's input per "
-                                     "invocation (default: every input tensor)")
-    setup: Scalar = Field(0, description="fixed latency per invocation: '2 us'")
-    objective: str = Field("delay,energy", description="the mapper's objective")
-    time_limit: float = Field(30.0, gt=0, le=3600, description="the mapper's safety net, seconds")
-    budget: StrictInt = Field(DEFAULT_BUDGET, ge=1, le=10**12, description="candidates the mapper's branch and "
-                              "bound may generate (the same answer on a busy machine)")
-
-
-class StreamStageSpec(_Stage):
-    kind: Literal["stream"]
-    rate: Scalar | None = Field(None, description="per instance, of the stage's input: '190 MB/s' or '0.5 B/cycle' "
-                                "(with the clock of its device); none: the stage is limited only by its demands")
-    energy: Scalar | None = Field(None, description="pJ per byte of input (optional)")
-
-
-class TableStageSpec(_Stage):
-    kind: Literal["table"]
-    entries: Scalar = Field(description="number of entries: arithmetic over the ratios")
-    entry_bytes: Scalar = Field(description="bytes per entry: '38 B'")
-    store: str = Field(description="the static resource it occupies: 'table-ssd.capacity'")
-
-
-class IndexStageSpec(_Stage):
-    kind: Literal["index"]
-    fanout: int = Field(ge=2, le=1_000_000, description="children per inner node")
-    leaf_keys: int = Field(ge=1, le=1_000_000_000, description="keys per leaf node")
-    key_covers: Scalar = Field(description="bytes one key indexes (a cache line: '4 KiB')")
-    levels: int | None = Field(None, ge=1, le=64, description="tree levels (or give 'covers')")
-    covers: Scalar | None = Field(None, description="bytes to index: the tree gets the fewest levels that do")
-    off_chip_levels: int = Field(0, ge=0, le=64, description="levels kept off chip (from the leaves up)")
-
-
-class RegisterStoreStageSpec(_Stage):
-    kind: Literal["register-store"]
-    layout: Literal["equal-length", "per-array"] = Field(description="equal-length: every record holds one slot "
-                                                         "in every array (NetCache); per-array: arrays of "
-                                                         "block x 2^i bytes, a record uses the blocks of its size")
-    max_value: Scalar = Field(description="largest value the store holds: '400 B'")
-    block: Scalar = Field(description="bytes per slot (equal-length) or of the smallest array (per-array)")
-    values: list[Scalar] | None = Field(None, description="value sizes of the records held")
-    value_size: Scalar | None = Field(None, description="one record's value size, for the per-record outputs")
-    metadata_bits: int = Field(0, ge=0, le=1_000_000, description="lookup metadata per record (bitmaps, hash map)")
-    path_levels: int | None = Field(None, ge=1, le=1000, description="round trips of a query without the cache")
-    cached_levels: int | None = Field(None, ge=0, le=1000, description="of those, served by the cache")
-
-
-STAGE_SPECS = {"einsum": EinsumStageSpec, "stream": StreamStageSpec, "table": TableStageSpec,
-               "index": IndexStageSpec, "register-store": RegisterStoreStageSpec}
-
-
-class FlowSpec(_Traced):
-    name: str = Field(pattern=NAME.pattern)
-    volume: Scalar = Field(description="bytes per unit of work: arithmetic over the ratios")
-    via: list[str] = Field(min_length=1, description="the rate resources it passes: [nic.in, host-memory.bandwidth]")
-    io_bytes: Scalar | None = Field(None, description="bytes per IO: SSD IOPS resources it passes are charged too; "
-                                    "on an SSD with a geometry, its request size (default: whole stripes)")
-    pattern: Literal["sequential", "random"] = Field("sequential", description="its requests' addresses, on an "
-                                                       "SSD with a geometry")
-    queue_depth: StrictInt | None = Field(None, ge=1, le=1 << 20, description="its requests in flight, on an SSD "
-                                          "with a geometry (default: the SSD's queue_depth)")
-
-
-class RatioSpec(_Spec):
-    value: Scalar
-    source: str | None = None
-    assumed: str | None = None
-
-
-class UnitSpec(_Spec):
-    name: str = Field("byte", description="what one unit of work is: 'multiply', 'byte written'")
-    bytes: Scalar = Field(1, description="bytes of system input per unit of work")
-
-
-class RelativeSpec(_Spec):
-    output: str = Field(description="the output to divide by")
-    at: str | dict[str, Scalar] | None = Field(None, description="a scenario name or overrides for it")
-    system: str | None = Field(None, description="another system file (relative to this one); default: this one")
-    form: Literal["ratio", "reduction"] = Field("ratio", description="ratio: value / base; reduction: 1 - value / base")
-
-
-class ClaimSpec(_Spec):
-    name: str
-    published: Scalar | None = Field(None, description="the paper's value with its unit: '17.5 Gb/s', '9.5 TiB', "
-                                     "'1.9x', '88%'; omitted where the paper shows the quantity without its value "
-                                     "(a figure's bars): storeloop's derivation is shown, compared with nothing")
-    source: str = Field(description="'file:line' of the sentence or table that states it")
-    output: str | None = Field(None, description="the result it is derived as: 'resources.nic.out.used'")
-    at: str | dict[str, Scalar] | None = Field(None, description="a scenario name or {field: value} overrides")
-    relation: Literal["=", "<=", ">="] = Field("=", description="'<=': the published value is a bound")
-    tolerance: float = Field(0.02, gt=0, le=0.5, description="relative, for '='")
-    assumes: str | None = Field(None, description="inputs the derivation takes that the paper does not publish")
-    why: str | None = Field(None, description="why storeloop's value differs, where it does")
-    missing: str | None = Field(None, description="the unpublished inputs that keep storeloop from deriving it")
-    note: str | None = Field(None, description="how the published text is read (e.g. its MB are MiB)")
-    relative_to: RelativeSpec | None = Field(None, description="derive the claim as a ratio to another output")
-
-
-class SystemSpec(_Traced):
-    name: str = Field(pattern=NAME.pattern)
-    unit: UnitSpec = Field(default_factory=UnitSpec)
-    target: Scalar | None = Field(None, description="the system input rate to reach: '75 GB/s', '100 Gb/s'")
-    ratios: dict[str, Scalar | RatioSpec] = Field(default_factory=dict, description="named numbers for volumes")
-    devices: list[dict[str, Any]] = Field(default_factory=list)
-    stages: list[dict[str, Any]] = Field(default_factory=list)
-    flows: list[FlowSpec] = Field(default_factory=list)
-    scenarios: dict[str, dict[str, Scalar | None]] = Field(default_factory=dict, description="named --set overrides "
-                                                           "(null removes a field)")
-    claims: list[ClaimSpec] = Field(default_factory=list)
-
-
-# ------------------------------------------------------------------------- the typed objects
-@dataclass(frozen=True)
-class Where:
-    """A spot in an input file, for errors found after loading."""
-
-    file: str | None
-    line: int | None
-    field: str
-
-    def error(self, message: str, allowed: str | None = None) -> SpecError:
-        return SpecError(message, file=self.file, line=self.line, field=self.field, allowed=allowed)
-
-
-@dataclass(frozen=True)
-class Device:
-    name: str
-    kind: str
-    count: int
-    rates: dict[str, float]             # rate resource -> capacity of all units (B/s, cores, IO/s)
-    statics: dict[str, float]           # static resource -> usable amount of all units
-    fixed: dict[str, float]             # static resource -> amount already used (shell)
-    clock_hz: float | None
-    source: str | None
-    assumed: str | None
-    ssd: Any = None                     # an SSD model (storeloop.model.ssd.SSD): rates per request stream
-
-
-@dataclass(frozen=True)
-class Stage:
-    name: str
-    kind: str
-    device: str | None
-    input_bytes: float                  # bytes into the stage per unit of work
-    instances: int | None               # placed; None: as many as needed
-    per_instance: dict[str, float]      # static resource of `on` -> amount per instance
-    demands: dict[tuple[str, str], float]   # (device, rate resource) -> amount per byte of stage input
-    where: Where
-    source: str | None
-    assumed: str | None
-    # einsum
-    arch: Any = None
-    workload: Any = None
-    stream: tuple[str, ...] = ()
-    setup_s: float = 0.0
-    objective: str = "delay,energy"
-    time_limit: float = 30.0
-    budget: int = DEFAULT_BUDGET
-    # stream
-    rate_Bps: float | None = None
-    energy_pJ_per_B: float | None = None
-    # table
-    entries: float | None = None
-    entry_bytes: float | None = None
-    store: tuple[str, str] | None = None
-    # index
-    fanout: int | None = None
-    leaf_keys: int | None = None
-    key_covers: float | None = None
-    levels: int | None = None
-    covers: float | None = None
-    off_chip_levels: int = 0
-    # register-store
-    layout: str | None = None
-    max_value: float | None = None
-    block: float | None = None
-    values: tuple[float, ...] | None = None
-    value_size: float | None = None
-    metadata_bits: int = 0
-    path_levels: int | None = None
-    cached_levels: int | None = None
-
-
-@dataclass(frozen=True)
-class Flow:
-    name: str
-    volume: float                       # bytes per unit of work
-    via: tuple[tuple[str, str], ...]
-    io_bytes: float | None
-    source: str | None
-    assumed: str | None
-    pattern: str = "sequential"
-    queue_depth: int | None = None
-
-
-@dataclass(frozen=True)
-class Claim:
-    name: str
-    published: float | None             # SI (B, B/s, s, Hz) or a plain number; None: not given (derived only)
-    published_text: str
-    unit: str | None                    # the unit it was published in
-    unit_factor: float                  # SI per published unit
-    source: str
-    output: str | None
-    at: tuple[tuple[str, Any], ...]     # the overrides it is derived under
-    at_name: str | None
-    relation: str
-    tolerance: float
-    assumes: str | None
-    why: str | None
-    missing: str | None
-    note: str | None
-    relative: tuple | None               # (system path or None, output, overrides, form)
-    where: Where
-
-
-@dataclass(frozen=True)
-class System:
-    name: str
-    path: str
-    description: str | None
-    source: str | None
-    unit_name: str
-    unit_bytes: float
-    target_Bps: float | None
-    ratios: dict[str, float]
-    devices: tuple[Device, ...]
-    stages: tuple[Stage, ...]
-    flows: tuple[Flow, ...]
-    scenarios: dict[str, tuple[tuple[str, Any], ...]]
-    claims: tuple[Claim, ...]
-    overrides: tuple[tuple[str, Any], ...] = field(default=())
-
-    def device(self, name: str) -> Device:
-        return next(d for d in self.devices if d.name == name)
-
-
-# --------------------------------------------------------------------------------- the loader
 class _Ctx:
     """The document being loaded, for errors at a path inside it."""
 
@@ -731,8 +363,6 @@ def _einsum(spec: EinsumStageSpec, ctx: _Ctx, loc: tuple, base: Path, devices: d
 
     arch_path, work_path = path_of("arch"), path_of("workload")
     if spec.arch_set:
-        from storeloop.sweeps.spec import arch_field
-
         doc = copy.deepcopy(load(arch_path))
         if not isinstance(doc, dict) or "arch" not in doc:
             raise ctx.err(loc + ("arch_set",), f"{arch_path} is not a storeloop arch file, so arch_set cannot "
@@ -740,8 +370,7 @@ def _einsum(spec: EinsumStageSpec, ctx: _Ctx, loc: tuple, base: Path, devices: d
         def overridden(keys) -> LDict:
             out = copy.deepcopy(doc)
             for key in keys:
-                target, fld = arch_field(out, str(key), ctx.root, loc + ("arch_set", key))
-                target[fld] = spec.arch_set[key]
+                set_arch_field(out, str(key), spec.arch_set[key], ctx.root, loc + ("arch_set", key))
             return out
 
         try:
@@ -890,7 +519,7 @@ def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...]
         trial = copy.deepcopy(doc)
         for key, value in items:
             try:
-                apply(trial, key, value)
+                set_system_field(trial, key, value)
             except SpecError as exc:
                 raise ctx.err(("system", "scenarios", name, key), exc.message, exc.allowed) from None
     claims = []
@@ -908,7 +537,7 @@ def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...]
         trial = copy.deepcopy(doc)
         for key, value in at if not isinstance(c.at, str) else ():
             try:
-                apply(trial, key, value)
+                set_system_field(trial, key, value)
             except SpecError as exc:
                 raise ctx.err(loc + ("at", key), exc.message, exc.allowed) from None
         value, unit, factor = _published(c.published, ctx, loc + ("published",)) if c.published is not None \
@@ -952,61 +581,6 @@ def _kind_model(raw: Any, models: dict[str, type[BaseModel]], ctx: _Ctx, loc: tu
 
 
 # --------------------------------------------------------------------------------- overrides
-def parse_set(text: str) -> tuple[str, Any]:
-    """'devices.nic.bandwidth=200 Gb/s' -> ('devices.nic.bandwidth', '200 Gb/s'); the value is read as YAML."""
-    path, sep, value = str(text).partition("=")
-    if not sep or not path.strip():
-        raise SpecError(f"{text!r} is not PATH=VALUE", field="--set",
-                        allowed="e.g. devices.nic.bandwidth=200Gb/s or stages.rotation.instances=12")
-    parsed = loads(value, "--set") if value.strip() else None
-    if parsed is None:
-        raise SpecError(f"{text!r} has no value after '='", field="--set", allowed="PATH=VALUE")
-    return path.strip(), parsed
-
-
-_MAPPING_FIELDS = ("ratios", "scenarios", "bounds", "arch_set", "per_instance", "demands", "fixed", "unit", "pcie")
-
-
-def apply(doc: Any, path: str, value: Any) -> None:
-    """Set ``path`` inside a loaded ``system:`` document: list items are addressed by name
-    (devices.nic.bandwidth, stages.rotation.instances, ratios.dedup, target)."""
-    node = doc.get("system") if isinstance(doc, dict) else None
-    parts = path.split(".")
-    for i, part in enumerate(parts[:-1]):       # keys that hold dots: arch_set's paths, demands' resources
-        width = {"arch_set": len(parts) - i - 1, "demands": 2}.get(part)
-        if width and i + 1 + width <= len(parts):
-            parts = parts[:i + 1] + [".".join(parts[i + 1:i + 1 + width])] + parts[i + 1 + width:]
-            break
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        if isinstance(node, list):
-            match = [item for item in node if isinstance(item, dict) and str(item.get("name")) == part]
-            if not match:
-                names = [str(item.get("name")) for item in node if isinstance(item, dict)]
-                raise SpecError(f"no item named '{part}' in {'.'.join(parts[:i])}", field="--set",
-                                allowed=", ".join(names) or "nothing there")
-            if last:
-                raise SpecError(f"'{path}' names a whole item; set one of its fields", field="--set",
-                                allowed=f"{path}.<field>")
-            node = match[0]
-        elif isinstance(node, dict):
-            if last:
-                if isinstance(node, LDict) and part not in node.lines:
-                    node.lines[part] = node.line
-                node[part] = value
-                return
-            if part not in node:
-                if part in _MAPPING_FIELDS:
-                    node[part] = LDict()
-                else:
-                    raise SpecError(f"'{'.'.join(parts[:i + 1])}' is not in the system file", field="--set",
-                                    allowed=", ".join(map(str, node)))
-            node = node[part]
-        else:
-            raise SpecError(f"cannot set '{path}': '{'.'.join(parts[:i])}' is a value, not a mapping or list",
-                            field="--set")
-
-
 def load_system(path: str | Path, overrides: dict[str, Any] | list[tuple[str, Any]] | tuple = ()) -> System:
     """Load a system file, with ``overrides`` ({path: value}, as ``--set``) applied before validation."""
     import copy
@@ -1017,7 +591,7 @@ def load_system(path: str | Path, overrides: dict[str, Any] | list[tuple[str, An
     if items:
         doc = copy.deepcopy(doc)
         for key, value in items:
-            apply(doc, key, value)
+            set_system_field(doc, key, value)
     try:
         return system_from_doc(doc, path, items)
     except SpecError as exc:
@@ -1027,4 +601,4 @@ def load_system(path: str | Path, overrides: dict[str, Any] | list[tuple[str, An
         raise
 
 
-__all__ = ["System", "Device", "Stage", "Flow", "Claim", "load_system", "parse_set", "apply", "RESOURCES"]
+__all__ = ["load_system", "system_from_doc", "with_ssd", "rate_of"]

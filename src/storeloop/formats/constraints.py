@@ -24,7 +24,7 @@ import warnings
 
 from pathlib import Path
 
-from storeloop.mapper.space import Constraints, LevelConstraint
+from storeloop.ir.constraints import Constraints, LevelConstraint
 from storeloop.ir import Arch, SourcedEntry, Workload
 from storeloop.formats.timeloop.schema import MODELLED_CONSTRAINTS, UNMODELLED_FIELDS, ConstraintEntry
 from storeloop.formats.validate import validate
