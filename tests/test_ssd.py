@@ -384,7 +384,7 @@ def test_an_ssd_block_belongs_to_the_outermost_level(tmp_path):
 def test_a_sweep_sets_a_field_of_the_disk_ssd(tmp_path):
     """levels.<level>.ssd.<field> and levels.<level>.ssd.host.<field> reach the SSD model; a level
     without an ssd: block is refused at the parameter's line."""
-    from storeloop.sweeps.spec import load_sweep, point_arch
+    from storeloop.sweeps import load_sweep, point_arch
 
     root = Path(__file__).parents[1]
     spec = tmp_path / "s.yaml"
@@ -401,7 +401,7 @@ def test_a_sweep_sets_a_field_of_the_disk_ssd(tmp_path):
 def test_a_sweep_sets_a_tensor_layout_on_the_disk(tmp_path):
     """levels.<level>.layout.<tensor> takes a rank order as its value and reaches the model."""
     from storeloop import evaluate, load_mapping, load_workload, price
-    from storeloop.sweeps.spec import load_sweep, point_arch
+    from storeloop.sweeps import load_sweep, point_arch
 
     root = Path(__file__).parents[1]
     spec = tmp_path / "s.yaml"

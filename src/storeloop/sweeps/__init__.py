@@ -43,7 +43,8 @@ from __future__ import annotations
 
 from storeloop.sweeps.results import best_points, mapped, rank_designs, read_results
 from storeloop.sweeps.run import level_breakdown, run_point, run_sweep
-from storeloop.sweeps.spec import Sweep, load_sweep, point_arch, points, satisfies
+from storeloop.formats.sweep import Sweep, load_sweep
+from storeloop.sweeps.grid import point_arch, points, satisfies
 from storeloop.sweeps.store import open_store
 
 

@@ -21,7 +21,8 @@ from typing import Iterator
 from storeloop.errors import StoreloopError
 from storeloop.formats.yamlio import LDict
 from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT
-from storeloop.sweeps.spec import Sweep, _point_doc, load_sweep, point_arch, points, satisfies
+from storeloop.formats.sweep import Sweep, load_sweep
+from storeloop.sweeps.grid import _point_doc, point_arch, points, satisfies
 from tqdm import tqdm
 
 from storeloop.sweeps.store import (DONE, FINAL, STATUSES, Lease, failed_checksums, open_store, relabel_weights,

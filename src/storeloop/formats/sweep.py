@@ -1,25 +1,27 @@
-"""Sweep files: the grid of points (arch fields or system fields x workloads), read once and
-generated lazily; the constraints between levels."""
+"""Sweep files (``sweep:``): an arch and workloads, or a system, and the grid of fields to vary; the
+constraints between levels. Read once; :mod:`storeloop.sweeps.grid` generates the points lazily."""
 
 from __future__ import annotations
 
 import copy
-import itertools
 import math
 import operator
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from storeloop.errors import SpecError
 from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT, MapperOptions
+from storeloop.formats.attributes import unread_attribute
+from storeloop.formats.load import load_energy_file, load_workload
+from storeloop.formats.native import ArchSpec
 from storeloop.formats.overrides import arch_field, set_arch_field
-from storeloop.formats.validate import validate
+from storeloop.formats.system import load_system
+from storeloop.formats.validate import shape, validate
 from storeloop.formats.yamlio import LDict, error_at, load
-from storeloop.formats.quantities import ExpressionError
 
 
 ATTRS = ("instances", "capacity_words", "capacity_bytes", "word_bits", "block_size")
@@ -82,8 +84,6 @@ class WeightedWorkload(_Spec):
         if isinstance(v, str):
             return {"file": v}
         if not isinstance(v, dict):
-            from storeloop.formats.validate import shape
-
             raise ValueError(f"a workload is a file name or {{file: <name>, weight: <number>}}, not {shape(v)}")
         return v
 
@@ -162,17 +162,12 @@ def load_sweep(path: str | Path) -> Sweep:
         if f in workloads:
             raise error_at(doc, loc, f"{w.file!r} is listed twice", allowed="each workload file once")
         workloads.append(f)
-    from storeloop.formats.load import load_workload
-
     for w in workloads:
         load_workload(w)                      # an arch file where a workload goes is refused now
 
     def check(paths: list[str], values: list, loc: tuple) -> None:
         """Each value in the field it sets, through the arch schema (cross-level rules, such as
         instances that must divide, are the point's: it is stored with its error)."""
-        from storeloop.formats.attributes import unread_attribute
-        from storeloop.formats.native import ArchSpec
-
         for p in paths:
             owner, fld = arch_field(arch_doc, p, doc, loc)
             parts = p.split(".")
@@ -211,8 +206,6 @@ def load_sweep(path: str | Path) -> Sweep:
                                            f"and attr in {', '.join(ATTRS)}")
     energy = EnergyFiles(**{k: str(rel(v, ("sweep", "energy", k)))
                             for k, v in spec.energy.model_dump(exclude_none=True).items()})
-    from storeloop.formats.load import load_energy_file
-
     for kind in ("ert", "art"):                  # an arch (or anything but an ERT/ART) is refused now
         if getattr(energy, kind) is not None:
             load_energy_file(getattr(energy, kind), kind.upper(), (doc, ("sweep", "energy", kind)))
@@ -224,8 +217,6 @@ def load_sweep(path: str | Path) -> Sweep:
 def _load_system_sweep(path: Path, doc: LDict, root: dict, spec: SweepSpec) -> Sweep:
     """A sweep whose base is a system file: every point is the system with its parameters set
     (any field --set reaches), analysed by :func:`storeloop.system.evaluate_system`."""
-    from storeloop.system import load_system
-
     system_file = (path.parent / str(spec.system)).resolve()
     if not system_file.is_file():
         raise error_at(doc, ("sweep", "system"), f"no such file: {system_file}", allowed="a system YAML (systems/)")
@@ -272,65 +263,3 @@ def _grid(doc: LDict, root: dict, check, what: str, example: str) -> tuple[list,
 
 def _is_number(s: str) -> bool:
     return re.fullmatch(r"-?\d+(\.\d+)?", s) is not None
-
-
-def points(sweep: Sweep) -> Iterator[tuple[dict, Path]]:
-    """Every (parameter values, workload) of the grid, generated lazily."""
-    names = ["+".join(p) for p, _ in sweep.parameters]
-    for combo in itertools.product(*[v for _, v in sweep.parameters]):
-        for w in sweep.workloads:
-            yield dict(zip(names, combo)), w
-
-
-def _point_doc(sweep: Sweep, params: dict) -> LDict | None:
-    if sweep.system_file is not None:
-        return None
-    doc = copy.deepcopy(sweep.arch_doc)
-    for key, value in params.items():
-        for p in key.split("+"):
-            set_arch_field(doc, p, value)
-    return doc
-
-
-def point_arch(sweep: Sweep, params: dict):
-    """The loaded Arch of one point (errors name the spec's arch file and the point)."""
-    from storeloop.formats.native import arch_from_native
-
-    return arch_from_native(_point_doc(sweep, params))
-
-
-def satisfies(sweep: Sweep, params: dict, doc: LDict | None = None) -> bool:
-    """The constraints, read from the point's arch fields (before the arch is validated, so
-    they can exclude points that would not even be valid architectures). ``doc``: the point's
-    arch document when the caller has it already."""
-    from storeloop.formats.native import capacity_words
-    from storeloop.formats.quantities import bits_of
-
-    if not sweep.constraints:
-        return True
-    a = (doc if doc is not None else _point_doc(sweep, params))["arch"]
-    nodes = {str(lvl.get("name")): lvl for lvl in a.get("levels") or []}
-    nodes[str(a["compute"].get("name"))] = a["compute"]
-
-    def value(side: str) -> float:
-        if _is_number(side):
-            return float(side)
-        name, _, attr = side.partition(".")
-        node = nodes[name]
-        bits = bits_of(node.get("word_bits", 64))
-        cap = node.get("capacity")
-        words = capacity_words(cap, bits)
-        words = math.inf if words is None else words
-        return {"instances": int(node.get("instances", 1)), "capacity_words": words,
-                "capacity_bytes": words * bits / 8, "word_bits": bits,
-                "block_size": int(node.get("block_size", 1))}[attr]
-
-    for c in sweep.constraints:
-        lhs, op, rhs = _CONSTRAINT.match(c).groups()
-        try:
-            ok = _OPS[op](value(lhs), value(rhs))
-        except (ExpressionError, ValueError, TypeError):
-            return True             # an unreadable value: the point runs and stores the arch's error
-        if not ok:
-            return False
-    return True
