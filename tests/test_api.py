@@ -83,7 +83,7 @@ def test_a_levels_placement_decides_what_counts_as_on_chip(tmp_path):
 
 def test_the_api_is_plain_functions_over_plain_modules():
     """No module-level tricks: ``storeloop.sweep`` is a function, the sweep package is
-    ``storeloop.sweeps`` (spec, store, run, results), an ordinary module that does not import the
+    ``storeloop.sweeps`` (grid, store, run, results), an ordinary module that does not import the
     package's ``__init__`` API back."""
     import importlib
     import inspect
@@ -95,6 +95,6 @@ def test_the_api_is_plain_functions_over_plain_modules():
 
     assert inspect.isfunction(sl.sweep) and inspect.isfunction(sl.map) and inspect.isfunction(sl.evaluate)
     assert type(sys.modules["storeloop.sweeps"]) is types.ModuleType
-    for name in ("spec", "store", "run", "results"):
+    for name in ("grid", "store", "run", "results"):
         source = inspect.getsource(importlib.import_module(f"storeloop.sweeps.{name}"))
         assert "from storeloop import" not in source and "import storeloop\n" not in source

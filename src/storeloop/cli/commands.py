@@ -1,4 +1,4 @@
-"""The ``storeloop`` command line. Bad input prints one clear error and exits 2."""
+"""One function per ``storeloop`` subcommand: read the arguments, call the library, print."""
 
 from __future__ import annotations
 
@@ -9,52 +9,13 @@ from pathlib import Path
 
 import yaml
 
-from storeloop.errors import MappingError, SpecError, StoreloopError
-from storeloop.model.evaluate import Result, evaluate, result_to_json
+from storeloop.cli.render import map_report, ranking_summary, render_table, system_sweep_summary
+from storeloop.errors import MappingError, SpecError
 from storeloop.formats.load import load_arch, load_energy_table, load_mapping, load_workload
-from storeloop.ir import Arch
 from storeloop.formats.quantities import ExpressionError, bytes_of, integer
+from storeloop.ir import Arch
+from storeloop.model.evaluate import evaluate, result_to_json
 from storeloop.workloads import pir
-
-
-def render_table(r: Result, arch: Arch, mapping: str | None = None) -> str:
-    """The model's table per level, then the totals, each energy and area said with what priced it
-    and (``mapping``) which mapping produced it."""
-    lines = [f"{'level':<10} {'inst':>5} {'cycles':>18} {'thrott':>7} {'energy pJ':>20} {'area um2':>12}"]
-    for lvl in r.levels:
-        lines.append(f"{lvl.name:<10} {lvl.utilized_instances:>2}/{lvl.instances:<2} {lvl.cycles:>18,} "
-                     f"{lvl.slowdown:>7.3f} {lvl.energy_pJ:>20,.0f} {lvl.area_total_um2:>12,.0f}")
-        for name, t in lvl.tensors.items():
-            if not t.kept:
-                lines.append(f"    {name:<6} bypassed")
-                continue
-            lines.append(f"    {name:<6} tile {t.tile:>12,}  reads {t.reads_total:>16,}  fills {t.fills_total:>16,}"
-                         f"  updates {t.updates_total:>16,}")
-    lines.append(f"{r.compute_name:<10} {r.utilized_compute_instances:>2}/{r.compute_instances:<2} "
-                 f"{r.compute_cycles:>18,} {'':>7} {r.compute_energy_pJ:>20,.0f} "
-                 f"{r.compute_area_per_instance_um2 * r.compute_instances:>12,.0f}")
-    lines.append("")
-    lines.append(f"cycles       {r.cycles:,}  (bound by {r.bound_by})")
-    lines.append(f"computes     {r.computes:,}")
-    lines.append(f"utilization  {r.utilization:.4f}")
-    lines.append(f"energy       {r.energy_pJ / 1e12:.6g} J  ({r.energy_pJ / r.computes:.6g} pJ/compute)")
-    lines.append(f"area         {r.on_chip_area_um2 / 1e6:.6g} mm^2 on chip ({r.area_um2 / 1e6:.6g} mm^2 with the "
-                 f"off-chip levels: {', '.join(lv.name for lv in r.levels if lv.off_chip) or 'none'})")
-    lines.append(f"priced by    {r.priced_by}")
-    if mapping:
-        lines.append(f"mapping      {mapping}")
-    if r.buffering:
-        need = [f"{n} (single-buffered: {b['single_cycles'] / b['overlapped_cycles'] - 1:+.1%} cycles)"
-                for n, b in r.buffering.items() if b["needs_double"]]
-        free = [n for n, b in r.buffering.items() if not b["needs_double"]]
-        said = [f"{n} {b['declared']}" for n, b in r.buffering.items() if b["declared"]]
-        lines.append("buffering    " + (f"needs double (overlapped fills): {', '.join(need)}" if need else
-                                        "no level needs double buffering")
-                     + (f"; single would cost no cycles: {', '.join(free)}" if free else "")
-                     + (f"; declared: {', '.join(said)}" if said else ""))
-    if arch.clock_hz:
-        lines.append(f"time         {r.cycles / arch.clock_hz:.6g} s at {arch.clock_hz / 1e9:g} GHz")
-    return "\n".join(lines)
 
 
 def evaluate_args(args: argparse.Namespace):
@@ -164,7 +125,7 @@ def cmd_map(args: argparse.Namespace) -> int:
     from storeloop.mapper import map_workload
     from storeloop.formats.constraints import load_constraints
     from storeloop.mapper.options import options
-    from storeloop.formats.native import format_loops, mapping_to_native
+    from storeloop.formats.native import mapping_to_native
 
     if args.time_limit is not None and args.time_limit == 0:
         args.time_limit = None                     # 0: no limit
@@ -202,32 +163,7 @@ def cmd_map(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({**result_to_json(out.result, arch), "search": s}, indent=1))
         return 0
-    print(render_table(out.result, arch, "the mapper's (below)" + (f", written to {args.out}" if args.out else "")))
-    print()
-    print("mapping (outer -> inner):")
-    for lvl, lm in zip(arch.levels, out.mapping.levels):
-        loops = format_loops(lm.temporal, workload) or "-"
-        sp = " ".join(f"{workload.dims[lp.dim]}={lp.factor}{'' if lp.axis == 'X' else '(Y)'}" for lp in lm.spatial)
-        keep = "all" if lm.keep is None else (", ".join(sorted(lm.keep)) or "none")
-        print(f"  {lvl.name:<8} {loops}{'  spatial ' + sp if sp else ''}  keep: {keep}")
-    if "layout" in s:
-        print(f"layout on {arch.levels[0].name} (searched; put it in the arch's {arch.levels[0].name} level to keep it): "
-              + "{" + ", ".join(f"{k}: [{', '.join(v)}]" for k, v in s["layout"].items()) + "}")
-    status = "proven optimal" if s["optimal"] else "not proven optimal"
-    local = s.get("local_search")
-    print(f"search: {s['algorithm']}, objective {s['objective']}, "
-          + (f"local search {local['evaluations']:,} evaluations, " if local else "")
-          + f"{s['candidates']:,} candidates, {s['seconds']:.2f} s, stopped: {s['stopped']} ({status})")
-    print(f"lower bound {s['lower_bound_cycles']:,} cycles (" + ", ".join(
-        f"{k} {v:,}" for k, v in s["lower_bound_parts"].items()) + f"); gap {100 * s['gap']:.4f}%"
-          + ("; cycles optimal" if s["cycles_optimal"] else "")
-          + (" (the exact time is the bound; Timeloop's floating-point throttling adds 1 cycle)"
-             if s.get("cycles_rounding") else ""))
-    print(f"lower bound {s['lower_bound_energy_pJ'] / 1e12:.6g} J (" + ", ".join(
-        f"{k} {v / 1e12:.6g} J" for k, v in s["lower_bound_energy_parts"].items())
-          + f"); energy gap {100 * s['energy_gap']:.4f}%")
-    if "windows" in s["space"]:
-        print(f"sliding windows: {s['space']['windows']}; {s['exact_leaves']:,} leaves priced by the model")
+    print(map_report(out, arch, workload, args.out))
     if args.out:
         print(f"wrote {args.out}")
     return 0
@@ -463,7 +399,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     names = ["+".join(p) for p, _ in sweep.parameters if "+".join(p) not in sweep.scenarios]
     df = read_results(db, sweep.name)
     if sweep.system_file is not None:
-        _system_sweep_summary(mapped(df), ["+".join(p) for p, _ in sweep.parameters])
+        system_sweep_summary(mapped(df), ["+".join(p) for p, _ in sweep.parameters])
     elif len(mapped(df)):
         print("each point: the mapper's mapping for its arch, energy and area priced by "
               + (f"{sweep.energy.ert} + {sweep.energy.art or 'no ART'}" if sweep.energy.ert else
@@ -481,7 +417,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"  note: this pick rests on {unproven} point(s) whose cycles are not proven optimal "
                   f"(search stopped by its budget or time limit); more search could change it")
     if sweep.system_file is None and len(sweep.workloads) > 1 and names:
-        _ranking_summary(df[df["stale"] != 1], names)
+        ranking_summary(df[df["stale"] != 1], names)
     left = int(((df["status"] == "timeout") & (df["stale"] != 1)).sum())
     if left:
         print(f"{left} point(s) ended before any mapping (budget or time limit); raise mapper.budget or "
@@ -493,46 +429,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         for path in plot_sweep(db, args.plot, sweep.name):
             print(f"wrote {path}")
     return 0
-
-
-def _ranking_summary(df, names: list[str], top: int = 3) -> None:
-    """A sweep over a workload set: the designs best across it (storeloop.sweeps.rank_designs)."""
-    from storeloop.sweeps import rank_designs
-
-    ranked = rank_designs(df)
-    for scenario, g in ranked.groupby("scenario", sort=False):
-        where = "" if scenario == "{}" else f" ({', '.join(f'{k} = {v}' for k, v in json.loads(scenario).items())})"
-        n = int(g["workloads"].max())
-        print(f"best across the {n} workloads{where} (weighted mean time, then on-chip area x energy; "
-              f"storeloop results --rank for all {len(g)}):")
-        for _, r in g.head(top).iterrows():
-            design = ", ".join(f"{c} = {r[c]}" for c in names)
-            if not r["complete"]:
-                print(f"  {r['rank']}. {design}: results on {r['workloads']} of {n} workloads only")
-                continue
-            print(f"  {r['rank']}. {design}: {r['weighted_time_s']:.4g} s, {r['weighted_energy_J']:.4g} J per "
-                  f"query (weighted mean), " + ("the best on every workload" if r["worst_ratio"] == 1 else
-                                          f"worst {r['worst_ratio']:.3f}x the best, on {r['worst_workload']}")
-                  + ("" if r["all_proven"] else "; cycles not all proven"))
-
-
-def _sort_key(value):
-    """Sweep values in their natural order: quantities by size (storeloop.formats.quantities.magnitude), then the rest."""
-    from storeloop.formats.quantities import magnitude
-
-    amount = magnitude(value)
-    return float("inf") if amount is None else amount
-
-
-def _system_sweep_summary(ok, names: list[str]) -> None:
-    """A system sweep: each point's throughput and what binds it."""
-    from storeloop.system.report import si
-
-    for _, row in ok.sort_values(names, key=lambda c: c.map(_sort_key)).iterrows():
-        where = ", ".join(f"{n} = {row[n]}" for n in names)
-        rate = row["throughput_Bps"]
-        print(f"  {where}: " + ("not rate-limited" if rate != rate else
-                                f"{si(rate, 'B/s')} ({si(rate * 8, 'b/s')}), bound by {row['bottleneck']}"))
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -549,15 +445,6 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("storeloop")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
-
-
 MAX_WORKERS = 256
 
 
@@ -566,9 +453,6 @@ def _check_workers(n: int) -> None:
     NumPy and the mapper: thousands of them would exhaust the machine before the first point)."""
     if not 1 <= n <= MAX_WORKERS:
         raise SpecError(f"{n} workers", field="--workers", allowed=f"1 .. {MAX_WORKERS} local processes")
-
-
-RESULT_FORMATS = ("table", "csv", "json", "parquet")
 
 
 def _verify_store(path: str, sweep: str | None) -> int:
@@ -597,6 +481,9 @@ def _verify_store(path: str, sweep: str | None) -> int:
                         "file damaged"), file=path,
                         allowed="run the sweep again: it re-runs the points whose rows fail their checksum")
     return 0
+
+
+RESULT_FORMATS = ("table", "csv", "json", "parquet")
 
 
 def cmd_results(args: argparse.Namespace) -> int:
@@ -709,186 +596,3 @@ def cmd_ssd(args: argparse.Namespace) -> int:
            "energy_source": ssd.energy.source}
     print(json.dumps(out, indent=None if args.json else 1))
     return 0
-
-
-def inputs(parser: argparse.ArgumentParser, mapping: str | None) -> argparse.ArgumentParser:
-    """The arch and workload arguments, the mapping ("required", "optional" or None) and --ert/--art."""
-    parser.add_argument("arch", help="architecture YAML (storeloop or Timeloop v0.3)")
-    parser.add_argument("workload", help="workload YAML (storeloop einsum or Timeloop v0.3 problem)")
-    if mapping:
-        parser.add_argument("mapping", nargs=None if mapping == "required" else "?",
-                            help="mapping YAML (storeloop or Timeloop v0.3)")
-    parser.add_argument("--ert", help="Accelergy ERT.yaml with per-action energies (default: the energy plug-ins)")
-    parser.add_argument("--art", help="Accelergy ART.yaml with per-instance areas (default: the energy plug-ins)")
-    return parser
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="storeloop", description="Design-space exploration for near-storage accelerators.")
-    p.add_argument("--version", action="version", version=f"storeloop {_version()}")
-    sub = p.add_subparsers(dest="command", required=True)
-    m = inputs(sub.add_parser("model", help="evaluate one mapping: cycles, accesses, energy, area"), "required")
-    m.add_argument("--json", action="store_true", help="print one JSON object shaped like the validation corpus")
-    m.set_defaults(func=cmd_model)
-    en = sub.add_parser("energy", help="per-action energy, area and leakage of each component, with sources")
-    en.add_argument("arch")
-    en.add_argument("--json", action="store_true")
-    en.set_defaults(func=cmd_energy)
-    e = inputs(sub.add_parser("export", help="write storeloop specs as Timeloop v0.3 files (with an ERT/ART)"), "optional")
-    e.add_argument("--out", required=True, help="output folder")
-    e.add_argument("--strict", action="store_true", help="refuse what Timeloop cannot express instead of noting it")
-    e.set_defaults(func=cmd_export)
-    x = inputs(sub.add_parser("crosscheck", help="diff storeloop against timeloop-model on the same (exported) inputs"),
-               "required")
-    x.add_argument("--stats", help="a timeloop-model.stats.txt to compare with (default: run timeloop-model)")
-    x.add_argument("--keep", help="write the exported files here instead of a temporary folder")
-    x.add_argument("--all", action="store_true", help="print every number, not only those that differ")
-    x.set_defaults(func=cmd_crosscheck)
-    mp = inputs(sub.add_parser("map", help="find the best mapping, with a lower-bound certificate"), None)
-    mp.add_argument("--constraints", help="constraints YAML (storeloop or Timeloop v0.3 mapspace_constraints)")
-    mp.add_argument("--mapper", metavar="FILE",
-                    help="a Timeloop mapper config (mapper: {algorithm, optimization-metrics, num-threads, "
-                         "victory-condition}); options given here win")
-    mp.add_argument("--objective", default=None,
-                    help="delay,energy (lexicographic, default), delay, energy, edp, area-energy")
-    mp.add_argument("--algorithm", default=None,
-                    help="exhaustive (branch and bound, default), random-pruned, random")
-    mp.add_argument("--time-limit", type=float, default=60.0,
-                    help="seconds (default 60; 0: none), a safety net: the search normally stops on a rule "
-                         "(optimal, energy-gap, converged); the best mapping so far is returned")
-    mp.add_argument("--budget", type=int, default=None, metavar="N",
-                    help="stop the branch and bound after N candidates (stopped: budget): unlike the time limit, "
-                         "the same answer on a busy machine")
-    mp.add_argument("--energy-gap", type=float, default=None,
-                    help="stop once the cycles are at their lower bound and the energy is within this relative gap "
-                         "of its lower bound (default 0.001 = 0.1 %% for delay,energy; 0, the exact minimum, for the "
-                         "energy objectives; 0: prove optimality)")
-    mp.add_argument("--no-converge", action="store_true",
-                    help="do not stop when the search stops improving (search until optimal or the time limit)")
-    mp.add_argument("--search-layout", action="store_true",
-                    help="search the rank order each tensor is stored in on an SSD-backed first level (its layout: "
-                         "the arch's is ignored) jointly with the mapping")
-    mp.add_argument("--seed-mapping", action="append", metavar="FILE",
-                    help="a mapping to start from (re-priced on this arch; may be given several times)")
-    mp.add_argument("--threads", type=int, default=None, help="processes for the exhaustive search (default 1)")
-    mp.add_argument("--seed", type=int, default=0, help="seed of the random searches")
-    mp.add_argument("--victory", type=int, default=None,
-                    help="random searches stop after this many non-improving samples (default 500)")
-    mp.add_argument("--json", action="store_true", help="the model's JSON plus a 'search' object")
-    mp.add_argument("--out", help="write the best mapping here (storeloop mapping YAML)")
-    mp.set_defaults(func=cmd_map)
-    w = sub.add_parser("workload", help="generate a workload from a scheme and a database size")
-    w.add_argument("scheme", help="onionpir, sealpir, simplepir, fastpir or rotation")
-    w.add_argument("--db-size", help="database size for PIR schemes, e.g. 64GiB or 512MiB (GiB = 2^30 B, GB = 10^9 B)")
-    w.add_argument("--param", action="append", metavar="K=V", help="scheme parameter, e.g. ell=5 or rows=30720")
-    w.add_argument("--json", action="store_true")
-    w.add_argument("--query", action="store_true",
-                   help="the whole query (every einsum of the answer: OnionPIR's and SealPIR's dimensions, SimplePIR's and FastPIR's one pass) as one query file for storeloop map")
-    w.add_argument("--out", help="write a storeloop workload YAML here")
-    w.set_defaults(func=cmd_workload)
-    s = sub.add_parser("sweep", help="map every point of an architecture grid; results kept in SQLite")
-    s.add_argument("spec", help="sweep YAML (sweeps/)")
-    s.add_argument("--workers", type=int, default=1, help="local processes (or Dask workers with --dask local)")
-    s.add_argument("--dask", help="a Dask scheduler address, or 'local' for a LocalCluster")
-    s.add_argument("--db", help="results store (default results/<sweep name>.sqlite)")
-    s.add_argument("--plot", metavar="DIR", help="then draw the figures into DIR")
-    s.set_defaults(func=cmd_sweep)
-    pl = sub.add_parser("plot", help="draw a sweep's figures (time/energy vs area, per parameter)")
-    pl.add_argument("db", help="results store written by storeloop sweep")
-    pl.add_argument("--sweep", help="one sweep of the store")
-    pl.add_argument("--out", default="results/figures", help="folder for the PNG files")
-    pl.set_defaults(func=cmd_plot)
-    cx = sub.add_parser("crossover", help="where the bound (Disk, DRAM, compute, ...) of the best mapping moves "
-                                          "along one arch parameter, by bisection")
-    inputs(cx, None)
-    cx.add_argument("path", help="the parameter, as in a sweep: levels.Disk.shared_bandwidth, compute.instances, "
-                                 "levels.RF.instances+compute.instances (both take the value)")
-    cx.add_argument("low", metavar="LOW", help="one end, e.g. '1 GB/s'")
-    cx.add_argument("high", metavar="HIGH", help="the other end, in the same unit, e.g. '100 GB/s'")
-    cx.add_argument("--tolerance", type=float, default=0.01, help="relative width of the answer (default 0.01)")
-    cx.add_argument("--json", action="store_true")
-    cx.set_defaults(func=cmd_crossover)
-    rp = sub.add_parser("reproduce", help="the thesis's chapter 6: its sweeps, 13 figures and reproduction.md")
-    rp.add_argument("--quick", action="store_true", help="subsets of the grids: every figure in a few minutes")
-    rp.add_argument("--out", help="folder for the store, figures and reproduction.md (default results/reproduction, "
-                    "with --quick results/reproduction-quick, so a quick run never replaces the full one)")
-    rp.add_argument("--workers", type=int, default=2, help="local processes for the sweeps")
-    rp.set_defaults(func=cmd_reproduce)
-    sy = sub.add_parser("system", help="a whole system: throughput, the binding resource, instances a rate needs, "
-                        "the paper's claims beside storeloop's")
-    sy.add_argument("system", help="system YAML (systems/)")
-    sy.add_argument("--set", action="append", metavar="PATH=VALUE",
-                    help="override a field, e.g. devices.nic.bandwidth=200Gb/s, stages.rotation.instances=12, "
-                         "ratios.dedup=0.5, target=40Gb/s (may be given several times)")
-    sy.add_argument("--scenario", help="apply one of the file's named scenarios first")
-    sy.add_argument("--claims", action="store_true", help="print the claims table (published, storeloop, difference, why)")
-    sy.add_argument("--json", action="store_true", help="everything as one JSON object (SI units)")
-    sy.set_defaults(func=cmd_system)
-    sd = sub.add_parser("ssd", help="an SSD under a request stream: bandwidth, IOPS, mean latency, the binding "
-                        "resource and energy (one JSON object)")
-    sd.add_argument("ssd", help="SSD YAML (a top-level ssd: block, the same block a Disk level takes)")
-    sd.add_argument("--pattern", choices=("sequential", "random"), default="sequential")
-    sd.add_argument("--request-size", default="128KiB", help="bytes per request, e.g. 4KiB (default 128KiB)")
-    sd.add_argument("--queue-depth", type=int, default=32, help="requests in flight (default 32)")
-    sd.add_argument("--read-fraction", type=float, default=1.0, help="share of reads, 0 .. 1 (default 1)")
-    sd.add_argument("--placement", choices=("internal", "host"), default=None,
-                    help="who issues the requests: an accelerator on the flash channels (internal) or a host "
-                    "behind the PCIe link (default: the file's accelerator:, internal)")
-    sd.add_argument("--json", action="store_true", help="one line instead of an indented object")
-    sd.set_defaults(func=cmd_ssd)
-    rs = sub.add_parser("results", help="export a sweep store (one row per point, parameters as columns)")
-    rs.add_argument("db", help="results .sqlite written by storeloop sweep")
-    rs.add_argument("--sweep", help="only this sweep's rows")
-    rs.add_argument("--format", choices=RESULT_FORMATS, default=None,
-                    help="table (default), csv, json or parquet; to --out FILE, else to standard output")
-    rs.add_argument("--out", metavar="FILE", help="write here instead of standard output")
-    fmt = rs.add_mutually_exclusive_group()
-    fmt.add_argument("--csv", metavar="FILE", help="short for --format csv --out FILE")
-    fmt.add_argument("--parquet", metavar="FILE", help="short for --format parquet --out FILE")
-    fmt.add_argument("--json", action="store_true", help="short for --format json")
-    rs.add_argument("--all", action="store_true", help="include stale rows (inputs changed since) and the mappings")
-    rs.add_argument("--rank", action="store_true", help="one row per design, ranked across the sweep's workloads "
-                    "(weighted mean and worst ratio to each workload's best design)")
-    rs.add_argument("--by", choices=("time_s", "energy_J"), default="time_s", help="with --rank: the objective")
-    rs.add_argument("--order", choices=("weighted", "worst"), default="weighted",
-                    help="with --rank: by the weighted mean (default) or the worst ratio to the best")
-    rs.add_argument("--verify", action="store_true", help="check every row's checksum and SQLite's integrity; "
-                    "list the rows changed since they were written (exit 2 if any)")
-    rs.set_defaults(func=cmd_results)
-    return p
-
-
-def _warning_line(message, category, filename, lineno, line=None) -> str:
-    """Warnings from storeloop and its plug-ins as one plain line (no source file and line)."""
-    text = str(message)
-    return (text if text.startswith("storeloop") else f"storeloop: warning: {text}") + "\n"
-
-
-def main(argv: list[str] | None = None) -> int:
-    import warnings
-
-    warnings.formatwarning = _warning_line
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except StoreloopError as exc:
-        print(f"storeloop: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:               # the reader left (| head): stop quietly
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except OSError as exc:                # a path the command cannot read or write (--out, --db, ...)
-        where = exc.filename if exc.filename is not None else "a file"
-        print(f"storeloop: {where}: {exc.strerror or exc}\n  allowed: a path whose folder exists and that "
-              "is writable (an output file that is not a folder, an output folder that is not a file)",
-              file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("storeloop: interrupted", file=sys.stderr)
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

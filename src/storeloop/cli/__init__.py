@@ -1,0 +1,6 @@
+"""The ``storeloop`` command line (:mod:`.main`: the parser; :mod:`.commands`: one function per
+subcommand; :mod:`.render`: what it prints)."""
+
+from storeloop.cli.main import build_parser, main
+
+__all__ = ["build_parser", "main"]
