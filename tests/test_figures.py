@@ -10,8 +10,8 @@ import pytest
 
 matplotlib.use("Agg")
 
-from storeloop import reproduce  # noqa: E402
-from storeloop.plots import thesis as T  # noqa: E402
+from storeloop.studies import reproduce  # noqa: E402
+from storeloop.studies import thesis_figures as T  # noqa: E402
 from storeloop.formats.load import load_arch  # noqa: E402
 from storeloop.sweeps import read_results  # noqa: E402
 
@@ -204,7 +204,7 @@ def test_reproduce_end_to_end_on_tiny_grids(tmp_path, monkeypatch):
     monkeypatch.setattr(reproduce.studies, "QUICK", {
         "set": {"levels.SRAM.capacity": ["4 KiB"], "levels.RF.capacity": ["32 words"], units: [1, 2]},
         "set_sizes": ("512MiB",), "batches": (1, 2), "units": [2, 4], "first_dims": (256, 1024), "db_bytes": 2**30})
-    monkeypatch.setattr("storeloop.cpu.macs_per_second", lambda w, repeats=3: 5e7)
+    monkeypatch.setattr("storeloop.studies.cpu.macs_per_second", lambda w, repeats=3: 5e7)
     monkeypatch.chdir(tmp_path.parent)                     # a relative --out, as the command's default
     done = reproduce.run(Path(tmp_path.name), quick=True, workers=1)
     names = {p.stem for p in done["figures"]}
@@ -241,7 +241,7 @@ def test_reproduce_end_to_end_on_tiny_grids(tmp_path, monkeypatch):
 
 
 def test_cpu_baseline_computes_the_pir_einsum_exactly():
-    from storeloop import cpu
+    from storeloop.studies import cpu
     from storeloop.workloads.pir import pir_workload
 
     w = pir_workload("t", {"M": 2, "N": 3, "P": 2, "Q": 1, "J": 4, "K": 2, "C": 2, "D": 8})

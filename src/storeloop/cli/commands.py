@@ -432,7 +432,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from storeloop import reproduce
+    from storeloop.studies import reproduce
 
     _check_workers(args.workers)
     args.out = args.out or ("results/reproduction-quick" if args.quick else "results/reproduction")

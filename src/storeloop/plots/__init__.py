@@ -13,6 +13,8 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from storeloop.plots.common import _amount, _fig, _ok, _scheme_and_bytes, sized  # noqa: F401  (the studies import them from here)
+
 
 def _frame(df):
     """A store's rows: the DataFrame given, or read from the store at a path."""
@@ -21,16 +23,6 @@ def _frame(df):
 
         return read_results(df)
     return df
-
-
-def _ok(df):
-    from storeloop.sweeps import mapped
-
-    out = mapped(df).copy()
-    out["time_s"] = out["cycles"] / out["clock_hz"]
-    out["energy_J"] = out["energy_pJ"] / 1e12
-    out["on_chip_area_mm2"] = out["on_chip_area_um2"] / 1e6
-    return out
 
 
 def _params(df) -> list[str]:
@@ -55,7 +47,6 @@ def pareto_front(df, x: str, y: str):
 def _vs_area(df, col: str, label: str, title: str):
     """A scatter of ``col`` against on-chip area (log scale), each workload a series with its Pareto
     front; the y axis starts at zero."""
-    from storeloop.plots.thesis import _fig
 
     d = _ok(df)
     fig, (ax,) = _fig(size=(6.4, 4.2))
@@ -104,7 +95,6 @@ def by_parameter(df, param: str, out: str | Path, title: str) -> Path:
     decades). At each value the best design by the thesis's rule (fewest cycles, then area x
     energy) over the other parameters is drawn, the same design in all three panels."""
     df = _frame(df)
-    from storeloop.plots.thesis import _amount, _fig
 
     d = _ok(df)
     d["_x"] = d[param].map(_amount)
@@ -126,24 +116,11 @@ def by_parameter(df, param: str, out: str | Path, title: str) -> Path:
     return _save(fig, out, f"by_{param.replace('+', '_').replace('.', '_')}.png")
 
 
-_SIZED = __import__("re").compile(r"^(?P<scheme>.+)-(?P<size>\d+(?:KiB|MiB|GiB|TiB))(?:\.ya?ml)?$")
-
-
-def _scheme_and_bytes(workload: str):
-    from storeloop.formats.quantities import bytes_of
-
-    m = _SIZED.match(workload)
-    if not m:
-        return None, None
-    return m.group("scheme"), bytes_of(m.group("size"))
-
-
 def by_database_size(df, out: str | Path, title: str) -> Path | None:
     """Speed (database bytes per second), energy per GB and power against database size, a line
     per scheme (thesis Figures 6-7, 6-9, 6-10 for OnionPIR and 6-11 .. 6-13 across schemes).
     Workloads are recognised by their file names, ``<scheme>-<size>.yaml``."""
     df = _frame(df)
-    from storeloop.plots.thesis import sized
 
     d = sized(df)
     if d["db_bytes"].nunique() < 2:
@@ -166,7 +143,6 @@ def throughput_by_parameter(df, param: str, out: str | Path, title: str) -> Path
     df = _frame(df)
     import json
 
-    from storeloop.plots.thesis import _amount, _fig
     from storeloop.sweeps import mapped
 
     d = mapped(df).copy()

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 from matplotlib import ticker
 
 from storeloop.plots import _scheme_and_bytes
-from storeloop.plots.thesis import STYLE, _fig
+from storeloop.plots.common import STYLE, _fig
 
 UNITS = "levels.SRAM.instances+levels.RF.instances+compute.instances"
 

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
-from storeloop.plots.thesis import STYLE, _fig  # noqa: E402
+from storeloop.plots.common import STYLE, _fig  # noqa: E402
 
 
 def _bars(ax, labels, values, ylabel: str, fmt: str = "{:.2f}"):

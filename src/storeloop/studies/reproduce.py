@@ -18,10 +18,21 @@ import json
 import time
 from pathlib import Path
 
-from storeloop import studies
+from storeloop.studies import server as studies
 from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT
 
-ROOT = Path(__file__).resolve().parents[2]
+
+def repository(start: Path | None = None) -> Path | None:
+    """The storeloop clone these studies read their sweeps, archs and workloads from: the nearest
+    folder above ``start`` (default: this file's folder, then the current folder) that holds
+    ``sweeps/thesis-initial.yaml``; None outside a clone (a pip install from an index)."""
+    for base in ([start] if start else [Path(__file__), Path.cwd()]):
+        for folder in [base.resolve(), *base.resolve().parents]:
+            if (folder / "sweeps/thesis-initial.yaml").is_file():
+                return folder
+    return None
+
+
 SCHEMES = ("onionpir", "sealpir", "simplepir", "fastpir")
 SIZES = ("512MiB", "1GiB", "2GiB", "4GiB", "8GiB", "16GiB", "32GiB", "64GiB")
 
@@ -86,7 +97,7 @@ def cpu_baseline(out: Path, quick: bool) -> dict:
     """Measure (or reuse) the CPU's MAC rate on a small OnionPIR database; kept in ``cpu.json``."""
     import platform
 
-    from storeloop.cpu import macs_per_second
+    from storeloop.studies.cpu import macs_per_second
     from storeloop.workloads.pir import onionpir_first_dimension
 
     path = out / "cpu.json"
@@ -106,7 +117,7 @@ def run(out: str | Path = "results/reproduction", *, quick: bool = False, worker
     """Run the sweeps into ``out/reproduction.sqlite``, then write the figures and reproduction.md.
     Returns the paths written and the seconds each step took."""
 
-    root = root or ROOT
+    root = root or repository() or Path.cwd()
     if not (root / "sweeps/thesis-initial.yaml").is_file():
         from storeloop.errors import SpecError
 
@@ -154,8 +165,8 @@ SYSTEMS = [("COPA: MPC accelerators on a SmartNIC (seed 003)", "copa", ()),
 
 def systems(out: Path, root: Path) -> tuple[list[str], list[Path]]:
     """One section per seed system (its binding resource and its claims beside storeloop's) and
-    its figure, drawn by :mod:`storeloop.plots.systems` from the system layer's numbers."""
-    from storeloop.plots import systems as S
+    its figure, drawn by :mod:`storeloop.studies.system_figures` from the system layer's numbers."""
+    from storeloop.studies import system_figures as S
     from storeloop.system import evaluate_system, load_system
     from storeloop.system.report import claims_markdown, si
 
@@ -210,7 +221,7 @@ def _ssd_GBps(root: Path) -> float:
 
 def figures(frames: dict, cpu: dict, out: Path, root: Path, refined_spec: Path) -> list[Path]:
     """Every figure (PNG + PDF) of the three sweeps' results into ``out``."""
-    from storeloop.plots import thesis as T
+    from storeloop.studies import thesis_figures as T
 
     refined, sizes = frames["refined"], frames["sizes"]
     _, best = _optimal_rows(refined)
@@ -242,7 +253,7 @@ def _pct(a: float, b: float) -> str:
 
 def report(frames: dict, cpu: dict, quick: bool, timing: dict, refined_spec: Path) -> str:
     """reproduction.md: the thesis's published numbers beside storeloop's, read from the store."""
-    from storeloop.plots.thesis import THESIS, frame, sized
+    from storeloop.studies.thesis_figures import THESIS, frame, sized
 
     refined, sizes = frames["refined"], frames["sizes"]
     design, best = _optimal_rows(refined)
@@ -349,8 +360,8 @@ def ssd_questions(out: Path, root: Path, db: Path, *, quick: bool = False, worke
     import dataclasses
 
     from storeloop import evaluate, load_arch, load_mapping, load_workload, map as map_, price
-    from storeloop.plots import ssd as F
-    from storeloop.plots.thesis import save
+    from storeloop.studies import ssd_figures as F
+    from storeloop.plots.common import save
     from storeloop.sweeps import mapped
 
     wl = load_workload(root / "workloads/onionpir-64GiB.yaml")

@@ -11,12 +11,12 @@ thesis's published values overlaid where it gives them, titles that say what is 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter
 
-from storeloop.plots import _ok, _scheme_and_bytes, pareto_front
+from storeloop.plots import pareto_front
+from storeloop.plots.common import RF, SRAM, UNITS, _fig, frame, save, sized  # noqa: F401  (save, sized: the notebooks')
 
 # Published numbers (thesis ch. 6). They are drawn beside storeloop's; never used to compute them.
 THESIS = {
@@ -29,47 +29,6 @@ THESIS = {
     "speed_at_512MB": 0.89,             # ch. 6.5: of the peak speed
     "cpu_minutes_64GB": 29.0, "speedup": 271.9,
 }
-STYLE = {"axes.formatter.useoffset": False, "axes.spines.top": False, "axes.spines.right": False,
-         "axes.grid": True, "grid.alpha": 0.3, "legend.fontsize": 7, "axes.titlesize": 10}
-SRAM, RF, SRAM_N, UNITS = "levels.SRAM.capacity", "levels.RF.capacity", "levels.SRAM.instances", \
-    "levels.RF.instances+compute.instances"
-
-
-def _fig(ncols: int = 1, size=(6.4, 4.2)):
-    with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, ncols, figsize=size, squeeze=False)
-    return fig, list(axes[0])
-
-
-def _amount(value) -> float:
-    """'4 KiB' -> 4096 (bytes), '32 words' -> 32, '2' -> 2, '10 GB/s' -> 10 (the number before
-    any other unit)."""
-    from storeloop.formats.quantities import ExpressionError, bytes_of, split_unit
-
-    text = str(value).strip()
-    if text.endswith("words"):
-        return float(text[:-5])
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        return float(bytes_of(text))
-    except (ExpressionError, ValueError):
-        return float(split_unit(text)[0])
-
-
-def frame(df):
-    """Current ``ok`` rows with time_s, energy_J, on_chip_area_mm2, power_W and each parameter
-    as a number in ``<param>#`` (bytes for sizes, words for word counts)."""
-    d = _ok(df)
-    d["power_W"] = d["energy_J"] / d["time_s"]
-    for col in (SRAM, RF, SRAM_N, UNITS):
-        if col in d:
-            d[col + "#"] = d[col].map(_amount)
-    return d
-
-
 def _bytes(v: float) -> str:
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if v >= size:
@@ -248,20 +207,6 @@ def roofline(row, title: str = ""):
 
 
 # ---------------------------------------------------------------- 6.7 .. 6.13: database sizes
-def sized(df):
-    """Rows of ``<scheme>-<size>`` workloads (scheme and size from the file name) with scheme,
-    db_bytes, db_GiB, GB_per_s (database bytes per second), J_per_GB and power_W."""
-    d = frame(df)
-    parsed = d["workload"].map(_scheme_and_bytes)
-    d["scheme"] = parsed.map(lambda x: x[0])
-    d["db_bytes"] = parsed.map(lambda x: x[1])
-    d = d[d["scheme"].notna()].copy()
-    d["db_GiB"] = d["db_bytes"] / 2**30
-    d["GB_per_s"] = d["db_bytes"] / d["time_s"] / 1e9
-    d["J_per_GB"] = d["energy_J"] / (d["db_bytes"] / 1e9)
-    return d.sort_values(["scheme", "db_bytes"])
-
-
 def _vs_size(d, col: str, ylabel: str, title: str, schemes=None):
     fig, (ax,) = _fig()
     for scheme, g in d.groupby("scheme"):
@@ -348,16 +293,3 @@ def fig_6_12(sizes):
 def fig_6_13(sizes):
     """Figure 6-13: power against database size for every PIR scheme."""
     return _all_schemes(sizes, "power_W", "power (W)", "Fig. 6-13  Power vs database size, all schemes")
-
-
-def save(fig, path: str | Path) -> list[Path]:
-    """Write ``fig`` as ``<path>.png`` and ``<path>.pdf`` and close it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    out = []
-    for ext in (".png", ".pdf"):
-        fig.savefig(path.with_suffix(ext), dpi=130)
-        out.append(path.with_suffix(ext))
-    plt.close(fig)
-    return out

@@ -2,7 +2,7 @@
 thesis's chapter 6: one design for a workload set, batched queries, OnionPIR's dimension choice and
 the levels that need double buffering.
 
-Each study runs its sweeps or searches, draws its figure (:mod:`storeloop.plots.studies`) and returns
+Each study runs its sweeps or searches, draws its figure (:mod:`storeloop.studies.server_figures`) and returns
 its section of ``reproduction.md``; every number in a section is read from the runs, never typed in.
 """
 
@@ -56,8 +56,9 @@ def workload_set(out: Path, root: Path, db: Path, *, quick: bool = False, worker
                  progress: bool = False) -> tuple[list[str], list[Path]]:
     """Study 3: OnionChopper variants ranked across every scheme at three database sizes
     (``sweeps/workload-set.yaml``)."""
-    from storeloop.plots import _scheme_and_bytes, studies as F
-    from storeloop.plots.thesis import save
+    from storeloop.plots import _scheme_and_bytes
+    from storeloop.studies import server_figures as F
+    from storeloop.plots.common import save
     from storeloop.sweeps import mapped, rank_designs
     from storeloop.formats.quantities import bytes_of
 
@@ -135,8 +136,8 @@ def batching(out: Path, root: Path, db: Path, *, quick: bool = False, workers: i
              progress: bool = False) -> tuple[list[str], list[Path]]:
     """Study 4 (thesis ch. 7): ``batch`` OnionPIR queries share one pass over a 1 GiB database; the best
     design per batch size (units x SRAM size) and where the Disk stops binding the thesis's design."""
-    from storeloop.plots import studies as F
-    from storeloop.plots.thesis import save
+    from storeloop.studies import server_figures as F
+    from storeloop.plots.common import save
     from storeloop.sweeps import mapped
     from storeloop.workloads.pir import onionpir_first_dimension
 
@@ -195,8 +196,8 @@ def dimension_choice(out: Path, root: Path, *, quick: bool = False) -> tuple[lis
     (4 GiB with ``quick``), each whole query mapped by :func:`storeloop.mapper.query.map_query`."""
     from storeloop.energy import price
     from storeloop.mapper.query import map_query
-    from storeloop.plots import studies as F
-    from storeloop.plots.thesis import save
+    from storeloop.studies import server_figures as F
+    from storeloop.plots.common import save
     from storeloop.formats.load import load_arch
     from storeloop.formats.query import query_from_native
     from storeloop.formats.yamlio import loads
