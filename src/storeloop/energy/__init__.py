@@ -1,20 +1,7 @@
 """Per-action energy, area and leakage of every component, from plug-ins (Accelergy's role).
 
-**Contract.** A plug-in is an object (or a class instantiated without arguments) with
-
-* ``name`` (str), ``priority`` (float; the highest that supports a class wins), ``classes``
-  (component classes it prices, lower case), and
-* ``estimate(cls: str, attrs: dict) -> Estimate`` -- pJ per action, µm² per instance, leakage in W
-  and the source of the numbers (plug-in, parameters, datasheet or paper), and optionally
-* ``choices(cls: str) -> {attribute: allowed values}`` for attributes whose values form a closed set
-  (a DRAM's ``type``) or a range (:class:`Between`: an SRAM's ``size_bits`` CACTI can model). When
-  every plug-in of a class declares an attribute's values, a value none of them allows is an error
-  at that attribute (a size at the level's capacity) before any plug-in runs, and
-* ``attributes(cls: str) -> {attribute: what it is}``: the arch-file attributes it reads for a
-  class. When every plug-in of a class declares them, a storeloop arch file's attribute that none
-  of them reads and storeloop does not read itself (:data:`storeloop.formats.attributes.STORELOOP_ATTRIBUTES`) is an error at
-  its line, with a did-you-mean (``witdh``), when the arch is loaded. Timeloop arch files keep
-  Accelergy's open attribute set.
+**Contract** (:mod:`storeloop.energy.contract`): a plug-in has a ``name``, a ``priority``, the
+``classes`` it prices and ``estimate(cls, attrs) -> Estimate``; optionally ``choices`` and ``attributes``.
 
 Plug-ins are found through the Python entry-point group ``storeloop.energy`` (the packages in
 ``plugins/`` register there) plus storeloop's own hwcomponents adapter. A plug-in that fails to
@@ -35,25 +22,13 @@ from dataclasses import asdict, dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from storeloop.energy.contract import Between, Estimate
+from storeloop.energy.hwc import HwComponentsPlugin
+from storeloop.energy.network import NetworkPlugin
 from storeloop.errors import SpecError, StoreloopError
 from storeloop.ir import ActionCosts, Arch, EnergyTable
 
 GROUP = "storeloop.energy"
-
-
-@dataclass(frozen=True)
-class Between:
-    """A numeric range a plug-in prices (for ``choices``), with what it is."""
-
-    lo: float
-    hi: float
-    what: str = ""
-
-    def allows(self, value) -> bool:
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and self.lo <= value <= self.hi
-
-    def __str__(self) -> str:
-        return f"{self.lo:g} .. {self.hi:g}" + (f" ({self.what})" if self.what else "")
 
 
 def _allows(declared, value) -> bool:
@@ -74,15 +49,6 @@ def declared_attributes(cls: str) -> tuple[frozenset, tuple[str, ...]] | None:
     if not cands or not all(hasattr(p, "attributes") for p in cands):
         return None
     return frozenset(a for p in cands for a in p.attributes(cls.lower())), tuple(p.name for p in cands)
-
-
-@dataclass(frozen=True)
-class Estimate:
-    actions: dict[str, float]          # pJ per action
-    area_um2: float
-    leak_W: float = 0.0
-    source: str = ""
-    unpriced: bool = False             # left at 0 on purpose (the source says why): no warning
 
 
 @dataclass
@@ -112,9 +78,6 @@ class Registry:
 
     @classmethod
     def discover(cls, cache: Path | None = None, use_cache: bool = True) -> "Registry":
-        from storeloop.energy.hwc import HwComponentsPlugin
-        from storeloop.energy.network import NetworkPlugin
-
         found = [HwComponentsPlugin(), NetworkPlugin()]
         for ep in entry_points(group=GROUP):
             try:

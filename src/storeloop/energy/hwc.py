@@ -6,7 +6,7 @@ import contextlib
 import shutil
 import tempfile
 
-from storeloop.energy import Estimate
+from storeloop.energy.contract import Estimate
 
 PJ, UM2 = 1e12, 1e12          # J -> pJ, m^2 -> um^2
 
@@ -46,7 +46,7 @@ class HwComponentsPlugin:
     def choices(self, cls: str) -> dict:
         """Attribute values it prices, where they form a closed set (see the registry's contract)."""
         if cls == "sram":      # CACTI fails on arrays of 2 GiB and more (its sizes are 32-bit ints)
-            from storeloop.energy import Between
+            from storeloop.energy.contract import Between
 
             return {"size_bits": Between(1, 2**33, "bits: CACTI models SRAMs of up to 1 GiB")}
         return {"type": dram_table_types()} if cls == "dram" else {}

@@ -8,7 +8,7 @@ backing store.
 
 from __future__ import annotations
 
-from storeloop.energy import Estimate
+from storeloop.energy.contract import Estimate
 
 
 class NetworkPlugin:

@@ -9,26 +9,21 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
+from pydantic import Field, field_validator
 
-from storeloop.errors import MappingError, SpecError
+from storeloop.errors import MappingError
 from storeloop.ir.check import check_mapping
 from storeloop.formats.einsum import EinsumError, parse_einsum
 from storeloop.ir import (Arch, ComputeLevel, Placement, LevelMapping, Loop, Mapping, StorageLevel, Tensor,
                                   Workload)
-from storeloop.formats.validate import validate
+from storeloop.formats.ssd import ssd_from_doc
+from storeloop.formats.validate import Scalar, Strict, check_value, checked, top_level
 from storeloop.formats.yamlio import LDict, error_at, field_path, locate
 from storeloop.formats.attributes import check_attributes, cluster_size
 from storeloop.ir.check import ops_problem
 from storeloop.formats.quantities import (ExpressionError, _words_per_cycle, bits_of, bytes_of, hertz_of, integer,
                              technology_nm, words_per_cycle)
 
-# strict: YAML booleans (true, yes, on) are not numbers (lax parsing would read true as 1)
-Scalar = StrictInt | StrictFloat | StrictStr
-
-
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
 
 def capacity_words(value: Scalar | None, word_bits: int) -> int | None:
@@ -47,20 +42,7 @@ def capacity_words(value: Scalar | None, word_bits: int) -> int | None:
     return words
 
 
-def checked(fn, v):
-    """``v``, once ``fn`` reads it (its ExpressionError as the ValueError pydantic reports)."""
-    check_value(fn, v)
-    return v
-
-
-def check_value(fn, v):
-    try:
-        return fn(v)
-    except ExpressionError as exc:
-        raise ValueError(str(exc)) from None
-
-
-class StorageSpec(_Spec):
+class StorageSpec(Strict):
     name: str = Field(description="level name, unique in the arch")
     cls: str = Field(alias="class", description="component class: Disk, DRAM, SRAM, regfile, …")
     instances: int = Field(1, ge=1, description="number of instances of this level in the whole arch")
@@ -106,7 +88,7 @@ class StorageSpec(_Spec):
         return checked(lambda x: _words_per_cycle(x, word_bits=64, clock_hz=1.0), v)   # syntax; range with the clock
 
 
-class ComputeSpec(_Spec):
+class ComputeSpec(Strict):
     name: str
     cls: str = Field(alias="class", description="compute class: intmac, fpmac, modmac, …")
     instances: int = Field(1, ge=1)
@@ -122,7 +104,7 @@ class ComputeSpec(_Spec):
         return checked(bits_of, v)
 
 
-class ArchSpec(_Spec):
+class ArchSpec(Strict):
     name: str
     clock: Scalar | None = Field(None, description="clock frequency: '2 GHz' (needed for bandwidths in B/s)")
     technology: str | None = Field(None, description="technology node, e.g. '45nm'")
@@ -143,7 +125,7 @@ class ArchSpec(_Spec):
         return v if v is None else checked(technology_nm, v)
 
 
-class WorkloadSpec(_Spec):
+class WorkloadSpec(Strict):
     name: str
     einsum: str = Field(description="e.g. 'C[m,n] = A[m,k] * B[k,n]'")
     bounds: dict[str, Scalar] = Field(description="bound of every einsum index, e.g. {M: 64, N: 64, K: 64}")
@@ -152,7 +134,7 @@ class WorkloadSpec(_Spec):
     source: str | None = None
 
 
-class LevelMappingSpec(_Spec):
+class LevelMappingSpec(Strict):
     level: str
     temporal: str | list[str] = Field("", description="loops outer->inner: 'C=2 K=2 D=128'")
     spatial: str | list[str] = Field("", description="spatial loops along X: 'J=2'")
@@ -161,21 +143,10 @@ class LevelMappingSpec(_Spec):
     bypass: list[str] | None = None
 
 
-class MappingSpec(_Spec):
+class MappingSpec(Strict):
     name: str | None = None
     description: str | None = None
     levels: list[LevelMappingSpec]
-
-
-def top_level(model: type[BaseModel], doc: LDict, key: str) -> Any:
-    if not isinstance(doc, dict) or key not in doc:
-        top = ", ".join(map(str, doc)) if isinstance(doc, dict) else type(doc).__name__
-        raise SpecError(f"expected a top-level '{key}:' mapping, found: {top}", file=getattr(doc, "file", None),
-                        line=1, allowed=f"'{key}:' (storeloop format) or a Timeloop v0.3 file")
-    extra = [k for k in doc if k != key]
-    if extra:
-        raise error_at(doc, (extra[0],), f"unknown top-level key '{extra[0]}'", allowed=f"'{key}'")
-    return validate(model, doc[key], doc, (key,))
 
 
 # ----------------------------------------------------------------------------------- arch
@@ -272,7 +243,6 @@ def arch_from_native(doc: LDict) -> Arch:
 
 def _ssd_level(doc: LDict, loc: tuple, s: StorageSpec, word_bits: int, clock: float | None):
     """The SSD of a level's ``ssd:`` block and its peak read bandwidth in words/cycle."""
-    from storeloop.formats.ssd import ssd_from_doc
 
     for f in ("read_bandwidth", "write_bandwidth", "shared_bandwidth", "page_size"):
         if getattr(s, f) is not None:

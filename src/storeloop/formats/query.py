@@ -32,12 +32,13 @@ from dataclasses import dataclass, field
 from pydantic import Field, StrictInt
 
 from storeloop.formats.einsum import EinsumError, parse_einsum
-from storeloop.formats.native import WorkloadSpec, _Spec, top_level, workload_at
+from storeloop.formats.native import WorkloadSpec, workload_at
+from storeloop.formats.validate import Strict, top_level
 from storeloop.ir import Workload
 from storeloop.formats.yamlio import LDict, error_at, locate
 
 
-class BindingSpec(_Spec):
+class BindingSpec(Strict):
     tensor: str = Field(description="the query tensor")
     decomposed: StrictInt = Field(1, ge=1, le=1024, description="words the einsum's tensor holds per word of "
                                   "the query tensor (a digit decomposition between einsums, not priced)")
@@ -49,7 +50,7 @@ class QueryEinsumSpec(WorkloadSpec):
     home: str | None = Field(None, description="the storage level its tensors live in (default: searched)")
 
 
-class QuerySpec(_Spec):
+class QuerySpec(Strict):
     name: str
     inputs: dict[str, str] = Field(description="query tensors that come from outside and the level they sit in: "
                                    "{database: top, query1: any} (top: the arch's first level; any: delivered to "

@@ -12,15 +12,13 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, field_validator
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, field_validator
 
 from storeloop.model.ssd import PCIE_LANE_BPS, SSD, SsdEnergy
-from storeloop.formats.native import checked, top_level
-from storeloop.formats.validate import validate
+from storeloop.formats.validate import Scalar, Strict, checked, top_level, validate
 from storeloop.formats.yamlio import error_at, field_path, load, locate
 from storeloop.formats.quantities import ExpressionError, bits_of, bytes_of, number, seconds_of, split_unit
 
-Scalar = StrictInt | StrictFloat | StrictStr
 
 # NAND operating currents (3 V devices, typical): Numonyx NAND01G-B2B / NAND02G-B2C datasheet,
 # Table 23 "DC characteristics, 3 V devices": IDD1 sequential read 10 mA, IDD2 program 10 mA
@@ -64,11 +62,7 @@ def joules_per_byte(v): return _unit(v, PER_BYTE, "an energy per byte", "5 pJ/bi
 def transfers(v): return _unit(v, TRANSFERS, "a transfer rate", "1000 MT/s")
 
 
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class HostSpec(_Spec):
+class HostSpec(Strict):
     pcie_gen: Literal[1, 2, 3, 4, 5, 6] = Field(4, description="PCIe generation (per-lane rate after line coding)")
     lanes: Literal[1, 2, 4, 8, 16] = Field(4, description="PCIe lanes")
     max_payload: Scalar = Field("128 B", description="payload bytes per transaction-layer packet")
@@ -76,7 +70,7 @@ class HostSpec(_Spec):
     _b = field_validator("max_payload", "packet_overhead")(_check(bytes_of))
 
 
-class EnergySpec(_Spec):
+class EnergySpec(Strict):
     preset: Literal["datasheet", "thesis"] = Field("datasheet", description="'datasheet': the NAND currents and "
                                                    "interface energies below; 'thesis': 2.5 nJ per byte for everything")
     vcc: Scalar = Field("3 V", description="NAND core supply")
@@ -93,7 +87,7 @@ class EnergySpec(_Spec):
     _w = field_validator("active_power", "idle_power")(_check(watts))
 
 
-class SsdSpec(_Spec):
+class SsdSpec(Strict):
     channels: StrictInt = Field(ge=1, le=1024, description="flash channels")
     chips_per_channel: StrictInt = Field(ge=1, le=256, description="NAND chips (packages, CEs) on a channel")
     dies_per_chip: StrictInt = Field(1, ge=1, le=64, description="dies (LUNs) per chip")
@@ -127,7 +121,7 @@ class SsdSpec(_Spec):
     _r = field_validator("channel_rate")(_check(transfers))
 
 
-class SsdFile(_Spec):
+class SsdFile(Strict):
     ssd: SsdSpec
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from storeloop.errors import SpecError
 from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT, MapperOptions
@@ -20,7 +20,7 @@ from storeloop.formats.load import load_energy_file, load_workload
 from storeloop.formats.native import ArchSpec
 from storeloop.formats.overrides import arch_field, set_arch_field
 from storeloop.formats.system import load_system
-from storeloop.formats.validate import shape, validate
+from storeloop.formats.validate import Strict, shape, validate
 from storeloop.formats.yamlio import LDict, error_at, load
 
 
@@ -62,16 +62,12 @@ class Sweep:
 Value = int | float | str | list[str]       # a parameter value (a list of strings: a layout's rank order)
 
 
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class EnergyFiles(_Spec):
+class EnergyFiles(Strict):
     ert: str | None = Field(None, description="an Accelergy ERT (relative to the sweep file)")
     art: str | None = Field(None, description="an Accelergy ART")
 
 
-class WeightedWorkload(_Spec):
+class WeightedWorkload(Strict):
     """A workload of a workload set with its weight (how often it is run: the ranking of designs
     across the set weighs each workload's time and energy by it)."""
 
@@ -88,7 +84,7 @@ class WeightedWorkload(_Spec):
         return v
 
 
-class SweepSpec(_Spec):
+class SweepSpec(Strict):
     """A sweep file's ``sweep:`` mapping: an arch and workloads, or a system, and the grid."""
 
     name: str = Field(description="names the store results/<name>.sqlite: letters, digits, '.', '_', '-'")

@@ -7,18 +7,15 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import Field, StrictFloat, StrictInt, StrictStr
 
+from storeloop.formats.validate import Strict
 from storeloop.mapper.options import DEFAULT_BUDGET
 
 Scalar = StrictInt | StrictFloat | StrictStr       # a YAML boolean is not a quantity
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-class _Traced(_Spec):
+class _Traced(Strict):
     description: str | None = Field(None, description="free text")
     source: str | None = Field(None, description="where the published values come from: 'file:line'")
     assumed: str | None = Field(None, description="what here is not published, and why the value chosen")
@@ -43,7 +40,7 @@ class MemorySpec(_Device):
     capacity: Scalar | None = Field(None, description="per unit: '256 GiB'")
 
 
-class PcieSpec(_Spec):
+class PcieSpec(Strict):
     gen: int = Field(ge=1, le=6, description="PCIe generation 1..6")
     lanes: Literal[1, 2, 4, 8, 16, 32]
 
@@ -96,7 +93,7 @@ DEVICE_SPECS = {"cpu": CpuSpec, "memory": MemorySpec, "link": LinkSpec, "ssd": S
 
 
 # ------------------------------------------------------------------------------------- stages
-class DemandSpec(_Spec):
+class DemandSpec(Strict):
     per_byte: Scalar | None = Field(None, description="resource units per byte of the stage's input "
                                     "(bytes per byte for bandwidths, IOs per byte for IOPS)")
     cycles_per_byte: Scalar | None = Field(None, description="CPU cycles per byte (cores; uses the CPU's clock)")
@@ -190,25 +187,25 @@ class FlowSpec(_Traced):
                                           "with a geometry (default: the SSD's queue_depth)")
 
 
-class RatioSpec(_Spec):
+class RatioSpec(Strict):
     value: Scalar
     source: str | None = None
     assumed: str | None = None
 
 
-class UnitSpec(_Spec):
+class UnitSpec(Strict):
     name: str = Field("byte", description="what one unit of work is: 'multiply', 'byte written'")
     bytes: Scalar = Field(1, description="bytes of system input per unit of work")
 
 
-class RelativeSpec(_Spec):
+class RelativeSpec(Strict):
     output: str = Field(description="the output to divide by")
     at: str | dict[str, Scalar] | None = Field(None, description="a scenario name or overrides for it")
     system: str | None = Field(None, description="another system file (relative to this one); default: this one")
     form: Literal["ratio", "reduction"] = Field("ratio", description="ratio: value / base; reduction: 1 - value / base")
 
 
-class ClaimSpec(_Spec):
+class ClaimSpec(Strict):
     name: str
     published: Scalar | None = Field(None, description="the paper's value with its unit: '17.5 Gb/s', '9.5 TiB', "
                                      "'1.9x', '88%'; omitted where the paper shows the quantity without its value "

@@ -9,9 +9,11 @@ import difflib
 import re
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt, StrictStr, ValidationError
 
-from storeloop.formats.yamlio import error_at
+from storeloop.errors import SpecError
+from storeloop.formats.quantities import ExpressionError
+from storeloop.formats.yamlio import LDict, error_at
 
 
 def validate(model: type[BaseModel], value: Any, root: Any, loc: tuple) -> Any:
@@ -114,3 +116,38 @@ def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel]:
         if nxt:
             model = nxt[0]
     return model
+
+
+# strict: YAML booleans (true, yes, on) are not numbers (lax parsing would read true as 1)
+Scalar = StrictInt | StrictFloat | StrictStr
+
+
+class Strict(BaseModel):
+    """The base of every storeloop schema: unknown keys are errors, specs are immutable, a field may
+    be given by its name or its alias (``word_bits`` / ``word-bits``)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+def checked(fn, v):
+    """``v``, once ``fn`` reads it (its ExpressionError as the ValueError pydantic reports)."""
+    check_value(fn, v)
+    return v
+
+
+def check_value(fn, v):
+    try:
+        return fn(v)
+    except ExpressionError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def top_level(model: type[BaseModel], doc: LDict, key: str) -> Any:
+    if not isinstance(doc, dict) or key not in doc:
+        top = ", ".join(map(str, doc)) if isinstance(doc, dict) else type(doc).__name__
+        raise SpecError(f"expected a top-level '{key}:' mapping, found: {top}", file=getattr(doc, "file", None),
+                        line=1, allowed=f"'{key}:' (storeloop format) or a Timeloop v0.3 file")
+    extra = [k for k in doc if k != key]
+    if extra:
+        raise error_at(doc, (extra[0],), f"unknown top-level key '{extra[0]}'", allowed=f"'{key}'")
+    return validate(model, doc[key], doc, (key,))
