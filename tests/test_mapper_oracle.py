@@ -88,7 +88,7 @@ def timeloop_case(rng: random.Random, arch: Arch, work):
     """Random Timeloop v0.3 constraints, read by storeloop's Timeloop reader: a temporal permutation
     at one level (innermost first; after '_' the outermost), and at the fanout a spatial factor of
     one dimension with a permutation and a split."""
-    from storeloop.formats.constraints import timeloop_constraints
+    from storeloop.mapper.constraints import timeloop_constraints
     from storeloop.formats.timeloop.schema import ConstraintEntry
     from storeloop.ir import SourcedEntry
     from storeloop.formats.validate import validate

@@ -17,7 +17,8 @@ import pytest
 
 from storeloop.errors import SpecError, StoreloopError
 from storeloop.mapper import map_workload
-from storeloop.formats.constraints import arch_constraints, load_constraints
+from storeloop.formats.constraints import load_constraints
+from storeloop.mapper.constraints import arch_constraints
 from storeloop.ir.constraints import Constraints
 from storeloop.formats.load import load_arch, load_energy_table, load_mapping, load_workload
 from storeloop.ir import ActionCosts, EnergyTable

@@ -22,7 +22,7 @@ from storeloop.model.evaluate import Result
 from storeloop.formats import timeloop
 from storeloop.ir import Arch, EnergyTable, Mapping, Workload
 
-from storeloop.formats.timeloop.stats import parse_stats
+from storeloop.formats.timeloop.stats import read_stats
 
 
 @dataclass
@@ -76,7 +76,7 @@ def export(arch: Arch, workload: Workload, mapping: Mapping | None, energy: Ener
     return files, notes
 
 
-def run_timeloop(folder: Path, timeout: float = 600) -> str:
+def run_timeloop(folder: Path, timeout: float = 600) -> Path:
     """Run ``timeloop-model`` on an exported folder; its stats text."""
     exe = shutil.which("timeloop-model")
     if exe is None:
@@ -88,7 +88,7 @@ def run_timeloop(folder: Path, timeout: float = 600) -> str:
     if proc.returncode != 0 or not stats.exists():
         last = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
         raise SpecError("timeloop-model failed:\n  " + "\n  ".join(last), file=str(folder / "arch.yaml"))
-    return stats.read_text()
+    return stats
 
 
 def crosscheck(arch, workload, mapping, energy, result: Result, stats_file: Path | None = None,
@@ -97,8 +97,4 @@ def crosscheck(arch, workload, mapping, energy, result: Result, stats_file: Path
     with tempfile.TemporaryDirectory(prefix="storeloop-crosscheck-") as tmp:
         folder = keep or Path(tmp)
         _, notes = export(arch, workload, mapping, energy, folder)
-        if stats_file is not None:
-            text = stats_file.read_text(errors="replace")
-        else:
-            text = run_timeloop(folder)
-        return compare(result, parse_stats(text, str(stats_file or folder / "timeloop-model.stats.txt"))), notes
+        return compare(result, read_stats(stats_file or run_timeloop(folder))), notes

@@ -10,19 +10,38 @@ from pathlib import Path
 import yaml
 
 from storeloop.cli.render import map_report, ranking_summary, render_table, system_sweep_summary
+from storeloop.crosscheck import crosscheck, export
+from storeloop.energy import price
 from storeloop.errors import MappingError, SpecError
-from storeloop.formats.load import load_arch, load_energy_table, load_mapping, load_workload
-from storeloop.formats.quantities import ExpressionError, bytes_of, integer
+from storeloop.formats.constraints import load_constraints
+from storeloop.formats.load import (load_arch, load_energy_table, load_mapping, load_workload, load_workload_or_query,
+                                    mapping_level_line)
+from storeloop.formats.native import arch_from_native, mapping_to_native
+from storeloop.formats.overrides import arch_field, parse_set, set_arch_field
+from storeloop.formats.quantities import ExpressionError, bytes_of, integer, split_unit
+from storeloop.formats.ssd import load_ssd
+from storeloop.formats.timeloop import mapper_options_from_timeloop
+from storeloop.formats.yamlio import load
 from storeloop.ir import Arch
+from storeloop.ir.query import Query
+from storeloop.mapper import map_workload
+from storeloop.mapper.constraints import arch_constraints
+from storeloop.mapper.options import options
+from storeloop.mapper.query import map_query
 from storeloop.model.evaluate import evaluate, result_to_json
-from storeloop.workloads import pir
+from storeloop.model.ssd import Stream, energy_per_request, performance
+from storeloop.studies import reproduce
+from storeloop.sweeps import best_points, load_sweep, mapped, rank_designs, read_results, run_sweep
+from storeloop.sweeps.results import render_results, sweep_names
+from storeloop.sweeps.store import STORE_HELP, failed_checksums, read_store
+from storeloop.system import evaluate_system, load_system
+from storeloop.system.report import claims_table, summary
+from storeloop.workloads import pir, rotation
 
 
 def evaluate_args(args: argparse.Namespace):
     """(arch, workload, mapping, energy, result) of the command's files, or None (reason printed)
     when the mapping cannot run."""
-    from storeloop.formats.constraints import arch_constraints
-
     arch = load_arch(args.arch)
     workload = load_workload(args.workload)
     arch_constraints(arch, workload)     # a v0.4 arch's node constraints are read (checked) here too
@@ -31,8 +50,6 @@ def evaluate_args(args: argparse.Namespace):
     try:
         return arch, workload, mapping, energy, evaluate(arch, workload, mapping, energy)
     except MappingError as exc:
-        from storeloop.formats.load import mapping_level_line
-
         line = mapping_level_line(args.mapping, exc.level) if exc.level else None
         where = next((lv.where for lv in arch.levels if lv.name == exc.level), None) if exc.level else None
         print(f"storeloop: {args.mapping}{f':{line}' if line else ''}: invalid mapping: {exc.reason}"
@@ -54,8 +71,6 @@ def cmd_model(args: argparse.Namespace) -> int:
 
 
 def cmd_energy(args: argparse.Namespace) -> int:
-    from storeloop.energy import price
-
     arch = load_arch(args.arch)
     _, comps = price(arch)
     total = sum(c.estimate.area_um2 * c.instances for c in comps)
@@ -80,15 +95,11 @@ def cmd_energy(args: argparse.Namespace) -> int:
 def energy_for(args: argparse.Namespace, arch: Arch):
     """ERT/ART files when given, else the energy plug-ins."""
     if args.ert is None and args.art is None:
-        from storeloop.energy import price
-
         return price(arch)[0]
     return load_energy_table(arch, args.ert, args.art)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from storeloop.crosscheck import export
-
     arch = load_arch(args.arch)
     workload = load_workload(args.workload)
     mapping = load_mapping(args.mapping, arch, workload) if args.mapping else None
@@ -101,8 +112,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_crosscheck(args: argparse.Namespace) -> int:
-    from storeloop.crosscheck import crosscheck
-
     run = evaluate_args(args)
     if run is None:
         return 2
@@ -122,16 +131,10 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
 
 
 def cmd_map(args: argparse.Namespace) -> int:
-    from storeloop.mapper import map_workload
-    from storeloop.formats.constraints import load_constraints
-    from storeloop.mapper.options import options
-    from storeloop.formats.native import mapping_to_native
-
     if args.time_limit is not None and args.time_limit == 0:
         args.time_limit = None                     # 0: no limit
     given = {"objective": args.objective, "algorithm": args.algorithm, "threads": args.threads, "victory": args.victory}
     if args.mapper:                                # a Timeloop mapper config fills what the flags leave open
-        from storeloop.formats.timeloop import mapper_options_from_timeloop
 
         for k, v in mapper_options_from_timeloop(args.mapper).items():
             given[k] = v if given[k] is None else given[k]
@@ -143,9 +146,6 @@ def cmd_map(args: argparse.Namespace) -> int:
     arch = load_arch(args.arch)
     if args.out and Path(args.out).is_dir():
         raise SpecError("is a folder", file=args.out, field="--out", allowed="a file path for the mapping YAML")
-    from storeloop.formats.load import load_workload_or_query
-    from storeloop.formats.query import Query
-
     workload = load_workload_or_query(args.workload)
     if isinstance(workload, Query):
         return _map_query(args, arch, opts, workload)
@@ -173,12 +173,6 @@ def cmd_crossover(args: argparse.Namespace) -> int:
     """Where the bound of the best mapping moves along one arch parameter, by bisection."""
     import copy
     import math
-
-    from storeloop.mapper import map_workload
-    from storeloop.formats.native import arch_from_native
-    from storeloop.formats.yamlio import load
-    from storeloop.formats.overrides import arch_field, set_arch_field
-    from storeloop.formats.quantities import split_unit
 
     def quantity(text: str, flag: str) -> tuple[float, str | None]:
         try:
@@ -244,9 +238,6 @@ def cmd_crossover(args: argparse.Namespace) -> int:
 
 def _map_query(args: argparse.Namespace, arch: Arch, opts, query) -> int:
     """``storeloop map ARCH QUERY.yaml``: every einsum of the query mapped at its best home."""
-    from storeloop.mapper.query import map_query
-    from storeloop.formats.native import mapping_to_native
-
     for flag in ("constraints", "seed_mapping"):
         if getattr(args, flag):
             raise SpecError(f"--{flag.replace('_', '-')} applies to one einsum, not to a query",
@@ -313,8 +304,6 @@ def _scheme_params(args: argparse.Namespace, fn) -> dict:
 
 
 def cmd_workload(args: argparse.Namespace) -> int:
-    from storeloop.workloads import rotation
-
     schemes = {**pir.SCHEMES, **rotation.SCHEMES}
     if args.scheme not in schemes:
         raise SpecError(f"unknown scheme {args.scheme!r}", file="command line", field="scheme",
@@ -383,8 +372,6 @@ def cmd_workload(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from storeloop.sweeps import load_sweep, run_sweep
-
     sweep = load_sweep(args.spec)
     db = Path(args.db) if args.db else Path("results") / f"{sweep.name}.sqlite"
     _check_workers(args.workers)
@@ -394,7 +381,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
           f"({counts['ok']} mapped, {counts['invalid']} without a result, errors stored"
           + "".join(f", {counts[k]} {k}" for k in ("error", "timeout", "interrupted") if counts[k]) + ")"
           + (f"; {counts['taken']} left to another sweep running on this store" if counts["taken"] else ""))
-    from storeloop.sweeps import best_points, mapped, read_results
 
     names = ["+".join(p) for p, _ in sweep.parameters if "+".join(p) not in sweep.scenarios]
     df = read_results(db, sweep.name)
@@ -424,7 +410,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
               f"mapper.time_limit and run the sweep again")
     if args.plot:
         _headless()
-        from storeloop.plots import plot_sweep
+        from storeloop.plots import plot_sweep  # deferred: matplotlib
 
         for path in plot_sweep(db, args.plot, sweep.name):
             print(f"wrote {path}")
@@ -432,8 +418,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from storeloop.studies import reproduce
-
     _check_workers(args.workers)
     args.out = args.out or ("results/reproduction-quick" if args.quick else "results/reproduction")
     if Path(args.out).exists() and not Path(args.out).is_dir():
@@ -458,8 +442,6 @@ def _check_workers(n: int) -> None:
 def _verify_store(path: str, sweep: str | None) -> int:
     """``results --verify``: SQLite's own integrity check, then every row against its checksum."""
     import sqlite3
-
-    from storeloop.sweeps.store import STORE_HELP, failed_checksums, read_store
 
     db = read_store(path)
     try:
@@ -487,9 +469,6 @@ RESULT_FORMATS = ("table", "csv", "json", "parquet")
 
 
 def cmd_results(args: argparse.Namespace) -> int:
-    from storeloop.sweeps import read_results
-    from storeloop.sweeps.results import render_results
-
     short = "csv" if args.csv else "parquet" if args.parquet else "json" if args.json else None
     if short and args.format and args.format != short:
         raise SpecError(f"--format {args.format} and --{short} ask for two formats", field="--format",
@@ -504,14 +483,10 @@ def cmd_results(args: argparse.Namespace) -> int:
         return _verify_store(args.db, args.sweep)
     df = read_results(args.db, args.sweep)          # any file that is not a store is refused there
     if args.sweep and not len(df):
-        from storeloop.sweeps.results import sweep_names
-
         raise SpecError(f"no rows of a sweep named {args.sweep!r}", file=args.db, field="--sweep",
                         allowed=", ".join(sweep_names(args.db)) or "(the store is empty)")
     what = "rows"
     if args.rank:
-        from storeloop.sweeps import rank_designs
-
         df = rank_designs(df[df["stale"] != 1] if "stale" in df else df, by=args.by, order=args.order)
         if not len(df):
             raise SpecError("no mapped points to rank", file=args.db, allowed="a store with ok rows")
@@ -540,7 +515,7 @@ def _headless() -> None:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     _headless()
-    from storeloop.plots import plot_sweep
+    from storeloop.plots import plot_sweep  # deferred: matplotlib
 
     paths = plot_sweep(args.db, args.out, args.sweep)
     if not paths:
@@ -551,10 +526,6 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_system(args: argparse.Namespace) -> int:
-    from storeloop.system import evaluate_system, load_system
-    from storeloop.system.report import claims_table, summary
-    from storeloop.formats.overrides import parse_set
-
     overrides = [parse_set(text) for text in args.set or []]
     if args.scenario:
         base = load_system(args.system)
@@ -571,10 +542,6 @@ def cmd_system(args: argparse.Namespace) -> int:
 
 
 def cmd_ssd(args: argparse.Namespace) -> int:
-    from storeloop.model.ssd import Stream, energy_per_request, performance
-    from storeloop.formats.ssd import load_ssd
-    from storeloop.formats.quantities import ExpressionError, bytes_of
-
     ssd = load_ssd(args.ssd)
     try:
         size = bytes_of(args.request_size)

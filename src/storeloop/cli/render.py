@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 
 from storeloop.formats.native import format_loops
+from storeloop.formats.quantities import magnitude
 from storeloop.ir import Arch
 from storeloop.model.evaluate import Result
+from storeloop.sweeps import rank_designs
+from storeloop.system.report import si
 
 
 def render_table(r: Result, arch: Arch, mapping: str | None = None) -> str:
@@ -51,8 +54,6 @@ def render_table(r: Result, arch: Arch, mapping: str | None = None) -> str:
 
 def ranking_summary(df, names: list[str], top: int = 3) -> None:
     """A sweep over a workload set: the designs best across it (storeloop.sweeps.rank_designs)."""
-    from storeloop.sweeps import rank_designs
-
     ranked = rank_designs(df)
     for scenario, g in ranked.groupby("scenario", sort=False):
         where = "" if scenario == "{}" else f" ({', '.join(f'{k} = {v}' for k, v in json.loads(scenario).items())})"
@@ -72,16 +73,12 @@ def ranking_summary(df, names: list[str], top: int = 3) -> None:
 
 def sort_key(value):
     """Sweep values in their natural order: quantities by size (storeloop.formats.quantities.magnitude), then the rest."""
-    from storeloop.formats.quantities import magnitude
-
     amount = magnitude(value)
     return float("inf") if amount is None else amount
 
 
 def system_sweep_summary(ok, names: list[str]) -> None:
     """A system sweep: each point's throughput and what binds it."""
-    from storeloop.system.report import si
-
     for _, row in ok.sort_values(names, key=lambda c: c.map(sort_key)).iterrows():
         where = ", ".join(f"{n} = {row[n]}" for n in names)
         rate = row["throughput_Bps"]

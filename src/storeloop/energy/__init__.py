@@ -26,7 +26,9 @@ from storeloop.energy.contract import Between, Estimate
 from storeloop.energy.hwc import HwComponentsPlugin
 from storeloop.energy.network import NetworkPlugin
 from storeloop.errors import SpecError, StoreloopError
+from storeloop.formats.quantities import number, technology_nm
 from storeloop.ir import ActionCosts, Arch, EnergyTable
+from storeloop.model.disk import with_ssd_prices
 
 GROUP = "storeloop.energy"
 
@@ -163,8 +165,6 @@ def components(arch: Arch) -> list[Component]:
 
 
 def _metres(tech) -> float:
-    from storeloop.formats.quantities import technology_nm
-
     return technology_nm(tech) * 1e-9
 
 
@@ -188,14 +188,12 @@ def price(arch: Arch, registry: Registry | None = None) -> tuple[EnergyTable, li
         r, w, src = e.actions.get("read", 0.0), e.actions.get("write", 0.0), f"{comp.plugin}: {e.source}"
         vae = lvl.attributes.get("vector_access_energy", lvl.attributes.get("vector-access-energy"))
         if vae is not None:           # as in Timeloop, the arch's per-access energy overrides the model's
-            from storeloop.formats.quantities import number
 
             r = w = float(number(vae))
             src = f"user: vector_access_energy {r:g} pJ per access in the arch (overrides {src})"
         storage[comp.name] = ActionCosts(r, w, e.area_um2, src)
     ce = comps[-1].estimate
     mac = ce.actions.get("mac", ce.actions.get("compute", ce.actions.get("read", 0.0)))
-    from storeloop.model.disk import with_ssd_prices
 
     table = with_ssd_prices(arch, EnergyTable(storage, ActionCosts(mac, 0.0, ce.area_um2,
                                                                    f"{comps[-1].plugin}: {ce.source}"),

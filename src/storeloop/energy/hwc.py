@@ -6,7 +6,8 @@ import contextlib
 import shutil
 import tempfile
 
-from storeloop.energy.contract import Estimate
+from storeloop.energy.cacti import ensure_cacti
+from storeloop.energy.contract import Between, Estimate
 
 PJ, UM2 = 1e12, 1e12          # J -> pJ, m^2 -> um^2
 
@@ -46,7 +47,6 @@ class HwComponentsPlugin:
     def choices(self, cls: str) -> dict:
         """Attribute values it prices, where they form a closed set (see the registry's contract)."""
         if cls == "sram":      # CACTI fails on arrays of 2 GiB and more (its sizes are 32-bit ints)
-            from storeloop.energy.contract import Between
 
             return {"size_bits": Between(1, 2**33, "bits: CACTI models SRAMs of up to 1 GiB")}
         return {"type": dram_table_types()} if cls == "dram" else {}
@@ -60,8 +60,6 @@ class HwComponentsPlugin:
         tech = a["technology"]
         if cls == "sram":
             from hwcomponents_cacti import SRAM
-
-            from storeloop.energy.cacti import ensure_cacti
 
             ensure_cacti()
             width = int(a["width"])

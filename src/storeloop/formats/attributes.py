@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 
+from storeloop.energy import declared_attributes
+from storeloop.formats.quantities import WPC_RANGE, ExpressionError, integer, number
+from storeloop.formats.yamlio import error_at
 
 # numeric attributes the energy models and Timeloop read, and what each must be
 _COUNTS = ("width", "depth", "entries", "size", "word-bits", "word_bits", "datawidth", "block-size", "block_size",
@@ -25,8 +28,6 @@ MAX_AREA_UM2 = 1e12              # 1 m^2
 
 def cluster_size(attrs) -> int:
     """Timeloop's ``cluster-size`` attribute (1 when absent), once check_attributes has passed."""
-    from storeloop.formats.quantities import integer
-
     return integer(attrs.get("cluster_size", attrs.get("cluster-size", 1)))
 
 
@@ -34,8 +35,6 @@ def unread_attribute(cls: str, key: str) -> tuple[str, str] | None:
     """(why, allowed) where no energy plug-in of class ``cls`` reads attribute ``key`` (when they all
     declare what they read) and storeloop does not read it either; None where it is read."""
     import difflib
-
-    from storeloop.energy import declared_attributes
 
     declared = declared_attributes(cls)
     if declared is None:
@@ -53,9 +52,6 @@ def check_attributes(doc, loc: tuple, attrs: dict, cls: str | None = None) -> No
     numbers >= 0, bandwidths positive, energy overrides finite and >= 0 (errors at the attribute).
     With the component's ``cls``: an attribute that no energy plug-in of the class reads (when they
     all declare theirs) and storeloop does not read is refused, with a did-you-mean."""
-    from storeloop.formats.yamlio import error_at
-    from storeloop.formats.quantities import ExpressionError, number
-
     import difflib
 
     known = _COUNTS + _PORTS + _RATES + _ENERGIES
@@ -74,8 +70,6 @@ def check_attributes(doc, loc: tuple, attrs: dict, cls: str | None = None) -> No
         elif key in _PORTS:
             want, ok = "a whole number >= 0", lambda v: float(v).is_integer() and v >= 0
         elif key in _RATES:
-            from storeloop.formats.quantities import WPC_RANGE
-
             want, ok = f"a number of words/cycle in {WPC_RANGE[0]:g} .. {WPC_RANGE[1]:g}", \
                 lambda v: WPC_RANGE[0] <= v <= WPC_RANGE[1]
         elif key in _ENERGIES:

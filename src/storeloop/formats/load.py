@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from storeloop.energy import double_buffered
 from storeloop.errors import SpecError
 from storeloop.formats import native, timeloop
+from storeloop.formats.query import query_from_native
+from storeloop.formats.yamlio import error_at, load, locate
 from storeloop.ir import Arch, EnergyTable, Mapping, Workload
-from storeloop.formats.yamlio import error_at, load
 
 
 def load_arch(path: str | Path) -> Arch:
@@ -29,15 +31,11 @@ def _workload(doc) -> Workload:
 
 def load_query(path: str | Path):
     """A query file (``query:``, :mod:`storeloop.formats.query`)."""
-    from storeloop.formats.query import query_from_native
-
     return query_from_native(load(path))
 
 
 def load_workload_or_query(path: str | Path):
     """A workload file as a Workload, or a query file (``query:``) as a Query; the file read once."""
-    from storeloop.formats.query import query_from_native
-
     doc = load(path)
     return query_from_native(doc) if "query" in doc else _workload(doc)
 
@@ -60,8 +58,6 @@ def load_mapping(path: str | Path, arch: Arch, workload: Workload) -> Mapping:
 
 def mapping_level_line(path: str | Path, level: str) -> int | None:
     """The line of a mapping file (storeloop's or Timeloop's) where ``level``'s entry starts."""
-    from storeloop.formats.yamlio import locate
-
     doc = load(path)
     m = doc.get("mapping")
     entries = m.get("levels") if isinstance(m, dict) else m
@@ -94,7 +90,6 @@ def load_energy_table(arch: Arch, ert: str | Path | None, art: str | Path | None
                         allowed="an Accelergy ERT/ART pair")
     ert_doc = load_energy_file(ert, "ERT")
     art_doc = load_energy_file(art, "ART") if art is not None else None
-    from storeloop.energy import double_buffered
 
     return double_buffered(arch, timeloop.energy_table_from_timeloop(arch, ert_doc, art_doc, str(ert),
                                                                      str(art) if art else "no ART"))

@@ -27,15 +27,13 @@ one written twice, an input written, and a reader whose words differ from the wr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from pydantic import Field, StrictInt
 
 from storeloop.formats.einsum import EinsumError, parse_einsum
 from storeloop.formats.native import WorkloadSpec, workload_at
 from storeloop.formats.validate import Strict, top_level
-from storeloop.ir import Workload
 from storeloop.formats.yamlio import LDict, error_at, locate
+from storeloop.ir.query import Query, QueryEinsum
 
 
 class BindingSpec(Strict):
@@ -58,26 +56,6 @@ class QuerySpec(Strict):
     einsums: list[QueryEinsumSpec] = Field(min_length=1, description="the einsums, in the order they run")
     description: str | None = None
     source: str | None = None
-
-
-@dataclass(frozen=True)
-class QueryEinsum:
-    workload: Workload
-    binds: dict[str, tuple[str, int]]         # einsum tensor -> (query tensor, decomposed)
-    home: str | None
-    where: tuple = field(compare=False, default=(None, None, ""))   # (file, line, field) of its home
-
-
-@dataclass(frozen=True)
-class Query:
-    name: str
-    inputs: dict[str, str]                    # input -> a level name, 'top' or 'any'
-    einsums: tuple[QueryEinsum, ...]
-    where: dict = field(compare=False, default_factory=dict)     # input -> (file, line, field)
-
-    def writer(self, tensor: str) -> int | None:
-        return next((i for i, e in enumerate(self.einsums) for local, (g, _) in e.binds.items()
-                     if g == tensor and e.workload.tensor(local).read_write), None)
 
 
 def query_from_native(doc: LDict) -> Query:

@@ -20,17 +20,20 @@ from typing import Any
 from pydantic import BaseModel
 
 from storeloop.errors import SpecError
+from storeloop.formats.load import load_arch, load_workload
+from storeloop.formats.native import arch_from_native, workload_from_native
 from storeloop.formats.overrides import set_arch_field, set_system_field
-from storeloop.formats.quantities import (ExpressionError, bytes_of, evaluate, hertz_of, number, seconds_of, split_unit)
-from storeloop.formats.quantities import rate_of as _any_rate
-from storeloop.formats.system_schema import (DEVICE_SPECS, STAGE_SPECS, CpuSpec, DemandSpec, EinsumStageSpec, FpgaSpec,
-                                             IndexStageSpec, LinkSpec, MemorySpec, RatioSpec, RegisterStoreStageSpec,
-                                             SsdSpec, StreamStageSpec, SwitchSpec, SystemSpec, TableStageSpec, _Device,
-                                             _Stage)
-from storeloop.formats.validate import shape as _shape
-from storeloop.formats.validate import validate
+from storeloop.formats.quantities import (FREQ_UNITS, SIZE_UNITS, TIME_UNITS, ExpressionError, bytes_of, evaluate,
+                                          hertz_of, number, rate_of as _any_rate, seconds_of, split_unit)
+from storeloop.formats.ssd import load_ssd, ssd_from_doc
+from storeloop.formats.system_schema import (DEVICE_SPECS, STAGE_SPECS, CpuSpec, DemandSpec, EinsumStageSpec,
+                                             FpgaSpec, IndexStageSpec, LinkSpec, MemorySpec, RatioSpec,
+                                             RegisterStoreStageSpec, SsdSpec, StreamStageSpec, SwitchSpec, SystemSpec,
+                                             TableStageSpec, _Device, _Stage)
+from storeloop.formats.validate import shape as _shape, validate
 from storeloop.formats.yamlio import LDict, error_at, field_path, load, locate
 from storeloop.ir.system import BYTES_PER_S, CORES, RESOURCES, Claim, Device, Flow, Stage, System, Where
+from storeloop.mapper.objective import NAMES as OBJECTIVES
 from storeloop.model.ssd import PCIE_LANE_BPS as PCIE_LANE
 
 
@@ -113,8 +116,6 @@ def with_ssd(device: Device, ssd) -> Device:
 def _ssd_geometry(value: dict | str, ctx: _Ctx, loc: tuple, base: Path):
     """The SSD model of a device's ``geometry``: an ssd: block, or a file holding one (an SSD file,
     or an arch whose outermost level has one)."""
-    from storeloop.formats.load import load_arch
-    from storeloop.formats.ssd import load_ssd, ssd_from_doc
     if isinstance(value, dict):
         return ssd_from_doc(ctx.root, value, loc)
     path = base / value
@@ -352,9 +353,6 @@ def _einsum(spec: EinsumStageSpec, ctx: _Ctx, loc: tuple, base: Path, devices: d
     device) and workload (with bounds) as storeloop's typed objects."""
     import copy
 
-    from storeloop.formats.load import load_arch, load_workload
-    from storeloop.formats.native import arch_from_native, workload_from_native
-
     def path_of(field_name: str) -> Path:
         p = (base / getattr(spec, field_name)).resolve()
         if not p.is_file():
@@ -413,7 +411,6 @@ def _einsum(spec: EinsumStageSpec, ctx: _Ctx, loc: tuple, base: Path, devices: d
     for i, t in enumerate(stream):
         if t not in names:
             raise ctx.err(loc + ("stream", i), f"the workload has no tensor '{t}'", ", ".join(names))
-    from storeloop.mapper.objective import NAMES as OBJECTIVES
 
     if spec.objective.replace(" ", "") not in OBJECTIVES:
         raise ctx.err(loc + ("objective",), f"unknown objective {spec.objective!r}", ", ".join(OBJECTIVES))
@@ -424,8 +421,6 @@ def _einsum(spec: EinsumStageSpec, ctx: _Ctx, loc: tuple, base: Path, devices: d
 
 def _published(text: Any, ctx: _Ctx, loc: tuple) -> tuple[float, str | None, float]:
     """'17.5 Gb/s' -> (2.1875e9 B/s, 'Gb/s', 1.25e8); '88%' -> (0.88, '%', 0.01); '1.9x' -> (1.9, 'x', 1)."""
-    from storeloop.formats.quantities import FREQ_UNITS, SIZE_UNITS, TIME_UNITS
-
     s = str(text).strip()
     factor, unit = 1.0, None
     m = re.fullmatch(r"(.*?)\s*(%|x)", s)

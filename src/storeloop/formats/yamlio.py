@@ -45,6 +45,11 @@ class LList(list):
         return self.lines[index] if 0 <= index < len(self.lines) else self.line
 
 
+# what storeloop writes back (a sweep spec, a mapping) may hold loaded values: they dump as plain YAML
+yaml.SafeDumper.add_representer(LDict, lambda dumper, value: dumper.represent_dict(value))
+yaml.SafeDumper.add_representer(LList, lambda dumper, value: dumper.represent_list(value))
+
+
 class _Loader(yaml.SafeLoader):
     filename: str | None = None
 

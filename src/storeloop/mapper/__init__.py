@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from storeloop.errors import SpecError, StoreloopError
-from storeloop.formats.constraints import arch_constraints
+from storeloop.mapper.constraints import arch_constraints
 from storeloop.mapper.construct import Searcher, state_of
 from storeloop.mapper.merge import merge, split_mapping
 from storeloop.mapper.objective import Objective, arch_area_um2

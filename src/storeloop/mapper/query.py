@@ -1,4 +1,4 @@
-"""A whole query (:mod:`storeloop.formats.query`): its einsums mapped one after another.
+"""A whole query (:mod:`storeloop.ir.query`, read by :mod:`storeloop.formats.query`): its einsums mapped one after another.
 
 Each einsum runs with its tensors at one *home* level: the arch from that level down (the home
 keeps them whole, as the first level backs every tensor of a single einsum), mapped and proven by
@@ -42,7 +42,7 @@ from storeloop.mapper import MapResult, lower_bounds, map_workload
 from storeloop.mapper.objective import Objective, arch_area_um2
 from storeloop.ir.constraints import Constraints, LevelConstraint
 from storeloop.model import disk
-from storeloop.formats.query import Query
+from storeloop.ir.query import Query
 from storeloop.ir import Arch, EnergyTable
 
 

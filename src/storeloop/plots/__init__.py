@@ -13,14 +13,14 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from storeloop.plots.common import _amount, _fig, _ok, _scheme_and_bytes, sized  # noqa: F401  (the studies import them from here)
+from storeloop.plots.common import (_amount, _fig, _ok,  # noqa: F401  (the studies import them from here)
+                                    _scheme_and_bytes, sized)
+from storeloop.sweeps import mapped, read_results
 
 
 def _frame(df):
     """A store's rows: the DataFrame given, or read from the store at a path."""
     if isinstance(df, (str, Path)):
-        from storeloop.sweeps import read_results
-
         return read_results(df)
     return df
 
@@ -143,8 +143,6 @@ def throughput_by_parameter(df, param: str, out: str | Path, title: str) -> Path
     df = _frame(df)
     import json
 
-    from storeloop.sweeps import mapped
-
     d = mapped(df).copy()
     d = d[d["throughput_Bps"].notna()]
     d["_x"] = d[param].map(_amount)
@@ -205,8 +203,6 @@ def _save(fig, out, name: str) -> Path:
 
 def plot_sweep(db_path, out_dir, sweep: str | None = None) -> list[Path]:
     """Every figure of one store (or one sweep in it) into ``out_dir``."""
-    from storeloop.sweeps import read_results
-
     df = read_results(db_path, sweep)
     out = Path(out_dir)
     name = sweep or ", ".join(sorted(df["sweep"].unique())) if len(df) else "empty"

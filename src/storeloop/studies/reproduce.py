@@ -18,8 +18,15 @@ import json
 import time
 from pathlib import Path
 
-from storeloop.studies import server as studies
+from storeloop import evaluate, load_arch, load_mapping, load_workload, map as map_, price
+from storeloop.errors import SpecError
 from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT
+from storeloop.studies import server as studies
+from storeloop.studies.cpu import macs_per_second
+from storeloop.sweeps import best_points, load_sweep, mapped, point_arch
+from storeloop.system import evaluate_system, load_system
+from storeloop.system.report import claims_markdown, si
+from storeloop.workloads.pir import onionpir_first_dimension
 
 
 def repository(start: Path | None = None) -> Path | None:
@@ -97,9 +104,6 @@ def cpu_baseline(out: Path, quick: bool) -> dict:
     """Measure (or reuse) the CPU's MAC rate on a small OnionPIR database; kept in ``cpu.json``."""
     import platform
 
-    from storeloop.studies.cpu import macs_per_second
-    from storeloop.workloads.pir import onionpir_first_dimension
-
     path = out / "cpu.json"
     if path.is_file():
         return json.loads(path.read_text())
@@ -119,8 +123,6 @@ def run(out: str | Path = "results/reproduction", *, quick: bool = False, worker
 
     root = root or repository() or Path.cwd()
     if not (root / "sweeps/thesis-initial.yaml").is_file():
-        from storeloop.errors import SpecError
-
         raise SpecError("reproduce needs storeloop's repository (sweeps/, arch/, workloads/)", file=str(root),
                         allowed="run it from a clone of the repository")
     out = Path(out)
@@ -166,10 +168,7 @@ SYSTEMS = [("COPA: MPC accelerators on a SmartNIC (seed 003)", "copa", ()),
 def systems(out: Path, root: Path) -> tuple[list[str], list[Path]]:
     """One section per seed system (its binding resource and its claims beside storeloop's) and
     its figure, drawn by :mod:`storeloop.studies.system_figures` from the system layer's numbers."""
-    from storeloop.studies import system_figures as S
-    from storeloop.system import evaluate_system, load_system
-    from storeloop.system.report import claims_markdown, si
-
+    from storeloop.studies import system_figures as S  # deferred: matplotlib
     draw = {"copa": S.copa, "fidr": lambda p, o, base: S.fidr(base, p, o), "rotation": S.rotation,
             "p4-enckv": S.p4_enckv}
     lines = ["# Seed systems", "",
@@ -197,22 +196,16 @@ def systems(out: Path, root: Path) -> tuple[list[str], list[Path]]:
 
 def _optimal_rows(refined):
     """The thesis's design (2 x SRAM 4 KiB, 2 x RF 32 words) and storeloop's pick, from the refined sweep."""
-    from storeloop.sweeps import best_points, mapped
-
     d = mapped(refined)
     thesis = d[(d["levels.SRAM.capacity"] == "4 KiB") & (d["levels.RF.capacity"] == "32 words")]
     return (thesis.iloc[0] if len(thesis) else None), best_points(refined).iloc[0]
 
 
 def _arch_of(row, refined_spec_file: Path):
-    from storeloop.sweeps import load_sweep, point_arch
-
     return point_arch(load_sweep(refined_spec_file), json.loads(row["params"]))
 
 
 def _ssd_GBps(root: Path) -> float:
-    from storeloop.formats.load import load_arch
-
     arch = load_arch(root / "arch/onionchopper.yaml")
     disk = arch.levels[0]
     bw = disk.shared_bandwidth or disk.read_bandwidth
@@ -221,8 +214,7 @@ def _ssd_GBps(root: Path) -> float:
 
 def figures(frames: dict, cpu: dict, out: Path, root: Path, refined_spec: Path) -> list[Path]:
     """Every figure (PNG + PDF) of the three sweeps' results into ``out``."""
-    from storeloop.studies import thesis_figures as T
-
+    from storeloop.studies import thesis_figures as T  # deferred: matplotlib
     refined, sizes = frames["refined"], frames["sizes"]
     _, best = _optimal_rows(refined)
     figs = {
@@ -253,7 +245,7 @@ def _pct(a: float, b: float) -> str:
 
 def report(frames: dict, cpu: dict, quick: bool, timing: dict, refined_spec: Path) -> str:
     """reproduction.md: the thesis's published numbers beside storeloop's, read from the store."""
-    from storeloop.studies.thesis_figures import THESIS, frame, sized
+    from storeloop.studies.thesis_figures import THESIS, frame, sized  # deferred: matplotlib
 
     refined, sizes = frames["refined"], frames["sizes"]
     design, best = _optimal_rows(refined)
@@ -357,12 +349,10 @@ def ssd_questions(out: Path, root: Path, db: Path, *, quick: bool = False, worke
                   progress: bool = False) -> tuple[list[str], list[Path]]:
     """The thesis's SSD questions (issue 28, 3a-3d) answered on OnionPIR 64 GiB: the markdown
     section (every number read from the runs and the store) and its four figures."""
+    from storeloop.studies import ssd_figures as F  # deferred: matplotlib
     import dataclasses
 
-    from storeloop import evaluate, load_arch, load_mapping, load_workload, map as map_, price
-    from storeloop.studies import ssd_figures as F
-    from storeloop.plots.common import save
-    from storeloop.sweeps import mapped
+    from storeloop.plots.common import save  # deferred: matplotlib
 
     wl = load_workload(root / "workloads/onionpir-64GiB.yaml")
     rows = []

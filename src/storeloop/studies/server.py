@@ -13,7 +13,15 @@ from pathlib import Path
 
 import yaml
 
+from storeloop import evaluate, load_arch, load_mapping, load_workload, map as map_
+from storeloop.energy import price
+from storeloop.formats.quantities import bytes_of
+from storeloop.formats.query import query_from_native
+from storeloop.formats.yamlio import load, loads
 from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT
+from storeloop.mapper.query import map_query
+from storeloop.sweeps import load_sweep, mapped, rank_designs, read_results, run_sweep
+from storeloop.workloads.pir import onionpir_first_dimension, onionpir_query
 
 UNITS = "levels.SRAM.instances+levels.RF.instances+compute.instances"
 THESIS = {"levels.SRAM.capacity": "4 KiB", "levels.RF.capacity": "32 words", UNITS: 2}
@@ -31,8 +39,6 @@ QUICK = {"set": {"levels.SRAM.capacity": ["2 KiB", "4 KiB"], "levels.RF.capacity
 def run_spec(spec: dict, folder: Path, db: Path, workers: int, progress: bool):
     """A sweep given as a ``sweep:`` dict (paths absolute), written to ``folder/<name>.sweep.yaml``
     and run into ``db``: (that file, the sweep's rows)."""
-    from storeloop.sweeps import load_sweep, read_results, run_sweep
-
     f = folder / f"{spec['name']}.sweep.yaml"
     f.write_text(yaml.safe_dump({"sweep": spec}, sort_keys=False))
     run_sweep(load_sweep(f), db, workers=workers, progress=progress)
@@ -41,7 +47,7 @@ def run_spec(spec: dict, folder: Path, db: Path, workers: int, progress: bool):
 
 def repository_sweep(name: str, root: Path) -> dict:
     """``sweeps/<name>.yaml`` of the repository as a ``sweep:`` dict, its paths made absolute."""
-    s = yaml.safe_load((root / f"sweeps/{name}.yaml").read_text())["sweep"]
+    s = dict(load(root / f"sweeps/{name}.yaml")["sweep"])
     s["arch"] = str((root / "sweeps" / s["arch"]).resolve())
     s["workloads"] = [str((root / "sweeps" / w).resolve()) if isinstance(w, str) else
                       {**w, "file": str((root / "sweeps" / w["file"]).resolve())} for w in s["workloads"]]
@@ -56,12 +62,8 @@ def workload_set(out: Path, root: Path, db: Path, *, quick: bool = False, worker
                  progress: bool = False) -> tuple[list[str], list[Path]]:
     """Study 3: OnionChopper variants ranked across every scheme at three database sizes
     (``sweeps/workload-set.yaml``)."""
-    from storeloop.plots import _scheme_and_bytes
-    from storeloop.studies import server_figures as F
-    from storeloop.plots.common import save
-    from storeloop.sweeps import mapped, rank_designs
-    from storeloop.formats.quantities import bytes_of
-
+    from storeloop.studies import server_figures as F  # deferred: matplotlib
+    from storeloop.plots.common import _scheme_and_bytes, save  # deferred: matplotlib
     spec = repository_sweep("workload-set", root)
     if quick:
         spec["name"], spec["parameters"] = "quick-workload-set", QUICK["set"]
@@ -136,11 +138,8 @@ def batching(out: Path, root: Path, db: Path, *, quick: bool = False, workers: i
              progress: bool = False) -> tuple[list[str], list[Path]]:
     """Study 4 (thesis ch. 7): ``batch`` OnionPIR queries share one pass over a 1 GiB database; the best
     design per batch size (units x SRAM size) and where the Disk stops binding the thesis's design."""
-    from storeloop.studies import server_figures as F
-    from storeloop.plots.common import save
-    from storeloop.sweeps import mapped
-    from storeloop.workloads.pir import onionpir_first_dimension
-
+    from storeloop.studies import server_figures as F  # deferred: matplotlib
+    from storeloop.plots.common import save  # deferred: matplotlib
     batches = QUICK["batches"] if quick else BATCHES
     folder = (out.parent / "batched-workloads").resolve()       # the sweep file reads absolute paths
     folder.mkdir(parents=True, exist_ok=True)
@@ -194,15 +193,8 @@ def batching(out: Path, root: Path, db: Path, *, quick: bool = False, workers: i
 def dimension_choice(out: Path, root: Path, *, quick: bool = False) -> tuple[list[str], list[Path]]:
     """Study 2: OnionPIR's first dimension (and so its number of dimensions) for a 64 GiB database
     (4 GiB with ``quick``), each whole query mapped by :func:`storeloop.mapper.query.map_query`."""
-    from storeloop.energy import price
-    from storeloop.mapper.query import map_query
-    from storeloop.studies import server_figures as F
-    from storeloop.plots.common import save
-    from storeloop.formats.load import load_arch
-    from storeloop.formats.query import query_from_native
-    from storeloop.formats.yamlio import loads
-    from storeloop.workloads.pir import onionpir_query
-
+    from storeloop.studies import server_figures as F  # deferred: matplotlib
+    from storeloop.plots.common import save  # deferred: matplotlib
     db_bytes = QUICK["db_bytes"] if quick else 64 * 2**30
     size = f"{db_bytes / 2**30:g} GiB"
     arch = load_arch(root / "arch/onionchopper.yaml")
@@ -259,8 +251,6 @@ def buffering(root: Path) -> list[str]:
     """Study 5: which levels the thesis's mapping and the mapper's need double-buffered on
     OnionChopper (OnionPIR 64 GiB), and what a second copy of each costs (area and leakage from the
     energy plug-ins); the thesis assumes every level double-buffered (ch. 7)."""
-    from storeloop import evaluate, load_arch, load_mapping, load_workload, map as map_
-    from storeloop.energy import price
 
     arch = load_arch(root / "arch/onionchopper.yaml")
     wl = load_workload(root / "workloads/onionpir-64GiB.yaml")

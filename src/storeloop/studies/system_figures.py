@@ -9,12 +9,11 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from storeloop.plots import _save
+from storeloop.system import evaluate_system, load_system
 
 
 def vary(path, settings: list[dict]) -> list[dict]:
     """The analysis of the system at ``path`` under each dict of field settings (as ``--set``)."""
-    from storeloop.system import evaluate_system, load_system
-
     return [evaluate_system(load_system(path, s), claims=False) for s in settings]
 
 
@@ -61,8 +60,6 @@ FIDR = {"Write-only (3)": "write-only", "Write-H": "write-h", "Write-M": "", "Wr
 def fidr(baseline, design, out: Path) -> Path:
     """FIDR: throughput of the baseline and of FIDR per workload (with the prototype's two table
     SSDs, and with enough of them not to bind), each bar labelled with the resource that binds."""
-    from storeloop.system import load_system
-
     series = [("baseline (CIDR-like)", baseline, BASELINE, {}),
               ("FIDR, 2 table SSDs", design, FIDR, {}),
               ("FIDR, 64 table SSDs", design, FIDR, {"devices.table-ssd.count": 64})]

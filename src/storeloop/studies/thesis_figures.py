@@ -16,7 +16,9 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter
 
 from storeloop.plots import pareto_front
-from storeloop.plots.common import RF, SRAM, UNITS, _fig, frame, save, sized  # noqa: F401  (save, sized: the notebooks')
+from storeloop.plots.common import (RF, SRAM, UNITS, _fig, frame, save,  # noqa: F401  (save, sized: the notebooks')
+                                    sized)
+from storeloop.sweeps import level_breakdown
 
 # Published numbers (thesis ch. 6). They are drawn beside storeloop's; never used to compute them.
 THESIS = {
@@ -190,7 +192,6 @@ def roofline(row, title: str = ""):
     the design's achieved cycles: the level whose bar reaches the line is the bottleneck. ``row``: a
     stored sweep row, or a :class:`~storeloop.model.evaluate.Result`."""
     if hasattr(row, "compute_cycles"):                  # a Result
-        from storeloop.sweeps import level_breakdown
 
         row = {"levels": json.dumps(level_breakdown(row)), "cycles": row.cycles}
     levels = json.loads(row["levels"])

@@ -6,7 +6,9 @@ import json
 import sqlite3
 from pathlib import Path
 
-from storeloop.formats.quantities import ExpressionError
+from storeloop.errors import SpecError
+from storeloop.formats.quantities import ExpressionError, magnitude, split_unit
+from storeloop.sweeps.store import NUMERIC, STATUSES, STORE_HELP, failed_checksums, read_store
 
 
 def read_results(db_path: str | Path, sweep: str | None = None):
@@ -18,9 +20,6 @@ def read_results(db_path: str | Path, sweep: str | None = None):
     import warnings
 
     import pandas as pd
-
-    from storeloop.errors import SpecError
-    from storeloop.sweeps.store import STORE_HELP, failed_checksums, read_store
 
     db = read_store(db_path)
     try:
@@ -84,14 +83,10 @@ def _readable(df, params: list[str]):
 
 def render_results(df, fmt: str) -> str | bytes:
     """A results frame as ``table`` (for reading), ``csv``, ``json`` (records) or ``parquet`` (bytes)."""
-    from storeloop.errors import SpecError
-
     if fmt == "table":                         # for reading: no JSON, numbers sorted as quantities
         hidden = ("key", "params", "error", "levels", "result", "scenario", "notes", "mapping", "checksum", "priced_by")
         shown = df.drop(columns=[c for c in hidden if c in df] + [c for c in df if c.endswith((".value", ".unit"))])
         import pandas as pd
-
-        from storeloop.formats.quantities import magnitude
 
         def key(c):                            # a quantity by its size, a number as one, else text
             if f"{c}.value" in df:
@@ -122,8 +117,6 @@ def render_results(df, fmt: str) -> str | bytes:
 
 def sweep_names(db_path: str | Path) -> list[str]:
     """The names of the sweeps a store holds rows of."""
-    from storeloop.sweeps.store import read_store
-
     db = read_store(db_path)
     try:
         return [n for (n,) in db.execute("select distinct sweep from points order by sweep")]
@@ -136,9 +129,6 @@ def _check_rows(df, db_path) -> None:
     the first bad cell): numbers in the numeric columns, a known status, the parameters and the
     scenario as JSON objects."""
     import pandas as pd
-
-    from storeloop.errors import SpecError
-    from storeloop.sweeps.store import NUMERIC, STATUSES, STORE_HELP
 
     def bad(i: int, col: str, why: str, allowed: str) -> SpecError:
         row = df.iloc[i]
@@ -170,8 +160,6 @@ def _check_rows(df, db_path) -> None:
 
 
 def _quantity(value) -> tuple[float | None, str | None]:
-    from storeloop.formats.quantities import split_unit
-
     try:
         amount, unit = split_unit(value)
         return float(amount), unit

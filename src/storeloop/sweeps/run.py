@@ -18,15 +18,20 @@ import warnings
 from pathlib import Path
 from typing import Iterator
 
-from storeloop.errors import StoreloopError
-from storeloop.formats.yamlio import LDict
-from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT
-from storeloop.formats.sweep import Sweep, load_sweep
-from storeloop.sweeps.grid import _point_doc, point_arch, points, satisfies
 from tqdm import tqdm
 
+from storeloop.energy import Registry, price
+from storeloop.errors import StoreloopError
+from storeloop.formats.load import load_energy_table, load_workload
+from storeloop.formats.native import mapping_from_native, mapping_to_native
+from storeloop.formats.sweep import Sweep, load_sweep
+from storeloop.formats.yamlio import LDict, loads
+from storeloop.mapper import MapTimeout, map_workload
+from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT
+from storeloop.sweeps.grid import _point_doc, point_arch, points, satisfies
 from storeloop.sweeps.store import (DONE, FINAL, STATUSES, Lease, failed_checksums, open_store, relabel_weights,
                                     row_checksum)
+from storeloop.system import evaluate_system, load_system
 
 
 def _digest(data: bytes) -> str:
@@ -48,8 +53,6 @@ def run_context(sweep: Sweep) -> dict:
     if files:
         energy = {k: _digest(Path(v).read_bytes()) for k, v in sorted(files.items())}
     else:
-        from storeloop.energy import Registry
-
         energy = {"plugins": [(p.name, str(getattr(p, "version", ""))) for p in Registry.discover(use_cache=False).plugins],
                   "packages": {n: ver(n) for n in ("hwcomponents", "hwcomponents-cacti", "hwcomponents-library")}}
     return {"mapper": sweep.mapper.model_dump(exclude_unset=True), "energy": energy, "storeloop": ver("storeloop")}
@@ -78,8 +81,6 @@ def point_key(sweep: Sweep, params: dict, workload: Path, context: dict, files: 
 def point_system(sweep: Sweep, params: dict) -> tuple:
     """A system point's system, loaded once with its parameters (for its key and for its run):
     (System, None), or (None, why it does not load; the point stores it)."""
-    from storeloop.system import load_system
-
     try:
         return load_system(sweep.system_file, list(_expand(params))), None
     except StoreloopError as exc:
@@ -93,8 +94,6 @@ def _expand(params: dict):
 
 
 def _run_system_point(sweep: Sweep, params: dict, row: dict, system) -> None:
-    from storeloop.system import evaluate_system
-
     loaded, error = system if system is not None else point_system(sweep, params)
     if error is not None:
         raise StoreloopError(error)
@@ -133,7 +132,6 @@ def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ..
            "weight": sweep.weights.get(sweep.label(workload), 1.0)}
     with warnings.catch_warnings(record=True) as caught:     # plug-in fallbacks, zero prices: kept in the row
         warnings.simplefilter("always")
-        from storeloop.mapper import MapTimeout
 
         try:
             if sweep.system_file is not None:
@@ -156,12 +154,6 @@ def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ..
 
 def _run_point(sweep: Sweep, params: dict, workload: str, seeds, row: dict) -> None:
     import yaml
-
-    from storeloop.energy import price
-    from storeloop.mapper import map_workload
-    from storeloop.formats.load import load_energy_table, load_workload
-    from storeloop.formats.native import mapping_from_native, mapping_to_native
-    from storeloop.formats.yamlio import loads
 
     arch = point_arch(sweep, params)
     w = load_workload(workload)

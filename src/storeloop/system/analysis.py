@@ -29,9 +29,12 @@ import math
 from collections import defaultdict
 from typing import Any
 
+from storeloop.energy import price
 from storeloop.errors import SpecError, StoreloopError
 from storeloop.formats.system import load_system
 from storeloop.ir.system import RESOURCES, Claim, Stage, System
+from storeloop.mapper import map_workload
+from storeloop.model.ssd import Stream, performance
 
 
 class SystemResult(dict):
@@ -62,9 +65,6 @@ def einsum_unit(stage: Stage) -> dict:
     cycles and energy per invocation, bytes of its stream tensors per invocation, its on-chip bytes."""
     key = repr((stage.arch, stage.workload, stage.objective, stage.time_limit, stage.budget))
     if key not in _UNITS:
-        from storeloop.energy import price
-        from storeloop.mapper import map_workload
-
         arch, work = stage.arch, stage.workload
         out = map_workload(arch, work, price(arch)[0], objective=stage.objective, time_limit=stage.time_limit,
                            budget=stage.budget)
@@ -110,7 +110,6 @@ def ssd_stream(ssd, flow, res: str):
     """The SSD model's :class:`~storeloop.model.ssd.Performance` of ``flow``'s requests on an SSD
     resource ``res`` (read or write): its request size (default whole stripes), pattern and queue
     depth (default the SSD's), where the SSD's ``accelerator`` sits."""
-    from storeloop.model.ssd import Stream, performance
     size = int(flow.io_bytes) if flow.io_bytes else ssd.peak_stream().request_bytes
     stream = Stream(size, flow.pattern, flow.queue_depth or ssd.queue_depth, 1.0 if res == "read" else 0.0)
     return performance(ssd, stream, ssd.accelerator)

@@ -15,14 +15,13 @@ import math
 from storeloop.errors import SpecError
 from storeloop.formats.einsum import parse_einsum
 from storeloop.ir import Tensor, Workload
+from storeloop.ir.check import ops_problem
 
 PIR_EINSUM = "C[m,n,p,q,c,d] = A[m,j,p,k,c,d] * B[j,n,k,q,c,d]"
 WORD_BYTES = 8
 
 
 def einsum_workload(name: str, einsum: str, bounds: dict[str, int], bits: int = 64) -> Workload:
-    from storeloop.ir.check import ops_problem
-
     dims, tensors = parse_einsum(einsum)
     problem = ops_problem([bounds[d] for d in dims])
     if problem:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from storeloop.errors import SpecError
 
@@ -54,3 +55,8 @@ def parse_stats(text: str, source: str = "timeloop-model.stats.txt") -> dict:
     if "Cycles" not in summary:
         raise SpecError("no 'Summary Stats / Cycles' line: not a timeloop-model stats file", file=source)
     return {"cycles": int(summary["Cycles"]), "energy_uJ": summary.get("Energy"), "levels": levels}
+
+
+def read_stats(path: str | Path) -> dict:
+    """:func:`parse_stats` of a ``timeloop-model.stats.txt`` file."""
+    return parse_stats(Path(path).read_text(errors="replace"), str(path))
