@@ -204,7 +204,7 @@ def test_reproduce_end_to_end_on_tiny_grids(tmp_path, monkeypatch):
     monkeypatch.setattr(reproduce.studies, "QUICK", {
         "set": {"levels.SRAM.capacity": ["4 KiB"], "levels.RF.capacity": ["32 words"], units: [1, 2]},
         "set_sizes": ("512MiB",), "batches": (1, 2), "units": [2, 4], "first_dims": (256, 1024), "db_bytes": 2**30})
-    monkeypatch.setattr("storeloop.studies.cpu.macs_per_second", lambda w, repeats=3: 5e7)
+    monkeypatch.setattr("storeloop.studies.reproduce.macs_per_second", lambda w, repeats=3: 5e7)
     monkeypatch.chdir(tmp_path.parent)                     # a relative --out, as the command's default
     done = reproduce.run(Path(tmp_path.name), quick=True, workers=1)
     names = {p.stem for p in done["figures"]}

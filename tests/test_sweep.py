@@ -253,11 +253,11 @@ def test_bad_workload_set_entries_are_refused_at_their_line(tmp_path, entry, fie
 def test_a_point_ended_by_the_time_limit_runs_again_on_resume(tmp_path, monkeypatch):
     """The time limit is a safety net whose answer depends on the machine's load: a point it ended
     is kept (with stopped: time-limit) and searched again by the next run; the others are not."""
-    import storeloop.mapper as mapper
+    import storeloop.sweeps.run as run
 
     s = load_sweep(DATA / "tiny.sweep.yaml")
     db = tmp_path / "tiny.sqlite"
-    real = mapper.map_workload
+    real = run.map_workload
     calls = []
 
     def first_ends_on_time(*a, **k):
@@ -267,7 +267,7 @@ def test_a_point_ended_by_the_time_limit_runs_again_on_resume(tmp_path, monkeypa
             out.search["stopped"] = "time-limit"
         return out
 
-    monkeypatch.setattr(mapper, "map_workload", first_ends_on_time)
+    monkeypatch.setattr(run, "map_workload", first_ends_on_time)
     first = run_sweep(s, db, progress=False)
     df = read_results(db, "tiny")
     assert (df["stopped"] == "time-limit").sum() == 1

@@ -152,7 +152,7 @@ def cmd_map(args: argparse.Namespace) -> int:
     energy = energy_for(args, arch)
     constraints = load_constraints(args.constraints, arch, workload) if args.constraints else None
     seeds = [load_mapping(f, arch, workload) for f in args.seed_mapping or []]
-    out = map_workload(arch, workload, energy, constraints=constraints, **opts.model_dump(),
+    out = map_workload(arch, workload, energy, options=opts, constraints=constraints,
                        seed=args.seed, victory=given["victory"] or 500, progress=not args.json, seeds=seeds,
                        converge=not args.no_converge)
     if args.out:
@@ -243,7 +243,7 @@ def _map_query(args: argparse.Namespace, arch: Arch, opts, query) -> int:
             raise SpecError(f"--{flag.replace('_', '-')} applies to one einsum, not to a query",
                             field=f"--{flag.replace('_', '-')}", allowed="map the einsum's own workload file")
     energy = energy_for(args, arch)
-    out = map_query(arch, query, energy, progress=sys.stderr.isatty() and not args.json, **opts.model_dump(),
+    out = map_query(arch, query, energy, progress=sys.stderr.isatty() and not args.json, options=opts,
                     converge=not args.no_converge)
     if args.out:
         base = Path(args.out)

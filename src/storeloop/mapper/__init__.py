@@ -23,7 +23,8 @@ from storeloop.mapper.constraints import arch_constraints
 from storeloop.mapper.construct import Searcher, state_of
 from storeloop.mapper.merge import merge, split_mapping
 from storeloop.mapper.objective import Objective, arch_area_um2
-from storeloop.mapper.options import options
+from storeloop.mapper.options import MapperOptions
+from storeloop.mapper.options import options as check_options
 from storeloop.mapper.search import Found, Goal, branch_and_bound, random_search
 from storeloop.ir.constraints import Constraints
 from storeloop.mapper.space import MapSpace
@@ -97,7 +98,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
                  objective: str = "delay,energy", algorithm: str = "exhaustive", time_limit: float | None = None,
                  budget: int | None = None, threads: int = 1, seed: int = 0, victory: int = 500, progress: bool = False,
                  energy_gap: float | None = None, seeds: list[Mapping] = (), converge: bool = True,
-                 search_layout: bool = False) -> MapResult:
+                 search_layout: bool = False, options: MapperOptions | None = None) -> MapResult:
     """The best mapping of ``workload`` on ``arch`` priced with ``energy``.
 
     ``objective``: see :data:`storeloop.mapper.objective.NAMES`. ``time_limit`` (seconds, None:
@@ -111,9 +112,12 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     the time limit ends the search before any valid mapping, StoreloopError when none exists.
     ``search_layout``: the SSD-backed first level stores each tensor in the rank order (layout)
     that prices it best, searched with the mapping (the arch's own ``layout`` is ignored); the
-    report's ``layout`` gives the orders chosen."""
-    opts = options(objective=objective, algorithm=algorithm, time_limit=time_limit, budget=budget,
-                   energy_gap=energy_gap, threads=threads, search_layout=search_layout)
+    report's ``layout`` gives the orders chosen. ``options``: all of the search's options at once, typed
+    (:class:`~storeloop.mapper.options.MapperOptions`, as ``storeloop map``, a sweep and a system
+    stage give them); then the keywords it holds are not read."""
+    opts = options if options is not None else check_options(
+        objective=objective, algorithm=algorithm, time_limit=time_limit, budget=budget, energy_gap=energy_gap,
+        threads=threads, search_layout=search_layout)
     objective, algorithm, time_limit, threads = opts.objective, opts.algorithm, opts.time_limit, opts.threads
     energy_gap = opts.energy_gap
     if energy_gap is None:

@@ -43,6 +43,7 @@ from storeloop.mapper.objective import Objective, arch_area_um2
 from storeloop.ir.constraints import Constraints, LevelConstraint
 from storeloop.model import disk
 from storeloop.ir.query import Query
+from storeloop.mapper.options import MapperOptions
 from storeloop.ir import Arch, EnergyTable
 
 
@@ -253,13 +254,15 @@ def _combinations(arch: Arch, query: Query) -> list[tuple[_Choice, ...]]:
 
 
 def map_query(arch: Arch, query: Query, energy: EnergyTable, *, objective: str = "delay,energy",
-              progress: bool = False, **opts) -> QueryResult:
-    """The best homes and mappings of ``query`` on ``arch`` (``opts``: :func:`map_workload`'s;
-    ``progress``: a progress bar of the einsums mapped on stderr).
+              progress: bool = False, options: MapperOptions | None = None, **opts) -> QueryResult:
+    """The best homes and mappings of ``query`` on ``arch`` (``opts``: :func:`map_workload`'s, or all of
+    its search options typed in ``options``; ``progress``: a progress bar of the einsums mapped on stderr).
 
     A branch and bound over the combinations of homes: each is first bounded by its einsums' lower
     bounds (:func:`storeloop.mapper.lower_bounds`) and its moves, and only those whose bound could
     beat the best so far are mapped, least bound first."""
+    if options is not None:
+        objective, opts = options.objective, {**options.model_dump(exclude={"objective"}), **opts}
     from tqdm import tqdm
 
     obj = Objective(objective, arch_area_um2(arch, energy))

@@ -168,10 +168,9 @@ def _run_point(sweep: Sweep, params: dict, workload: str, seeds, row: dict) -> N
         except (StoreloopError, yaml.YAMLError):
             pass                     # a neighbour's mapping that does not fit this arch
     opts = sweep.mapper
-    out = map_workload(arch, w, energy, time_limit=opts.time_limit or SAFETY_TIME_LIMIT,
-                       budget=opts.budget or DEFAULT_BUDGET, threads=opts.threads, objective=opts.objective,
-                       algorithm=opts.algorithm, energy_gap=opts.energy_gap, seeds=starts,
-                       search_layout=opts.search_layout)
+    opts = opts.model_copy(update={"time_limit": opts.time_limit or SAFETY_TIME_LIMIT,
+                                   "budget": opts.budget or DEFAULT_BUDGET})
+    out = map_workload(arch, w, energy, options=opts, seeds=starts)
     r, s = out.result, out.search
     levels = level_breakdown(r)
     if "layout" in s:                    # the searched layout prices the stored mapping

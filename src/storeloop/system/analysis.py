@@ -34,6 +34,7 @@ from storeloop.errors import SpecError, StoreloopError
 from storeloop.formats.system import load_system
 from storeloop.ir.system import RESOURCES, Claim, Stage, System
 from storeloop.mapper import map_workload
+from storeloop.mapper.options import MapperOptions
 from storeloop.model.ssd import Stream, performance
 
 
@@ -66,8 +67,8 @@ def einsum_unit(stage: Stage) -> dict:
     key = repr((stage.arch, stage.workload, stage.objective, stage.time_limit, stage.budget))
     if key not in _UNITS:
         arch, work = stage.arch, stage.workload
-        out = map_workload(arch, work, price(arch)[0], objective=stage.objective, time_limit=stage.time_limit,
-                           budget=stage.budget)
+        out = map_workload(arch, work, price(arch)[0], options=MapperOptions(
+            objective=stage.objective, time_limit=stage.time_limit, budget=stage.budget))
         r = out.result
         stream = sum(work.tensor_elements(work.tensor(t)) * work.tensor(t).bits / 8 for t in stage.stream)
         on_chip = sum(lvl.size_words * lvl.word_bits / 8 * lvl.instances for lvl in arch.levels
