@@ -1,5 +1,5 @@
-"""The ``storeloop`` command line (:mod:`.main`: the parser; :mod:`.commands`: one function per
-subcommand; :mod:`.render`: what it prints)."""
+"""The ``storeloop`` command line (:mod:`.main`: the parser; :mod:`.commands` and :mod:`.runs`: one
+function per subcommand; :mod:`.render`: what it prints)."""
 
 from storeloop.cli.main import build_parser, main
 

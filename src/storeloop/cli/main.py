@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from storeloop.cli.commands import (RESULT_FORMATS, cmd_crosscheck, cmd_crossover, cmd_energy, cmd_export, cmd_map,
-                                    cmd_model, cmd_plot, cmd_reproduce, cmd_results, cmd_ssd, cmd_sweep, cmd_system,
-                                    cmd_workload)
+from storeloop.cli.commands import (cmd_crosscheck, cmd_crossover, cmd_energy, cmd_export, cmd_map, cmd_model,
+                                    cmd_ssd, cmd_workload)
+from storeloop.cli.runs import RESULT_FORMATS, cmd_plot, cmd_reproduce, cmd_results, cmd_sweep, cmd_system
 from storeloop.errors import StoreloopError
 
 

@@ -23,228 +23,20 @@ from storeloop.errors import SpecError
 from storeloop.formats.load import load_arch, load_workload
 from storeloop.formats.native import arch_from_native, workload_from_native
 from storeloop.formats.overrides import set_arch_field, set_system_field
-from storeloop.formats.quantities import (FREQ_UNITS, SIZE_UNITS, TIME_UNITS, ExpressionError, bytes_of, evaluate,
-                                          hertz_of, number, rate_of as _any_rate, seconds_of, split_unit)
-from storeloop.formats.ssd import load_ssd, ssd_from_doc
-from storeloop.formats.system_schema import (DEVICE_SPECS, STAGE_SPECS, CpuSpec, DemandSpec, EinsumStageSpec,
-                                             FpgaSpec, IndexStageSpec, LinkSpec, MemorySpec, RatioSpec,
-                                             RegisterStoreStageSpec, SsdSpec, StreamStageSpec, SwitchSpec, SystemSpec,
-                                             TableStageSpec, _Device, _Stage)
+from storeloop.formats.quantities import (FREQ_UNITS, SIZE_UNITS, TIME_UNITS, ExpressionError, bytes_of, number,
+                                          seconds_of, split_unit)
+from storeloop.formats.system_devices import (COUNT_MAX, Context, count_of, rate_of, ratio_names, read_demand,
+                                              read_device, read_resource, with_ssd)
+from storeloop.formats.system_schema import (DEVICE_SPECS, STAGE_SPECS, EinsumStageSpec, IndexStageSpec,
+                                             RegisterStoreStageSpec, StreamStageSpec, SystemSpec, TableStageSpec,
+                                             _Stage)
 from storeloop.formats.validate import shape as _shape, validate
-from storeloop.formats.yamlio import LDict, error_at, field_path, load, locate
-from storeloop.ir.system import BYTES_PER_S, CORES, RESOURCES, Claim, Device, Flow, Stage, System, Where
+from storeloop.formats.yamlio import LDict, error_at, load
+from storeloop.ir.system import BYTES_PER_S, RESOURCES, Claim, Device, Flow, Stage, System
 from storeloop.mapper.objective import NAMES as OBJECTIVES
-from storeloop.model.ssd import PCIE_LANE_BPS as PCIE_LANE
 
 
-class _Ctx:
-    """The document being loaded, for errors at a path inside it."""
-
-    def __init__(self, root: Any):
-        self.root = root
-
-    def err(self, loc: tuple, message: str, allowed: str | None = None) -> SpecError:
-        return error_at(self.root, loc, message, allowed)
-
-    def where(self, loc: tuple) -> Where:
-        file, line = locate(self.root, loc)
-        return Where(file, line, field_path(loc))
-
-    def q(self, fn, value: Any, loc: tuple, allowed: str | None = None, *, positive: bool = False,
-          upto: float | None = None) -> float:
-        """A quantity through ``fn`` (bytes_of, rate_of, ...), finite and in range, or an error at ``loc``."""
-        try:
-            v = float(fn(value))
-        except (ExpressionError, OverflowError, ValueError, TypeError) as exc:
-            raise self.err(loc, str(exc), allowed) from None
-        if not math.isfinite(v) or v < 0 or (positive and v <= 0) or (upto is not None and v > upto):
-            bound = f" and at most {upto:g}" if upto is not None else ""
-            raise self.err(loc, f"{value!r} is out of range", allowed or
-                           f"a finite number {'> 0' if positive else '>= 0'}{bound}")
-        return v
-
-    def expr(self, value: Any, names: dict[str, float], loc: tuple, *, upto: float = 1e30) -> float:
-        """Arithmetic over ``names`` (the ratios), finite, >= 0."""
-        try:
-            v = evaluate(value, names) if isinstance(value, str) else number(value)
-        except (ExpressionError, OverflowError, ValueError, TypeError) as exc:
-            known = ", ".join(sorted(names)) or "none defined"
-            raise self.err(loc, str(exc), f"numbers, + - * / ** ( ) and the ratios ({known})") from None
-        if not (math.isfinite(v) and 0 <= v <= upto):
-            raise self.err(loc, f"{value!r} = {v:g} is out of range", f"a finite value in [0, {upto:g}]")
-        return float(v)
-
-
-COUNT_MAX = 1e15
-RATE_RANGE = (1e-3, 1e18)              # bytes/s: a milli-byte per second .. an exabyte per second
-
-
-def rate_of(value: Any) -> float:
-    """A data rate in B/s within :data:`RATE_RANGE` (a physical device's, not 1e-300 or 1e40)."""
-    rate = _any_rate(value)
-    if not RATE_RANGE[0] <= rate <= RATE_RANGE[1]:
-        raise ExpressionError(f"{value!r} = {rate:g} B/s is outside {RATE_RANGE[0]:g} .. {RATE_RANGE[1]:g} B/s")
-    return rate
-
-
-def _count(value: Any) -> float:
-    """A count such as 147k / '147 * K' / 2160 (fractions allowed: half BRAMs)."""
-    if isinstance(value, str) and re.fullmatch(r"\s*[\d.]+\s*[kKM]\s*", value):
-        v, suffix = value.strip()[:-1], value.strip()[-1]
-        return float(v) * (1e6 if suffix == "M" else 1e3)
-    return number(value)
-
-
-def _ratio_names(spec: SystemSpec, ctx: _Ctx) -> dict[str, float]:
-    names: dict[str, float] = {}
-    for key, value in spec.ratios.items():
-        loc = ("system", "ratios", key)
-        if not str(key).isidentifier():
-            raise ctx.err(loc, f"ratio name {key!r} is not an identifier", "letters, digits and '_'")
-        raw = value.value if isinstance(value, RatioSpec) else value
-        names[key] = ctx.expr(raw, names, loc + (("value",) if isinstance(value, RatioSpec) else ()))
-    return names
-
-
-def with_ssd(device: Device, ssd) -> Device:
-    """``device`` whose rates come from the SSD model: its peak read and write streams (a flow's
-    own request stream draws on them by :func:`storeloop.system.analysis.demands`)."""
-    n = device.count
-    return dataclasses.replace(device, ssd=ssd, rates={"read": ssd.peak_read_Bps() * n, "write": ssd.peak_write_Bps() * n})
-
-
-def _ssd_geometry(value: dict | str, ctx: _Ctx, loc: tuple, base: Path):
-    """The SSD model of a device's ``geometry``: an ssd: block, or a file holding one (an SSD file,
-    or an arch whose outermost level has one)."""
-    if isinstance(value, dict):
-        return ssd_from_doc(ctx.root, value, loc)
-    path = base / value
-    if not path.is_file():
-        raise ctx.err(loc, f"no file {path}", "an SSD file (ssd: ...) or an arch file whose Disk has an ssd: block")
-    top = load(path)
-    if isinstance(top, dict) and "ssd" in top:
-        return load_ssd(path)
-    ssd = load_arch(path).levels[0].ssd
-    if ssd is None:
-        raise ctx.err(loc, f"{path}'s outermost level has no ssd: block", "an SSD file, or an arch whose Disk has one")
-    return ssd
-
-
-def _device(spec: _Device, ctx: _Ctx, loc: tuple, base: Path) -> Device:
-    n = spec.count
-    rates: dict[str, float] = {}
-    statics: dict[str, float] = {}
-    fixed: dict[str, float] = {}
-    clock = None
-    if isinstance(spec, CpuSpec):
-        rates["cores"] = spec.cores * n
-        if spec.clock is not None:
-            clock = ctx.q(hertz_of, spec.clock, loc + ("clock",), positive=True, upto=1e12)
-    elif isinstance(spec, MemorySpec):
-        rates["bandwidth"] = ctx.q(rate_of, spec.bandwidth, loc + ("bandwidth",)) * n
-        if spec.capacity is not None:
-            statics["capacity"] = ctx.q(bytes_of, spec.capacity, loc + ("capacity",), positive=True) * n
-    elif isinstance(spec, LinkSpec):
-        if (spec.bandwidth is None) == (spec.pcie is None):
-            raise ctx.err(loc, f"link '{spec.name}' needs exactly one of 'bandwidth' and 'pcie'",
-                          "bandwidth: '100 Gb/s', or pcie: {gen: 3, lanes: 16}")
-        bw = PCIE_LANE[spec.pcie.gen] * spec.pcie.lanes if spec.pcie else \
-            ctx.q(rate_of, spec.bandwidth, loc + ("bandwidth",))
-        if spec.duplex:
-            rates.update({"in": bw * n, "out": bw * n})
-        else:
-            rates["bandwidth"] = bw * n
-    elif isinstance(spec, SsdSpec) and (spec.geometry is not None or spec.stage is not None):
-        fixed_rates = [f for f in ("read_bandwidth", "write_bandwidth", "read_iops", "write_iops")
-                       if getattr(spec, f) is not None]
-        if fixed_rates or (spec.geometry is not None and spec.stage is not None):
-            extra = fixed_rates[0] if fixed_rates else "stage"
-            raise ctx.err(loc + (extra,), f"ssd '{spec.name}' has a geometry, which gives its rates; '{extra}' "
-                          "would state them a second time", "geometry or stage, or fixed rates, not both")
-        if spec.capacity is not None:
-            statics["capacity"] = ctx.q(bytes_of, spec.capacity, loc + ("capacity",), positive=True) * n
-        device = Device(spec.name, spec.kind, n, rates, statics, fixed, clock, spec.source, spec.assumed)
-        # a stage's SSD is known once the stages are read (system_from_doc)
-        return with_ssd(device, _ssd_geometry(spec.geometry, ctx, loc + ("geometry",), base)) if spec.geometry \
-            is not None else device
-    elif isinstance(spec, SsdSpec):
-        for fld, res, fn in (("read_bandwidth", "read", rate_of), ("write_bandwidth", "write", rate_of),
-                             ("read_iops", "read_iops", number), ("write_iops", "write_iops", number)):
-            v = getattr(spec, fld)
-            if v is not None:
-                rates[res] = ctx.q(fn, v, loc + (fld,), positive=True, upto=1e18) * n
-        if not rates and spec.capacity is None:
-            raise ctx.err(loc, f"ssd '{spec.name}' has no bandwidth, IOPS or capacity",
-                          "read_bandwidth, write_bandwidth, read_iops, write_iops, capacity")
-        if spec.capacity is not None:
-            statics["capacity"] = ctx.q(bytes_of, spec.capacity, loc + ("capacity",), positive=True) * n
-    elif isinstance(spec, FpgaSpec):
-        if spec.clock is not None:
-            clock = ctx.q(hertz_of, spec.clock, loc + ("clock",), positive=True, upto=1e12)
-        for res in RESOURCES["fpga"][1]:
-            v = getattr(spec, res)
-            if v is not None:
-                statics[res] = ctx.q(_count, v, loc + (res,), upto=COUNT_MAX) * n * spec.usable
-        for res, v in spec.fixed.items():
-            if res not in statics:
-                raise ctx.err(loc + ("fixed", res), f"'{res}' is not a resource of this FPGA",
-                              ", ".join(statics) or "give the FPGA's totals first (luts, dsps, brams, ...)")
-            fixed[res] = ctx.q(_count, v, loc + ("fixed", res), upto=COUNT_MAX)
-    elif isinstance(spec, SwitchSpec):
-        if spec.stages is not None:
-            statics["stages"] = spec.stages * n
-        if spec.register_memory is not None:
-            statics["register_memory"] = ctx.q(bytes_of, spec.register_memory, loc + ("register_memory",),
-                                               positive=True) * n
-        if spec.bandwidth is not None:
-            rates["bandwidth"] = ctx.q(rate_of, spec.bandwidth, loc + ("bandwidth",)) * n
-    return Device(spec.name, spec.kind, n, rates, statics, fixed, clock, spec.source, spec.assumed)
-
-
-def _resource(text: str, devices: dict[str, Device], ctx: _Ctx, loc: tuple, *, static: bool) -> tuple[str, str]:
-    """'device.resource' checked against the devices: a rate resource, or a static one."""
-    dev, _, res = str(text).partition(".")
-    if dev not in devices:
-        raise ctx.err(loc, f"no device named '{dev}'", ", ".join(devices) or "declare devices first")
-    have = devices[dev].statics if static else devices[dev].rates
-    if res not in have:
-        kind = "static resource" if static else "rate resource"
-        return_allowed = ", ".join(f"{dev}.{r}" for r in have) or f"device '{dev}' has no {kind}s"
-        raise ctx.err(loc, f"'{text}' is not a {kind} of {devices[dev].kind} '{dev}'", return_allowed)
-    return dev, res
-
-
-def _demand(d: DemandSpec, dim: str, device: Device, ctx: _Ctx, loc: tuple, ratios: dict[str, float]) -> float:
-    """Resource units per byte of the stage's input. Rates are written '317 GB/s'; other
-    amounts may be arithmetic over the ratios."""
-    forms = [f for f in ("per_byte", "cycles_per_byte", "used") if getattr(d, f) is not None]
-    if len(forms) != 1 or (d.used is None) != (d.at is None):
-        raise ctx.err(loc, "give exactly one of: per_byte, cycles_per_byte, or used + at",
-                      "{per_byte: 2} | {cycles_per_byte: 5} | {used: '317 GB/s', at: '75 GB/s'}")
-    scale = ctx.expr(d.scale, ratios, loc + ("scale",), upto=1e6)
-
-    def amount(value: Any, key: str) -> float:
-        """A rate written with its unit ('317 GB/s'), or arithmetic over the ratios (B/s for a rate)."""
-        if isinstance(value, str) and value.strip().endswith("/s"):
-            return ctx.q(rate_of, value, loc + (key,), "a data rate such as '75 GB/s'", positive=True)
-        return ctx.expr(value, ratios, loc + (key,), upto=1e18)
-
-    if d.per_byte is not None:
-        return amount(d.per_byte, "per_byte") * scale
-    if d.cycles_per_byte is not None:
-        if dim != CORES:
-            raise ctx.err(loc + ("cycles_per_byte",), f"cycles per byte is a demand on CPU cores, not on {dim}",
-                          "per_byte, or used + at")
-        if device.clock_hz is None:
-            raise ctx.err(loc + ("cycles_per_byte",), f"cpu '{device.name}' has no clock", "give the cpu a clock")
-        return amount(d.cycles_per_byte, "cycles_per_byte") / device.clock_hz * scale
-    at = amount(d.at, "at")
-    if at <= 0:
-        raise ctx.err(loc + ("at",), "the operating point's rate must be positive", "a data rate such as '75 GB/s'")
-    return amount(d.used, "used") / at * scale
-
-
-def _stage(spec: _Stage, ctx: _Ctx, loc: tuple, devices: dict[str, Device], ratios: dict[str, float],
+def _stage(spec: _Stage, ctx: Context, loc: tuple, devices: dict[str, Device], ratios: dict[str, float],
            base: Path) -> Stage:
     if spec.device is not None and spec.device not in devices:
         raise ctx.err(loc + ("device",), f"no device named '{spec.device}'", ", ".join(devices))
@@ -255,13 +47,13 @@ def _stage(spec: _Stage, ctx: _Ctx, loc: tuple, devices: dict[str, Device], rati
             raise ctx.err(loc + ("per_instance", res), f"'{res}' is not a static resource of "
                           f"{'the device it is on' if on else 'any device: the stage has no device:'}",
                           ", ".join(on.statics) if on and on.statics else "set 'device' to an FPGA or switch with totals")
-        per_instance[res] = ctx.q(_count if res != "register_memory" else bytes_of, v, loc + ("per_instance", res),
+        per_instance[res] = ctx.q(count_of if res != "register_memory" else bytes_of, v, loc + ("per_instance", res),
                                   upto=COUNT_MAX)
     demands = {}
     for key, d in spec.demands.items():
-        dev, res = _resource(key, devices, ctx, loc + ("demands", key), static=False)
+        dev, res = read_resource(key, devices, ctx, loc + ("demands", key), static=False)
         dim = RESOURCES[devices[dev].kind][0][res]
-        demands[(dev, res)] = _demand(d, dim, devices[dev], ctx, loc + ("demands", key), ratios)
+        demands[(dev, res)] = read_demand(d, dim, devices[dev], ctx, loc + ("demands", key), ratios)
     common = dict(name=spec.name, kind=spec.kind, device=spec.device, input_bytes=ctx.expr(spec.input, ratios, loc + ("input",)),
                   instances=spec.instances, per_instance=per_instance, demands=demands, where=ctx.where(loc),
                   source=spec.source, assumed=spec.assumed)
@@ -276,7 +68,7 @@ def _stage(spec: _Stage, ctx: _Ctx, loc: tuple, devices: dict[str, Device], rati
     if isinstance(spec, TableStageSpec):
         return Stage(**common, entries=ctx.expr(spec.entries, ratios, loc + ("entries",), upto=1e24),
                      entry_bytes=ctx.q(bytes_of, spec.entry_bytes, loc + ("entry_bytes",), positive=True, upto=1e15),
-                     store=_resource(spec.store, devices, ctx, loc + ("store",), static=True))
+                     store=read_resource(spec.store, devices, ctx, loc + ("store",), static=True))
     if isinstance(spec, IndexStageSpec):
         if (spec.levels is None) == (spec.covers is None):
             raise ctx.err(loc, "give exactly one of 'levels' and 'covers'", "levels: 9 | covers: '100 GB'")
@@ -313,7 +105,7 @@ def _stage(spec: _Stage, ctx: _Ctx, loc: tuple, devices: dict[str, Device], rati
                  metadata_bits=spec.metadata_bits, path_levels=spec.path_levels, cached_levels=spec.cached_levels)
 
 
-def _stream_rate(spec: StreamStageSpec, on: Device | None, ctx: _Ctx, loc: tuple) -> float:
+def _stream_rate(spec: StreamStageSpec, on: Device | None, ctx: Context, loc: tuple) -> float:
     try:
         amount, unit = split_unit(spec.rate)
     except ExpressionError as exc:
@@ -327,7 +119,7 @@ def _stream_rate(spec: StreamStageSpec, on: Device | None, ctx: _Ctx, loc: tuple
     return ctx.q(rate_of, spec.rate, loc + ("rate",), "'190 MB/s' or '0.5 B/cycle'", positive=True)
 
 
-def _disk_from(spec: EinsumStageSpec, arch, devices: dict[str, Device], ctx: _Ctx, loc: tuple):
+def _disk_from(spec: EinsumStageSpec, arch, devices: dict[str, Device], ctx: Context, loc: tuple):
     """The arch with its outermost level reading at the bandwidth of one ``disk_from`` device (its
     shared bandwidth in words per cycle): the SSD's bandwidth typed once, so --set and scenarios
     change both the device and the accelerator's Disk."""
@@ -348,7 +140,7 @@ def _disk_from(spec: EinsumStageSpec, arch, devices: dict[str, Device], ctx: _Ct
     return dataclasses.replace(arch, levels=(level,) + tuple(arch.levels[1:]))
 
 
-def _einsum(spec: EinsumStageSpec, ctx: _Ctx, loc: tuple, base: Path, devices: dict[str, Device]) -> dict:
+def _einsum(spec: EinsumStageSpec, ctx: Context, loc: tuple, base: Path, devices: dict[str, Device]) -> dict:
     """The stage's arch (with arch_set, and its outermost level's bandwidth from ``disk_from``'s
     device) and workload (with bounds) as storeloop's typed objects."""
     import copy
@@ -419,7 +211,7 @@ def _einsum(spec: EinsumStageSpec, ctx: _Ctx, loc: tuple, base: Path, devices: d
                 setup_s=ctx.q(seconds_of, spec.setup, loc + ("setup",), "a duration such as '2 us'", upto=1e6))
 
 
-def _published(text: Any, ctx: _Ctx, loc: tuple) -> tuple[float, str | None, float]:
+def _published(text: Any, ctx: Context, loc: tuple) -> tuple[float, str | None, float]:
     """'17.5 Gb/s' -> (2.1875e9 B/s, 'Gb/s', 1.25e8); '88%' -> (0.88, '%', 0.01); '1.9x' -> (1.9, 'x', 1)."""
     s = str(text).strip()
     factor, unit = 1.0, None
@@ -465,9 +257,9 @@ def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...]
     extra = [k for k in doc if k != "system"]
     if extra:
         raise error_at(doc, (extra[0],), f"unknown top-level key '{extra[0]}'", allowed="'system'")
-    ctx = _Ctx(doc)
+    ctx = Context(doc)
     spec: SystemSpec = validate(SystemSpec, doc["system"], doc, ("system",))
-    ratios = _ratio_names(spec, ctx)
+    ratios = ratio_names(spec, ctx)
     unit_bytes = ctx.q(bytes_of, spec.unit.bytes, ("system", "unit", "bytes"), positive=True, upto=1e15)
     devices: dict[str, Device] = {}
     for i, raw in enumerate(spec.devices):
@@ -476,7 +268,7 @@ def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...]
         d = validate(model, raw, doc, loc)
         if d.name in devices:
             raise ctx.err(loc + ("name",), f"device name '{d.name}' is used twice", "unique device names")
-        devices[d.name] = _device(d, ctx, loc, path.parent)
+        devices[d.name] = read_device(d, ctx, loc, path.parent)
     stages: list[Stage] = []
     base = path.parent
     for i, raw in enumerate(spec.stages):
@@ -500,7 +292,7 @@ def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...]
         loc = ("system", "flows", i)
         if any(g.name == f.name for g in flows):
             raise ctx.err(loc + ("name",), f"flow name '{f.name}' is used twice", "unique flow names")
-        via = tuple(_resource(v, devices, ctx, loc + ("via", j), static=False) for j, v in enumerate(f.via))
+        via = tuple(read_resource(v, devices, ctx, loc + ("via", j), static=False) for j, v in enumerate(f.via))
         for j, (dev, res) in enumerate(via):
             if RESOURCES[devices[dev].kind][0][res] != BYTES_PER_S:
                 raise ctx.err(loc + ("via", j), f"a flow moves bytes; '{dev}.{res}' is counted in "
@@ -563,7 +355,7 @@ def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...]
                   tuple(devices.values()), tuple(stages), tuple(flows), scenarios, tuple(claims), overrides)
 
 
-def _kind_model(raw: Any, models: dict[str, type[BaseModel]], ctx: _Ctx, loc: tuple, what: str) -> type[BaseModel]:
+def _kind_model(raw: Any, models: dict[str, type[BaseModel]], ctx: Context, loc: tuple, what: str) -> type[BaseModel]:
     if not isinstance(raw, dict):
         raise ctx.err(loc, f"a {what} is a mapping, found {_shape(raw)}", f"{{name: ..., kind: {'|'.join(models)}, ...}}")
     kind = raw.get("kind")

@@ -1,5 +1,5 @@
-"""Timeloop v0.3 (and v0.4) input files read into storeloop's typed objects (arch, problem, mapping,
-ERT, ART).
+"""Timeloop v0.3 (and v0.4) architectures and problems read into storeloop's typed objects (the
+mapping: :mod:`.mapping`; ERT and ART: :mod:`.energy`).
 
 Timeloop users can bring their files unchanged; storeloop turns them into its typed objects, and
 writes its own specs back as Timeloop v0.3 so a real Timeloop can cross-check any result.
@@ -13,16 +13,13 @@ import re
 import warnings
 from typing import Any
 
-from storeloop.errors import SpecError
-from storeloop.ir import (ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop,
-                                  Mapping, SourcedEntry, StorageLevel, Tensor, TimeloopV04, Workload)
-from storeloop.formats.attributes import MAX_ACTION_PJ, MAX_AREA_UM2, check_attributes, cluster_size
-from storeloop.ir.check import ops_problem
-from storeloop.formats.timeloop.schema import (ARTBody, Architecture, ConstraintEntry, ERTBody, MappingEntry, Node,
-                                            Problem, V04Node)
+from storeloop.formats.attributes import check_attributes, cluster_size
+from storeloop.formats.quantities import ExpressionError, integer, number, technology_nm
+from storeloop.formats.timeloop.schema import Architecture, ConstraintEntry, Node, Problem, V04Node
 from storeloop.formats.validate import validate
 from storeloop.formats.yamlio import LDict, error_at, field_path, locate
-from storeloop.formats.quantities import ExpressionError, integer, number, technology_nm
+from storeloop.ir import Arch, ComputeLevel, SourcedEntry, StorageLevel, Tensor, TimeloopV04, Workload
+from storeloop.ir.check import ops_problem
 
 COMPUTE_CLASSES = ("intmac", "fpmac", "mac", "compute", "modmac", "multiplier", "adder")
 _RANGE = re.compile(r"^(?P<base>[^\[]+)\[(?P<lo>\d+)\.\.(?P<hi>\d+)\]$")
@@ -42,7 +39,7 @@ def _split_name(name: str) -> tuple[str, int]:
     return m.group("base"), n
 
 
-def _attr(attrs: dict, *names: str, default: Any = None) -> Any:
+def attribute(attrs: dict, *names: str, default: Any = None) -> Any:
     for n in names:
         if n in attrs:
             return attrs[n]
@@ -207,19 +204,19 @@ def arch_from_timeloop(doc: LDict) -> Arch:
                     computes.append(ComputeLevel(
                         name=base, cls=cls, instances=inst,
                         mesh_x=integer(a["meshX"]) if "meshX" in a else None,
-                        word_bits=integer(_attr(a, "datawidth", "word-bits", "word_bits", default=64)),
+                        word_bits=integer(attribute(a, "datawidth", "word-bits", "word_bits", default=64)),
                         attributes=dict(a), where=(*locate(doc, cloc), field_path(cloc))))
                     continue
-                word_bits = integer(_attr(a, "word-bits", "word_bits", "datawidth", default=a.get("width", 64)))
-                block = integer(_attr(a, "block-size", "block_size", default=1))
-                depth = _attr(a, "depth", "entries")
-                size = _attr(a, "size")
+                word_bits = integer(attribute(a, "word-bits", "word_bits", "datawidth", default=a.get("width", 64)))
+                block = integer(attribute(a, "block-size", "block_size", default=1))
+                depth = attribute(a, "depth", "entries")
+                size = attribute(a, "size")
                 if depth is not None and size is not None:
                     raise error_at(doc, cloc + ("attributes", "size"), "both 'size' and 'depth' give the capacity",
                                    allowed="one of them (size in words, or depth in blocks)")
                 size_words = integer(size) if size is not None else (
                     integer(depth) * block if depth is not None else None)
-                mb = _attr(a, "multiple_buffering", "multiple-buffering")
+                mb = attribute(a, "multiple_buffering", "multiple-buffering")
                 if mb is not None:
                     # Timeloop (BufferLevel::ParseSpecs): tiles must fit floor(size / multiple_buffering),
                     # the copies that fill while one is used; Accelergy prices the whole depth
@@ -340,220 +337,3 @@ def workload_from_timeloop(doc: LDict) -> Workload:
                        allowed="read-write: True on the output data space (e.g. Outputs)")
     return Workload(name=shape.name or "timeloop-problem", dims=tuple(dims),
                     bounds=tuple(bounds), tensors=tuple(tensors))
-
-
-# -------------------------------------------------------------------------------- mapping
-def _parse_factors(text: str, dims: list[str], doc: Any, loc: tuple) -> dict[str, int]:
-    out = {}
-    for tok in str(text).replace(",", " ").split():         # v0.4 also writes "R=3,P=16"
-        m = re.match(r"^([A-Za-z_]\w*?)=?(\d+)$", tok)
-        if not m:
-            raise error_at(doc, loc, f"factor {tok!r} is not DIM=N", allowed="e.g. 'M=1 N=4 K=2' or 'M1 N4 K2'")
-        d, v = m.groups()
-        if d not in dims:
-            raise error_at(doc, loc, f"unknown dimension {d!r}", allowed=", ".join(dims))
-        f = int(v)
-        if f < 1:
-            raise error_at(doc, loc, f"factor {tok} must be >= 1 (Timeloop's 0 'residual' is not supported)")
-        out[d] = f
-    return out
-
-
-def _ordered(perm: str, dims: list[str], doc: Any = None, loc: tuple = ()) -> list[str]:
-    """Dims innermost-first: the permutation, then unlisted dims (as outer loops). Every entry
-    must be a problem dimension, each once."""
-    order = [c for c in str(perm) if c.strip()] if all(len(d) == 1 for d in dims) else str(perm).split()
-    bad = [c for c in order if c not in dims]
-    if bad or len(set(order)) != len(order):
-        what = f"unknown dimension {bad[0]!r}" if bad else "a dimension listed twice"
-        raise error_at(doc, loc, f"permutation {perm!r}: {what}", allowed=f"each of {', '.join(dims)} at most once")
-    return order + [d for d in dims if d not in order]
-
-
-def mapping_from_timeloop(doc: LDict, arch: Arch, workload: Workload) -> Mapping:
-    dims = list(workload.dims)
-    names = [lvl.name for lvl in arch.levels]
-    temporal: dict[int, list[Loop]] = {}
-    spatial: dict[int, list[Loop]] = {}
-    keep: dict[int, frozenset[str]] = {}
-    tensors = {t.name for t in workload.tensors}
-    seen: dict[tuple[str, str], int] = {}
-    # v0.4's dummy 'inter_<container>_spatial' levels: their spatial loops are the fanout of the
-    # level above the container; they keep nothing and have no temporal loops of their own
-    dummies = dict(arch.timeloop.spatial_levels)
-    nested: dict[int, dict[str, list[Loop]]] = {}
-    for i, e in enumerate(doc["mapping"]):
-        loc = ("mapping", i)
-        entry = validate(MappingEntry, e, doc, loc)      # from here on: the typed entry only
-        dummy, target = None, str(entry.target)
-        if target in dummies and target not in names:
-            if entry.type == "spatial":
-                dummy, target = target, dummies[target]
-            elif entry.type == "temporal":
-                if any(f > 1 for f in _parse_factors(entry.factors or "", dims, doc, loc + ("factors",)).values()):
-                    raise error_at(doc, loc + ("factors",), f"{entry.target} is a fanout, not a storage level: "
-                                   "its temporal factors must all be 1", allowed="factors of 1")
-                continue
-            else:
-                if entry.keep:
-                    raise error_at(doc, loc + ("keep",), f"{entry.target} is a fanout and keeps nothing",
-                                   allowed="keep: [] (every data space bypassed)")
-                continue
-        kind_key = "bypass" if entry.type in ("datatype", "dataspace", "bypass") else entry.type
-        if (str(entry.target), kind_key) in seen:
-            raise error_at(doc, loc, f"a second {kind_key} entry for {entry.target} "
-                           f"(the first is mapping[{seen[(str(entry.target), kind_key)]}])",
-                           allowed="one temporal, one spatial and one bypass entry per level")
-        seen[(str(entry.target), kind_key)] = i
-        if target not in names:
-            raise error_at(doc, loc + ("target",), f"unknown level {target!r}", allowed=", ".join(names))
-        li = names.index(target)
-        kind = entry.type                             # MappingEntry admits only the known types
-        if kind in ("datatype", "dataspace", "bypass"):
-            bypass = set(entry.bypass or [])
-            unknown = (bypass | set(entry.keep or [])) - tensors
-            if unknown:
-                raise error_at(doc, loc, f"unknown tensor(s) {sorted(unknown)}", allowed=", ".join(sorted(tensors)))
-            both = bypass & set(entry.keep or [])
-            if both:
-                raise error_at(doc, loc, f"{', '.join(sorted(both))} both kept and bypassed",
-                               allowed="each data space in keep or in bypass")
-            keep[li] = frozenset(tensors - bypass)
-            continue
-        factors = _parse_factors(entry.factors or "", dims, doc, loc + ("factors",))
-        order = _ordered(entry.permutation or "", dims, doc, loc + ("permutation",))
-        if kind == "temporal":
-            # innermost-first permutation -> our outer->inner order
-            temporal[li] = [Loop(dims.index(d), factors.get(d, 1)) for d in reversed(order)]
-        else:
-            # innermost-first; the first ``split`` dims run along X (always the inner loops)
-            split = len(order) if entry.split is None else entry.split
-            loops = [Loop(dims.index(d), factors.get(d, 1), True, "X" if j < split else "Y")
-                     for j, d in reversed(list(enumerate(order)))]
-            if dummy is None:
-                if li in nested:
-                    raise error_at(doc, loc, f"{target} has spatial loops of its own and of "
-                                   f"{', '.join(nested[li])}", allowed="one of them")
-                spatial[li] = loops
-            else:
-                if li in spatial and li not in nested:
-                    raise error_at(doc, loc, f"{target} has spatial loops of its own and of {dummy}",
-                                   allowed="one of them")
-                nested.setdefault(li, {})[dummy] = loops
-    for li, per in nested.items():               # nested fanouts of one level: the outer container's loops outside
-        spatial[li] = [lp for name in dummies if name in per for lp in per[name]]
-    levels = tuple(LevelMapping(tuple(temporal.get(li, ())), tuple(spatial.get(li, ())), keep.get(li))
-                   for li in range(len(names)))
-    return Mapping(levels=levels, name=str(getattr(doc, "file", None) or "timeloop-mapping"))
-
-
-# ------------------------------------------------------------------------------- ERT / ART
-def _component_key(name: str) -> str:
-    """An Accelergy table name's component: 'system.PE[0..1].SRAM' -> 'SRAM',
-    'system_top_level.shared_glb[1..1]' -> 'shared_glb' (ranges hold dots of their own)."""
-    return re.sub(r"\[\d+\.\.\d+\]", "", str(name)).split(".")[-1]
-
-
-def _action_energy(actions: list, names: tuple[str, ...]) -> float | None:
-    for want in names:
-        best = None
-        for a in actions:
-            if a.get("name") != want:
-                continue
-            # Accelergy 0.3 argues an access by address_delta/data_delta; 0.4's arguments
-            # (global_cycle_seconds, action_latency_cycles) describe timing, not the access
-            args = {k: v for k, v in (a.get("arguments") or {}).items() if k in ("address_delta", "data_delta")}
-            energy = float(number(a.get("energy", 0.0)))
-            if not args:
-                best = energy if best is None else best
-            elif args.get("address_delta") == 1 and args.get("data_delta") == 1:
-                return energy
-        if best is not None:
-            return best
-    return None
-
-
-def check_table(doc, kind: str) -> None:
-    """An Accelergy ERT (energies per action, with 0/1 delta arguments) or ART (areas) under its
-    top-level ``kind:`` key (:func:`storeloop.formats.load.load_energy_file` checks that first): every
-    number finite and in range, located at its line."""
-    validate(ERTBody if kind == "ERT" else ARTBody, doc[kind], doc, (kind,))
-    tables = doc[kind]["tables"]
-
-
-    def nonneg(value, loc, what, most=math.inf, unit=""):
-        try:
-            v = number(value)
-            good = math.isfinite(v) and 0 <= v <= most
-        except (ExpressionError, TypeError):
-            good = False
-        if not good:
-            raise error_at(doc, loc, f"{what} {value!r} is not a number in 0 .. {most:g}{unit}",
-                           allowed=f"a finite {what} >= 0" + (f", at most {most:g}{unit} (more is a slip of units)"
-                                                             if most < math.inf else ""))
-
-    for i, t in enumerate(tables):
-        loc = (kind, "tables", i)
-        if not isinstance(t, dict) or "name" not in t:
-            raise error_at(doc, loc, "a table needs a 'name'", allowed="{name, actions} (ERT) or {name, area} (ART)")
-        if kind == "ART":
-            nonneg(t.get("area", 0.0), loc + ("area",), "area", MAX_AREA_UM2, " um^2")
-            continue
-        for j, a in enumerate(t.get("actions") or []):
-            aloc = loc + ("actions", j)
-            if not isinstance(a, dict) or "name" not in a:
-                raise error_at(doc, aloc, "an action needs a 'name'", allowed="{name, arguments, energy}")
-            nonneg(a.get("energy", 0.0), aloc + ("energy",), "energy", MAX_ACTION_PJ, " pJ")
-            for arg, v in (a.get("arguments") or {}).items():
-                if arg in ("address_delta", "data_delta"):
-                    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                        raise error_at(doc, aloc + ("arguments", arg), f"argument {arg} = {v!r} is not a whole "
-                                       "number >= 0", allowed="0 or 1 for address_delta and data_delta")
-                else:                       # Accelergy 0.4: global_cycle_seconds, action_latency_cycles
-                    nonneg(v, aloc + ("arguments", arg), f"argument {arg}")
-
-
-def energy_table_from_timeloop(arch: Arch, ert: LDict | None, art: LDict | None,
-                               ert_name: str = "ERT", art_name: str = "ART") -> EnergyTable:
-    """Per-action energies from an Accelergy ERT and areas from an ART, for ``arch``'s levels.
-
-    Storage levels use the ``read``/``write`` actions with ``address_delta=1, data_delta=1`` (or
-    the argument-less ones); the compute unit uses ``mac_random`` (else ``compute``/``mac``). A
-    ``vector-access-energy`` attribute on a level overrides both, as in Timeloop. ``ert`` and
-    ``art`` as :func:`storeloop.formats.load.load_energy_file` returns them: their tables checked.
-    """
-    ert_tables = {_component_key(t["name"]): t.get("actions") or [] for t in (ert or {}).get("ERT", {}).get("tables", [])}
-    art_tables = {_component_key(t["name"]): float(number(t.get("area", 0.0)))
-                  for t in (art or {}).get("ART", {}).get("tables", [])}
-    storage = {}
-    for lvl in arch.levels:
-        vae = _attr(lvl.attributes, "vector-access-energy", "vector_access_energy")
-        if vae is not None:
-            r = w = float(number(vae))
-            src = f"user: vector-access-energy {r} pJ in the arch"
-        else:
-            acts = ert_tables.get(lvl.name)
-            if acts is None:
-                raise SpecError(f"no ERT entry for storage level {lvl.name}", file=ert_name,
-                                allowed=", ".join(sorted(ert_tables)) or "(ERT has no tables)")
-            r = _action_energy(acts, ("read",))
-            w = _action_energy(acts, ("write", "update"))
-            if r is None or w is None:
-                raise SpecError(f"the ERT table of storage level {lvl.name} has no "
-                                f"'{'read' if r is None else 'write'}' action", file=ert_name,
-                                allowed="read and write (or update) actions, as Accelergy writes them")
-            src = f"{ert_name}: {lvl.name} read/write"
-        storage[lvl.name] = ActionCosts(read_pJ=r, write_pJ=w, area_um2=art_tables.get(lvl.name, 0.0),
-                                        source=src + f"; area {art_name}")
-    c = arch.compute
-    acts = ert_tables.get(c.name)
-    if acts is None:
-        raise SpecError(f"no ERT entry for compute unit {c.name}", file=ert_name,
-                        allowed=", ".join(sorted(ert_tables)) or "(ERT has no tables)")
-    e = _action_energy(acts, ("mac_random", "compute", "mac", "multiply"))
-    if e is None:
-        raise SpecError(f"the ERT table of compute unit {c.name} has no mac_random, compute, mac or multiply action",
-                        file=ert_name, allowed="one of those actions, as Accelergy writes them")
-    compute = ActionCosts(read_pJ=e, write_pJ=0.0, area_um2=art_tables.get(c.name, 0.0),
-                          source=f"{ert_name}: {c.name} mac_random; area {art_name}")
-    return EnergyTable(storage=storage, compute=compute, source=f"{ert_name} + {art_name}")
