@@ -16,7 +16,8 @@ from storeloop.errors import MappingError, SpecError
 from storeloop.formats.constraints import load_constraints
 from storeloop.formats.load import (load_arch, load_energy_table, load_mapping, load_workload, load_workload_or_query,
                                     mapping_level_line)
-from storeloop.formats.native import arch_from_native, mapping_to_native
+from storeloop.formats.mapping import mapping_to_native
+from storeloop.formats.native import arch_from_native
 from storeloop.formats.overrides import arch_field, set_arch_field
 from storeloop.formats.quantities import ExpressionError, bytes_of, integer, split_unit
 from storeloop.formats.ssd import load_ssd

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from storeloop.formats.native import format_loops
+from storeloop.formats.mapping import format_loops
 from storeloop.formats.quantities import magnitude
 from storeloop.ir import Arch
 from storeloop.model.evaluate import Result

@@ -7,7 +7,6 @@ import json
 import sys
 from pathlib import Path
 
-
 from storeloop.cli.render import ranking_summary, system_sweep_summary
 from storeloop.errors import SpecError
 from storeloop.formats.overrides import parse_set
@@ -17,8 +16,6 @@ from storeloop.sweeps.results import render_results, sweep_names
 from storeloop.sweeps.store import STORE_HELP, failed_checksums, read_store
 from storeloop.system import evaluate_system, load_system
 from storeloop.system.report import claims_table, summary
-
-
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ from pathlib import Path
 from storeloop.energy import double_buffered
 from storeloop.errors import SpecError
 from storeloop.formats import native, timeloop
+from storeloop.formats.mapping import mapping_from_native, validate_mapping
 from storeloop.formats.query import query_from_native
 from storeloop.formats.yamlio import error_at, load, locate
 from storeloop.ir import Arch, EnergyTable, Mapping, Workload
@@ -51,9 +52,9 @@ def load_mapping(path: str | Path, arch: Arch, workload: Workload) -> Mapping:
             target = dummies.get(str(e["target"]), str(e["target"]))   # v0.4 fanouts: their level
             if e.get("type") == "spatial" or names.index(target) not in locs:
                 locs[names.index(target)] = ("mapping", i)
-        native.validate_mapping(doc, mapping, arch, workload, locs, ("mapping",))
+        validate_mapping(doc, mapping, arch, workload, locs, ("mapping",))
         return mapping
-    return native.mapping_from_native(doc, arch, workload)
+    return mapping_from_native(doc, arch, workload)
 
 
 def mapping_level_line(path: str | Path, level: str) -> int | None:

@@ -23,7 +23,7 @@ from tqdm import tqdm
 from storeloop.energy import Registry, price
 from storeloop.errors import StoreloopError
 from storeloop.formats.load import load_energy_table, load_workload
-from storeloop.formats.native import mapping_from_native, mapping_to_native
+from storeloop.formats.mapping import mapping_from_native, mapping_to_native
 from storeloop.formats.sweep import Sweep, load_sweep
 from storeloop.formats.yamlio import LDict, loads
 from storeloop.mapper import MapTimeout, map_workload
