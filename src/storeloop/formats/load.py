@@ -84,13 +84,22 @@ def load_energy_file(path: str | Path, kind: str, named_at: tuple | None = None)
     return doc
 
 
-def load_energy_table(arch: Arch, ert: str | Path | None, art: str | Path | None) -> EnergyTable:
-    """Per-action energies and areas from Timeloop/Accelergy ERT and ART files."""
+def load_energy_docs(ert: str | Path | None, art: str | Path | None) -> tuple:
+    """An Accelergy ERT/ART pair read and checked once: (ERT doc, ART doc or None, their names), for
+    :func:`energy_table_from_docs` to price any arch with."""
     if ert is None:
         raise SpecError("no energy source: pass --ert ERT.yaml (and --art ART.yaml)",
                         allowed="an Accelergy ERT/ART pair")
-    ert_doc = load_energy_file(ert, "ERT")
-    art_doc = load_energy_file(art, "ART") if art is not None else None
+    return (load_energy_file(ert, "ERT"), load_energy_file(art, "ART") if art is not None else None, str(ert),
+            str(art) if art else "no ART")
 
-    return double_buffered(arch, timeloop.energy_table_from_timeloop(arch, ert_doc, art_doc, str(ert),
-                                                                     str(art) if art else "no ART"))
+
+def energy_table_from_docs(arch: Arch, docs: tuple) -> EnergyTable:
+    """``arch``'s per-action energies and areas from an ERT/ART pair (:func:`load_energy_docs`)."""
+    ert_doc, art_doc, ert_name, art_name = docs
+    return double_buffered(arch, timeloop.energy_table_from_timeloop(arch, ert_doc, art_doc, ert_name, art_name))
+
+
+def load_energy_table(arch: Arch, ert: str | Path | None, art: str | Path | None) -> EnergyTable:
+    """Per-action energies and areas from Timeloop/Accelergy ERT and ART files."""
+    return energy_table_from_docs(arch, load_energy_docs(ert, art))

@@ -18,17 +18,18 @@ import warnings
 from pathlib import Path
 from typing import Iterator
 
+import yaml
 from tqdm import tqdm
 
 from storeloop.energy import Registry, price
 from storeloop.errors import StoreloopError
-from storeloop.formats.load import load_energy_table, load_workload
+from storeloop.formats.load import energy_table_from_docs
 from storeloop.formats.mapping import mapping_from_native, mapping_to_native
-from storeloop.formats.sweep import Sweep, load_sweep
+from storeloop.formats.sweep import Sweep
 from storeloop.formats.yamlio import LDict, loads
 from storeloop.mapper import MapTimeout, map_workload
 from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT
-from storeloop.sweeps.grid import _point_doc, point_arch, points, satisfies
+from storeloop.sweeps.grid import Point, PointMaker, _point_doc, points, satisfies
 from storeloop.sweeps.store import (DONE, FINAL, STATUSES, Lease, failed_checksums, open_store, relabel_weights,
                                     row_checksum)
 from storeloop.system import evaluate_system, load_system
@@ -93,8 +94,8 @@ def _expand(params: dict):
             yield p, value
 
 
-def _run_system_point(sweep: Sweep, params: dict, row: dict, system) -> None:
-    loaded, error = system if system is not None else point_system(sweep, params)
+def _run_system_point(system: tuple, row: dict) -> None:
+    loaded, error = system
     if error is not None:
         raise StoreloopError(error)
     r = evaluate_system(loaded, claims=False)
@@ -106,38 +107,25 @@ def _run_system_point(sweep: Sweep, params: dict, row: dict, system) -> None:
                result=json.dumps(r, default=str))
 
 
-_SWEEPS: dict[tuple, Sweep] = {}
-
-
-def cached_sweep(path: str) -> Sweep:
-    """The sweep file loaded once per process (a worker runs many points of one sweep); reloaded
-    when the file changes."""
-    st = os.stat(path)
-    key = (str(path), st.st_mtime_ns, st.st_size)
-    if key not in _SWEEPS:
-        _SWEEPS.clear()
-        _SWEEPS[key] = load_sweep(path)
-    return _SWEEPS[key]
-
-
-def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ...] = (), system=None) -> dict:
-    """Map one point; never raises for a bad point (the error is the result). Runs in workers.
-    ``seeds``: mapping YAML texts (of neighbouring points) to start the search from; one that
-    does not fit this point is skipped. ``system``: a system sweep's point as loaded for its key
-    (:func:`point_system`), so it is not loaded again. The row's status is one of :data:`STATUSES`; warnings
-    (a plug-in that fell back to another, a component priced 0) are kept in its ``notes``."""
-    sweep = cached_sweep(sweep_file)
-    row = {"params": json.dumps(params, sort_keys=True), "workload": sweep.label(workload), "finished": time.time(),
-           "scenario": json.dumps({k: params[k] for k in sweep.scenarios if k in params}, sort_keys=True),
-           "weight": sweep.weights.get(sweep.label(workload), 1.0)}
+def run_point(point: Point, seeds: tuple[str, ...] = ()) -> dict:
+    """Map one point (:class:`~storeloop.sweeps.grid.Point`: everything it needs, typed; no file is
+    read here); never raises for a bad point (the error is the result). Runs in workers. ``seeds``:
+    mapping YAML texts (of neighbouring points) to start the search from; one that does not fit this
+    point is skipped. The row's status is one of :data:`STATUSES`; warnings (a plug-in that fell
+    back to another, a component priced 0), with those raised building the point, are kept in its
+    ``notes``."""
+    row = {"params": json.dumps(point.params, sort_keys=True), "workload": point.label, "finished": time.time(),
+           "scenario": point.scenario, "weight": point.weight}
     with warnings.catch_warnings(record=True) as caught:     # plug-in fallbacks, zero prices: kept in the row
         warnings.simplefilter("always")
 
         try:
-            if sweep.system_file is not None:
-                _run_system_point(sweep, params, row, system)
+            if point.error is not None:
+                raise StoreloopError(point.error)
+            if point.system is not None:
+                _run_system_point(point.system, row)
             else:
-                _run_point(sweep, params, workload, seeds, row)
+                _run_point(point, seeds, row)
         except MapTimeout as exc:
             row.update(status="timeout", error=str(exc))
         except StoreloopError as exc:
@@ -146,30 +134,24 @@ def run_point(sweep_file: str, params: dict, workload: str, seeds: tuple[str, ..
             row.update(status="interrupted", error="interrupted (Ctrl-C)")
         except Exception:                   # a bug, not the point's fault: keep the traceback
             row.update(status="error", error=traceback.format_exc())
-    notes = list(dict.fromkeys(str(w.message) for w in caught))
+    notes = list(dict.fromkeys([*point.notes, *(str(w.message) for w in caught)]))
     if notes:
         row["notes"] = "\n".join(notes)
     return row
 
 
-def _run_point(sweep: Sweep, params: dict, workload: str, seeds, row: dict) -> None:
-    import yaml
-
-    arch = point_arch(sweep, params)
-    w = load_workload(workload)
-    if sweep.energy.ert or sweep.energy.art:
-        energy = load_energy_table(arch, sweep.energy.ert, sweep.energy.art)
-    else:
-        energy = price(arch)[0]
+def _run_point(point: Point, seeds, row: dict) -> None:
+    arch, w = point.arch, point.workload
+    energy = energy_table_from_docs(arch, point.energy) if point.energy is not None else price(arch)[0]
     starts = []
     for text in seeds:
         try:
             starts.append(mapping_from_native(loads(text, "a neighbouring point's mapping"), arch, w))
         except (StoreloopError, yaml.YAMLError):
             pass                     # a neighbour's mapping that does not fit this arch
-    opts = sweep.mapper
-    opts = opts.model_copy(update={"time_limit": opts.time_limit or SAFETY_TIME_LIMIT,
-                                   "budget": opts.budget or DEFAULT_BUDGET})
+    given = point.mapper
+    opts = given.model_copy(update={"time_limit": given.time_limit or SAFETY_TIME_LIMIT,
+                                    "budget": given.budget or DEFAULT_BUDGET})
     out = map_workload(arch, w, energy, options=opts, seeds=starts)
     r, s = out.result, out.search
     levels = level_breakdown(r)
@@ -217,7 +199,7 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
     raises KeyboardInterrupt; what finished before is stored."""
     db = open_store(db_path)
     lease = Lease(db_path)
-    context, files = run_context(sweep), {}
+    context, files, make = run_context(sweep), {}, PointMaker(sweep)
     # keys of points already final, whatever their stale mark (a key names its inputs exactly)
     done = {k for (k,) in db.execute(f"select key from points where sweep = ? and {DONE}", (sweep.name,))}
     done -= {k for _, k in failed_checksums(db, sweep.name)[0]}     # a row changed since written runs again
@@ -258,7 +240,7 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
             if key in done:
                 counts["done_before"] += 1
                 continue
-            yield key, params, w, system         # an invalid arch is run anyway: its error is stored
+            yield key, make(params, w, doc, system)     # an invalid arch is run anyway: its error is stored
         db.executemany("insert or ignore into current values (?)", batch)
         db.commit()
         complete = True
@@ -288,7 +270,7 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
                               "before are kept, and running the sweep again resumes after them")
 
     def jobs():
-        for key, params, w, system in todo():
+        for key, point in todo():
             try:
                 claimed = lease.claim(db, sweep.name, key)
             except sqlite3.DatabaseError as exc:
@@ -296,7 +278,7 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
             if not claimed:
                 counts["taken"] += 1         # another sweep on this store is running it
                 continue
-            yield key, (str(sweep.file), params, str(w), neighbour_seeds(sweep, params, w, finished), system)
+            yield key, (point, neighbour_seeds(sweep, point, finished))
 
     try:
         if dask:
@@ -329,8 +311,7 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
 
 
 def run_batch(batch: list[tuple]) -> list[dict]:
-    """Several points in one task (a worker loads the sweep once and Dask's per-task cost is
-    shared by the batch)."""
+    """Several points in one task (Dask's per-task cost is shared by the batch)."""
     return [run_point(*args) for args in batch]
 
 
@@ -441,12 +422,12 @@ def _run_pool(workers: int, jobs, store) -> None:
         raise
 
 
-def neighbour_seeds(sweep: Sweep, params: dict, workload: Path, finished: dict, count: int = 2) -> tuple[str, ...]:
+def neighbour_seeds(sweep: Sweep, point: Point, finished: dict, count: int = 2) -> tuple[str, ...]:
     """The stored mappings of the ``count`` nearest points (one, then two steps along one
     parameter's list; same workload) that were finished before this run started. Points finished
     during the run are not used, so a point's answer does not depend on which worker finished
     first. ``finished``: (params JSON, workload label) -> mapping YAML."""
-    out = []
+    params, out = point.params, []
     for step in (1, 2):
         for names, values in sweep.parameters:
             k = "+".join(names)
@@ -457,7 +438,7 @@ def neighbour_seeds(sweep: Sweep, params: dict, workload: Path, finished: dict, 
             for j in (i - step, i + step):
                 if 0 <= j < len(values):
                     other = dict(params, **{k: values[j]})
-                    m = finished.get((json.dumps(other, sort_keys=True), sweep.label(workload)))
+                    m = finished.get((json.dumps(other, sort_keys=True), point.label))
                     if m and len(out) < count:
                         out.append(m)
     return tuple(out)
