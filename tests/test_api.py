@@ -98,3 +98,23 @@ def test_the_api_is_plain_functions_over_plain_modules():
     for name in ("grid", "store", "run", "results"):
         source = inspect.getsource(importlib.import_module(f"storeloop.sweeps.{name}"))
         assert "from storeloop import" not in source and "import storeloop\n" not in source
+
+
+def test_an_arch_loaded_with_fields_set_as_a_sweep_sets_them():
+    """``load_arch(path, {parameter path: value})``: the same fields a sweep varies, set before the
+    arch is read; a path the arch does not have is an error at once, and a Timeloop arch takes none."""
+    import storeloop as sl
+    from storeloop.errors import SpecError
+
+    path = ROOT / "arch" / "onionchopper.yaml"
+    base = sl.load_arch(path)
+    four = sl.load_arch(path, [("levels.SRAM.instances", 4), ("levels.RF.instances", 4), ("compute.instances", 4)])
+    assert [lvl.instances for lvl in four.levels][-2:] == [4, 4] and four.compute.instances == 4
+    assert base.levels[-1].instances != 4
+    assert sl.load_arch(path, {"levels.RF.capacity": "64 words"}).levels[-1].size_words == 64
+    with pytest.raises(SpecError, match="no level named 'Rf'"):
+        sl.load_arch(path, {"levels.Rf.capacity": "64 words"})
+    tl = ROOT / "tests" / "corpus"
+    timeloop_arch = next(tl.glob("*/arch.yaml"))
+    with pytest.raises(SpecError, match="storeloop arch file"):
+        sl.load_arch(timeloop_arch, {"levels.RF.capacity": "64 words"})

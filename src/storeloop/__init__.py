@@ -15,6 +15,10 @@ The Python API, for notebooks and scripts (imported lazily: ``import storeloop``
     copa = sl.evaluate_system(sl.load_system("systems/copa.yaml", {"devices.nic.bandwidth": "200 Gb/s"}))
     copa.throughput, copa.bottleneck, copa.stages["multiply"]["instances_to_saturate"], copa.claims
 
+    mine = sl.load_arch("arch/onionchopper.yaml", {"levels.RF.capacity": "64 words"})   # a field set, as a sweep does
+    q = sl.map_query(arch, sl.load_query("workloads/onionpir-1GiB.query.yaml"), sl.price(arch))   # every einsum
+    sl.crossover("arch/onionchopper.yaml", work, "levels.Disk.shared_bandwidth", "1 GB/s", "100 GB/s")
+
 Energies come from the plug-ins (CACTI, hwcomponents-library, storeloop's own) unless an energy
 table is given (``sl.load_energy_table(arch, "ERT.yaml", "ART.yaml")``).
 """
@@ -23,15 +27,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["load_arch", "load_workload", "load_mapping", "load_energy_table", "price", "evaluate", "map",
-           "sweep", "read_results", "best_points", "rank_designs", "load_system", "evaluate_system", "__version__"]
+__all__ = ["load_arch", "load_workload", "load_query", "load_mapping", "load_constraints", "load_energy_table", "price",
+           "evaluate", "map", "map_query", "crossover", "sweep", "read_results", "best_points", "rank_designs",
+           "load_system", "evaluate_system", "__version__"]
 
 if TYPE_CHECKING:                                   # for editors; at run time everything is lazy
-    from storeloop.formats.load import load_arch, load_energy_table, load_mapping, load_workload  # noqa: F401
+    from storeloop.formats.constraints import load_constraints  # noqa: F401
+    from storeloop.formats.load import load_arch, load_energy_table, load_mapping, load_query, load_workload  # noqa: F401
+    from storeloop.mapper.query import map_query  # noqa: F401
+    from storeloop.sweeps.crossover import crossover  # noqa: F401
     from storeloop.sweeps import best_points, rank_designs, read_results  # noqa: F401
     from storeloop.system import evaluate_system, load_system  # noqa: F401
 
 _LAZY = {"load_arch": "storeloop.formats.load", "load_workload": "storeloop.formats.load",
+         "load_query": "storeloop.formats.load", "load_constraints": "storeloop.formats.constraints",
+         "map_query": "storeloop.mapper.query", "crossover": "storeloop.sweeps.crossover",
          "load_mapping": "storeloop.formats.load", "load_energy_table": "storeloop.formats.load",
          "read_results": "storeloop.sweeps", "best_points": "storeloop.sweeps", "rank_designs": "storeloop.sweeps",
          "load_system": "storeloop.system", "evaluate_system": "storeloop.system"}

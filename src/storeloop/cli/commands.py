@@ -17,12 +17,9 @@ from storeloop.formats.constraints import load_constraints
 from storeloop.formats.load import (load_arch, load_energy_table, load_mapping, load_workload, load_workload_or_query,
                                     mapping_level_line)
 from storeloop.formats.mapping import mapping_to_native
-from storeloop.formats.native import arch_from_native
-from storeloop.formats.overrides import arch_field, set_arch_field
-from storeloop.formats.quantities import ExpressionError, bytes_of, integer, split_unit
+from storeloop.formats.quantities import ExpressionError, bytes_of, integer
 from storeloop.formats.ssd import load_ssd
 from storeloop.formats.timeloop import mapper_options_from_timeloop
-from storeloop.formats.yamlio import load
 from storeloop.ir import Arch
 from storeloop.ir.query import Query
 from storeloop.mapper import map_workload
@@ -31,6 +28,7 @@ from storeloop.mapper.options import options
 from storeloop.mapper.query import map_query
 from storeloop.model.evaluate import evaluate, result_to_json
 from storeloop.model.ssd import Stream, energy_per_request, performance
+from storeloop.sweeps.crossover import crossover
 from storeloop.workloads import pir, rotation
 
 
@@ -166,68 +164,21 @@ def cmd_map(args: argparse.Namespace) -> int:
 
 def cmd_crossover(args: argparse.Namespace) -> int:
     """Where the bound of the best mapping moves along one arch parameter, by bisection."""
-    import copy
-    import math
+    def told(value: str, probe: tuple) -> None:
+        if not args.json:
+            print(f"  {args.path} = {value}: {probe[1]:,} cycles, bound by {probe[0]}", file=sys.stderr)
 
-    def quantity(text: str, flag: str) -> tuple[float, str | None]:
-        try:
-            amount, unit = split_unit(text)
-        except ExpressionError as exc:
-            raise SpecError(str(exc), field=flag, allowed="a positive number or quantity such as '10 GB/s'") from None
-        if not amount > 0:
-            raise SpecError(f"{text!r} is not positive", field=flag, allowed="a positive value (the search is geometric)")
-        return float(amount), unit
-
-    lo, unit = quantity(args.low, "LOW")
-    hi, unit_hi = quantity(args.high, "HIGH")
-    if unit != unit_hi or not lo < hi:
-        raise SpecError(f"{args.low!r} .. {args.high!r}", field="LOW HIGH",
-                        allowed="LOW < HIGH in the same unit, e.g. '1 GB/s' '100 GB/s'")
-    if not 0 < args.tolerance < 1:
-        raise SpecError(f"{args.tolerance}", field="--tolerance", allowed="a relative width between 0 and 1, e.g. 0.01")
-    doc = load(args.arch)
-    if not (isinstance(doc, dict) and "arch" in doc):
-        raise SpecError("crossover edits a storeloop arch file (arch:)", file=args.arch,
-                        allowed="an arch in storeloop's format")
-    workload = load_workload(args.workload)
-    for path in args.path.split("+"):                  # a path the arch does not have fails here, at once
-        arch_field(copy.deepcopy(doc), path)
-    whole = unit is None and lo.is_integer() and hi.is_integer()      # a count: integers only
-    probes: dict[float, tuple] = {}
-
-    def probe(v: float):
-        if v not in probes:
-            d = copy.deepcopy(doc)
-            for path in args.path.split("+"):          # a + b: both fields take the value, as in a sweep
-                set_arch_field(d, path, f"{v:.6g} {unit}" if unit else int(v) if whole else float(f"{v:.6g}"))
-            arch = arch_from_native(d)
-            r = map_workload(arch, workload, energy_for(args, arch)).result
-            probes[v] = (r.bound_by, r.cycles, r.energy_J)
-            if not args.json:
-                print(f"  {args.path} = {v:.6g}{' ' + unit if unit else ''}: {r.cycles:,} cycles, bound by {r.bound_by}",
-                      file=sys.stderr)
-        return probes[v]
-
-    a, b = probe(lo), probe(hi)
-    while a[0] != b[0] and hi / lo - 1 > args.tolerance and not (whole and hi - lo <= 1):
-        mid = math.sqrt(lo * hi)
-        if whole:
-            mid = float(min(max(round(mid), lo + 1), hi - 1))
-        m = probe(mid)
-        if m[0] == a[0]:
-            lo, a = mid, m
-        else:
-            hi, b = mid, m
-    fmt = (lambda v: f"{v:.6g} {unit}") if unit else (lambda v: f"{v:.6g}")
-    out = {"path": args.path, "moves": a[0] != b[0], "low": fmt(lo), "high": fmt(hi),
-           "bound_low": a[0], "bound_high": b[0], "cycles_low": a[1], "cycles_high": b[1], "probes": len(probes)}
+    out = crossover(args.arch, load_workload(args.workload), args.path, args.low, args.high,
+                    tolerance=args.tolerance, ert=args.ert, art=args.art, on_probe=told)
     if args.json:
         print(json.dumps(out, indent=1))
-    elif a[0] == b[0]:
-        print(f"the bound does not move between {args.low} and {args.high}: {a[0]} at both ends ({len(probes)} maps)")
+    elif not out["moves"]:
+        print(f"the bound does not move between {args.low} and {args.high}: {out['bound_low']} at both ends "
+              f"({out['probes']} maps)")
     else:
-        print(f"the bound moves from {a[0]} to {b[0]} between {args.path} = {fmt(lo)} and {fmt(hi)} "
-              f"(within {100 * args.tolerance:g} %; {len(probes)} maps, each the mapper's best mapping)")
+        print(f"the bound moves from {out['bound_low']} to {out['bound_high']} between {args.path} = {out['low']} "
+              f"and {out['high']} (within {100 * args.tolerance:g} %; {out['probes']} maps, each the mapper's best "
+              "mapping)")
     return 0
 
 

@@ -2,21 +2,35 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
+from typing import Any
 
 from storeloop.energy import double_buffered
 from storeloop.errors import SpecError
 from storeloop.formats import native, timeloop
 from storeloop.formats.mapping import mapping_from_native, validate_mapping
+from storeloop.formats.overrides import set_arch_field
 from storeloop.formats.query import query_from_native
 from storeloop.formats.yamlio import error_at, load, locate
 from storeloop.ir import Arch, EnergyTable, Mapping, Workload
 
 
-def load_arch(path: str | Path) -> Arch:
+def load_arch(path: str | Path, overrides: dict[str, Any] | tuple = ()) -> Arch:
+    """An arch file (storeloop's or Timeloop's); ``overrides`` ({parameter path: value}, as a sweep's
+    parameters: ``levels.RF.capacity``, ``compute.instances``, ...) are set in a storeloop arch
+    before it is read, each path checked at once."""
     doc = load(path)
+    items = tuple(overrides.items()) if isinstance(overrides, dict) else tuple(overrides)
     if timeloop.is_timeloop_arch(doc):
+        if items:
+            raise SpecError("parameter paths set fields of a storeloop arch file (arch:), not of a Timeloop one",
+                            file=str(path), line=1, allowed="an arch in storeloop's format")
         return timeloop.arch_from_timeloop(doc)
+    if items and isinstance(doc, dict) and "arch" in doc:
+        doc = copy.deepcopy(doc)
+        for key, value in items:
+            set_arch_field(doc, key, value)
     return native.arch_from_native(doc)
 
 

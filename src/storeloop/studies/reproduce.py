@@ -4,7 +4,7 @@ Runs (or reuses, from its store) three sweeps -- the initial architecture space,
 and the database sizes of every PIR scheme -- measures the CPU baseline, draws Figures 6-1 .. 6-13
 and a roofline of the optimal design (PNG and PDF), answers the thesis's SSD questions with the
 Disk as an SSD (3a-3d of docs/ssd.md: two more sweeps, four figures), runs the whole-server
-studies (:mod:`storeloop.studies`: a workload set, batching, OnionPIR's dimension choice), and writes
+studies (:mod:`storeloop.studies.server`: a workload set, batching, OnionPIR's dimension choice), and writes
 ``reproduction.md``: each number the thesis publishes beside storeloop's, with the difference and
 its reason. Every storeloop number in
 it is read from the store (or the CPU measurement's JSON), never typed in.

@@ -147,6 +147,7 @@ def batching(out: Path, root: Path, db: Path, *, quick: bool = False, workers: i
     for b in batches:
         w = onionpir_first_dimension(2**30, batch=b)
         f = folder / f"onionpir-1GiB-batch{b}.yaml"
+        # the header names the function as it was first written: its bytes are part of the stored points' keys
         f.write_text("# storeloop workload onionpir --db-size 1GiB --param batch=%d (storeloop.studies.batching)\n" % b
                      + yaml.safe_dump({"workload": {"name": w.name, "einsum": w.einsum, "bounds": w.bounds_dict(),
                                                     "bits": 64}}, sort_keys=False, default_flow_style=None))

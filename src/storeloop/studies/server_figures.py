@@ -1,4 +1,4 @@
-"""Figures of the whole-server design studies (:mod:`storeloop.studies`, ``storeloop reproduce``):
+"""Figures of the whole-server design studies (:mod:`storeloop.studies.server`, ``storeloop reproduce``):
 one design for a workload set, batched queries, OnionPIR's dimension choice. Each takes the frames
 or rows its study reads from its runs."""
 
