@@ -1,20 +1,24 @@
-"""storeloop beside AccelForge's FFM mapper and ZigZag's LOMA on one problem, in one run.
+"""storeloop beside AccelForge's FFM mapper and ZigZag's LOMA on the same problems, in one run.
 
-The problem: a 256^3 matmul on DRAM -> 64 KiB GLB -> 16 x (64-word RF -> MAC), 16-bit words,
-bandwidths unconstrained (``tests/data/arch16.yaml``, ``tests/data/mm256.yaml``). Every tool gets
+The problems: a 256^3 matmul and ResNet-50's conv3_x (``O[n,k,p,q] = W[k,c,r,s] * I[n,c,p+r,q+s]``)
+on DRAM -> 64 KiB GLB -> 16 x (64-word RF -> MAC), 16-bit words, bandwidths unconstrained
+(``tests/data/arch16.yaml``, ``mm256.yaml``, ``conv3x.yaml``). storeloop's ``map`` runs with its
+defaults (on conv3_x with a 120 s limit: it does not prove that layer yet). Every tool gets
 the per-word energies storeloop's plug-ins give that arch (written into each tool's format below),
 so their answers are priced alike. The peers are installed on demand, each into its own venv under
 ``bench/.peers/`` (never a dependency of storeloop); a tool that cannot install or run here is
 skipped with the reason. Prints each tool's wall time, objective, cycles and claim, and the ratio
 of the peers' times to storeloop's, all measured in this run.
 
-    .venv/bin/python bench/peers.py
+    .venv/bin/python bench/peers.py [matmul] [conv3x]      (default: both)
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import shutil
 import subprocess
 import sys
@@ -71,7 +75,7 @@ AF_ARCH = """arch:
     actions:
     - {{name: compute, energy: {MAC}e-12, throughput: 1e9}}
 """
-AF_WORKLOAD = """workload:
+AF_MATMUL = """workload:
   iteration_space_shape:
     m: 0 <= m < 256
     n: 0 <= n < 256
@@ -83,6 +87,23 @@ AF_WORKLOAD = """workload:
     - {name: A, projection: [m, k]}
     - {name: B, projection: [k, n]}
     - {name: Z, projection: [m, n], output: True}
+"""
+AF_CONV = """workload:
+  iteration_space_shape:
+    n: 0 <= n < 1
+    k: 0 <= k < 128
+    c: 0 <= c < 128
+    p: 0 <= p < 28
+    q: 0 <= q < 28
+    r: 0 <= r < 3
+    s: 0 <= s < 3
+  bits_per_value: {All: 16}
+  einsums:
+  - name: Conv
+    tensor_accesses:
+    - {name: I, projection: {N: n, C: c, H: p+r, W: q+s}}
+    - {name: W, projection: [k, c, r, s]}
+    - {name: O, projection: [n, k, p, q], output: True}
 """
 AF_RUN = """import sys, time, accelforge as af
 af.set_n_parallel_jobs(2, print_message=False)
@@ -131,7 +152,7 @@ operational_array:
   dimensions: [D1]
   sizes: [16]
 """
-ZZ_WORKLOAD = """- id: 0
+ZZ_MATMUL = """- id: 0
   operator_type: Gemm
   equation: O[b][k]+=I[b][c]*W[c][k]
   dimension_relations: []
@@ -140,6 +161,19 @@ ZZ_WORKLOAD = """- id: 0
   operand_precision: {W: 16, I: 16, O: 16, O_final: 16}
   operand_source: {I: 0, W: 0}
 """
+ZZ_CONV = """- id: 0
+  operator_type: Conv
+  equation: O[b][k][oy][ox]+=W[k][c][fy][fx]*I[b][c][iy][ix]
+  dimension_relations: [ix=1*ox+1*fx, iy=1*oy+1*fy]
+  loop_dims: [B, K, C, OY, OX, FY, FX]
+  loop_sizes: [1, 128, 128, 28, 28, 3, 3]
+  operand_precision: {W: 16, I: 16, O: 16, O_final: 16}
+  operand_source: {I: 0, W: 0}
+"""
+# the problems: storeloop's workload file, AccelForge's and ZigZag's workload texts, storeloop's time limit
+PROBLEMS = {"matmul": ("256^3 matmul", "mm256.yaml", AF_MATMUL, ZZ_MATMUL, None),
+            "conv3x": ("ResNet-50 conv3_x", "conv3x.yaml", AF_CONV, ZZ_CONV, 120)}
+PEER_TIMEOUT = float(os.environ.get("STORELOOP_PEER_TIMEOUT", 1800))   # seconds a peer may take on one problem
 ZZ_MAPPING = """- name: default
   memory_operand_links: {O: O, W: I2, I: I1}
 """
@@ -177,18 +211,29 @@ def run_peer(tool: str, files: dict[str, str], script: str, args: list[str]) -> 
     for name, text in {**files, "run.py": script}.items():
         (work / name).write_text(text)
     t0 = time.perf_counter()
-    p = subprocess.run([str(py), "run.py", *args], cwd=work, capture_output=True, text=True, timeout=1800)
+    # its own process group: a peer's worker processes (AccelForge's joblib pool) end with it
+    p = subprocess.Popen([str(py), "run.py", *args], cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=PEER_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return {"skipped": f"{tool} did not finish within {PEER_TIMEOUT:g} s"}
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
     wall = time.perf_counter() - t0
-    m = re.search(r"RESULT energy_pJ=(\S+) cycles=(\S+)", p.stdout)
+    m = re.search(r"RESULT energy_pJ=(\S+) cycles=(\S+)", out)
     if p.returncode or not m:
-        last = (p.stderr or p.stdout).strip().splitlines()[-2:]
+        last = (err or out).strip().splitlines()[-2:]
         return {"skipped": f"{tool} did not run here: {' / '.join(last)}"}
     return {"wall": wall, "energy_pJ": float(m.group(1)), "cycles": int(float(m.group(2)))}
 
 
-def main() -> None:
+def compare(key: str) -> None:
+    title, wl_file, af_workload, zz_workload, limit = PROBLEMS[key]
     arch = load_arch(ROOT / "tests" / "data" / "arch16.yaml")
-    work = load_workload(ROOT / "tests" / "data" / "mm256.yaml")
+    work = load_workload(ROOT / "tests" / "data" / wl_file)
     table, _ = price(arch)
     pj = {f"{n}_{a}": getattr(table.storage[n], f"{'read' if a == 'r' else 'write'}_pJ") / lvl.block_size
           for lvl in arch.levels for n in [lvl.name] for a in "rw"}
@@ -197,32 +242,43 @@ def main() -> None:
               DRAM_r64=pj["DRAM_r"] * 64, DRAM_w64=pj["DRAM_w"] * 64)
 
     t0 = time.perf_counter()
-    out = map_workload(arch, work, table)
+    out = map_workload(arch, work, table, time_limit=limit)
     sl = {"wall": time.perf_counter() - t0, "energy_pJ": out.result.energy_pJ, "cycles": out.result.cycles,
           "claim": "proven optimal" if out.search["stopped"] == "optimal" else
                    f"stopped {out.search['stopped']}, energy {out.search['energy_gap']:.2%} above its lower bound"}
-    rows = {"storeloop map (defaults)": sl}
+    name = "storeloop map (defaults" + (f", {limit} s limit)" if limit else ")")
+    rows = {name: sl}
     if shutil.which("dot") is None:
         rows["AccelForge FFM (energy, 2 jobs)"] = {"skipped": "its mapper needs Graphviz `dot` on PATH"}
     else:
         rows["AccelForge FFM (energy, 2 jobs)"] = dict(
-            run_peer("accelforge", {"arch.yaml": AF_ARCH.format(**pj), "workload.yaml": AF_WORKLOAD}, AF_RUN,
+            run_peer("accelforge", {"arch.yaml": AF_ARCH.format(**pj), "workload.yaml": af_workload}, AF_RUN,
                      ["arch.yaml", "workload.yaml"]), claim="optimal in its model")
     rows["ZigZag LOMA (energy, lpf 6)"] = dict(
-        run_peer("zigzag", {"arch.yaml": ZZ_ARCH.format(**zz), "workload.yaml": ZZ_WORKLOAD,
+        run_peer("zigzag", {"arch.yaml": ZZ_ARCH.format(**zz), "workload.yaml": zz_workload,
                             "mapping.yaml": ZZ_MAPPING}, ZZ_RUN, ["arch.yaml", "workload.yaml", "mapping.yaml", "out"]),
         claim="none")
-    print(f"{'tool':34s} {'wall s':>8s} {'energy uJ':>10s} {'cycles':>11s}  claim / ratio")
-    for name, r in rows.items():
+    print(f"== {title} on DRAM -> 64 KiB GLB -> 16 x (64-word RF -> MAC)")
+    print(f"{'tool':38s} {'wall s':>8s} {'energy uJ':>10s} {'cycles':>11s}  claim / ratio")
+    for tool, r in rows.items():
         if "skipped" in r:
-            print(f"{name:34s} skipped: {r['skipped']}")
+            print(f"{tool:38s} skipped: {r['skipped']}")
             continue
         ratio = "" if r is sl else f"; {r['wall'] / sl['wall']:.1f}x storeloop's time, " \
                                     f"energy {r['energy_pJ'] / sl['energy_pJ'] - 1:+.2%} against storeloop's"
-        print(f"{name:34s} {r['wall']:8.2f} {r['energy_pJ'] / 1e6:10.3f} {r['cycles']:11,}  {r['claim']}{ratio}")
+        print(f"{tool:38s} {r['wall']:8.2f} {r['energy_pJ'] / 1e6:10.3f} {r['cycles']:11,}  {r['claim']}{ratio}")
     ran = [(n, r) for n, r in rows.items() if r is not sl and "skipped" not in r]
-    print("peers: " + ("; ".join(f"{n.split()[0]} {r['wall'] / sl['wall']:.1f}x storeloop's time" for n, r in ran)
-                       if ran else "none ran here"))
+    print(f"peers on the {title}: " + ("; ".join(f"{n.split()[0]} {r['wall'] / sl['wall']:.1f}x storeloop's time"
+                                                    for n, r in ran) if ran else "none ran here"))
+
+
+def main() -> None:
+    chosen = sys.argv[1:] or list(PROBLEMS)
+    unknown = [k for k in chosen if k not in PROBLEMS]
+    if unknown:
+        sys.exit(f"peers.py: unknown problem {unknown[0]!r}; allowed: {', '.join(PROBLEMS)}")
+    for key in chosen:
+        compare(key)
 
 
 if __name__ == "__main__":
