@@ -66,6 +66,20 @@ class BatchResult:
     level_cycles: np.ndarray    # (rows, levels) int64
 
 
+def _last_true(mask: np.ndarray, ends: list[int]) -> list[np.ndarray]:
+    """For each column ``e`` of ``ends`` (ascending), per row: 1 + the column of the last True of
+    ``mask`` before ``e``; 0 where none. One pass over the columns, in small integers."""
+    rows, cols = mask.shape
+    numbered = mask * np.arange(1, cols + 1, dtype=np.int16)         # column + 1 where True, else 0
+    out, pos, start = [], np.zeros(rows, dtype=np.int16), 0
+    for end in ends:
+        if end > start:
+            pos = np.maximum(pos, numbered[:, start:end].max(axis=1))
+            start = end
+        out.append(pos.astype(np.intp))
+    return out
+
+
 class BatchModel:
     def __init__(self, arch: Arch, workload: Workload, energy: EnergyTable):
         if workload.windowed:
@@ -116,11 +130,11 @@ class BatchModel:
                 if sp[j]:
                     above[L, dm[j]] *= F[:, j]
         utilized = above.prod(axis=1)                           # (nlev+1, rows)
-        col = np.arange(nslots)
+        at = np.arange(rows)
         # Timeloop's compute-level deltas: the innermost slot with factor > 1, if spatial at the
-        # innermost level (see nest.py); -1 where there is none
-        last_s = np.where(big, col[None, :], -1).max(axis=1, initial=-1)
-        inner_sp = (last_s >= 0) & sp[last_s] & (lv[last_s] == nlev - 1)
+        # innermost level (see nest.py); none where no factor exceeds 1
+        last_s = _last_true(big, [nslots])[0]
+        inner_sp = (last_s > 0) & sp[last_s - 1] & (lv[last_s - 1] == nlev - 1)
         # the units' grid (costs.unshared_operands): the innermost level's spatial slots in nest order
         # (Y outside X, as LevelMapping.spatial_nest), inner first
         unit_slots = np.array(sorted(np.flatnonzero((lv == nlev - 1) & sp), key=lambda j: slots[j].axis != "Y")[::-1],
@@ -134,16 +148,16 @@ class BatchModel:
         updates = np.zeros_like(reads)
         for ti, (name, rel, rw, dims) in enumerate(self.tensors):
             relevant = np.array([s.dim in rel for s in slots], dtype=bool)
-            rel_t = big & relevant[None, :] & ~sp[None, :]
-            idx = np.where(rel_t, col[None, :] + 1, 0)
-            rep = [np.take_along_axis(prefix, idx[:, :first[L]].max(axis=1, initial=0)[:, None], axis=1)[:, 0]
-                   for L in range(nlev + 1)]
+            rel_t = big & (relevant & ~sp)[None, :]
+            # the loops above a level that reload its tile: every temporal loop outside the innermost
+            # relevant one with a factor > 1 (prefix[:, i]: the product of the temporal factors before i)
+            rep = [prefix[at, pos] for pos in _last_true(rel_t, first)]
             # the compute units (costs.unit_content): the distinct elements under one innermost
             # instance, and those held by units without a neighbour holding the same one
             unit_f, unit_rel = F[:, unit_slots], np.broadcast_to(relevant[unit_slots], (rows, len(unit_slots)))
             shared = np.where(unit_rel, unit_f, 1).prod(axis=1)
             unshared = costs.unshared_operands(unit_f, unit_rel, width)
-            sp_rel = np.where(sp & relevant, F, 1)
+            sp_rel = np.flatnonzero(sp & relevant)            # the spatial loops over the tensor's dims
             kept = [L for L in range(nlev) if structure.keep[L] is None or name in structure.keep[L]]
             arrivals = {}
             for L in kept:
@@ -154,7 +168,7 @@ class BatchModel:
                 arrivals[L] = tile * rep[L]
             for k, L in enumerate(kept):
                 child = kept[k + 1] if k + 1 < len(kept) else nlev
-                scatter = sp_rel[:, first[L]:first[child]].prod(axis=1)
+                scatter = F[:, sp_rel[(sp_rel >= first[L]) & (sp_rel < first[child])]].prod(axis=1)
                 if child < nlev:
                     served = arrivals[child] * scatter
                 else:
