@@ -11,6 +11,7 @@ import pytest
 matplotlib.use("Agg")
 
 from storeloop.studies import reproduce  # noqa: E402
+from storeloop.studies import ssd as ssd_study  # noqa: E402
 from storeloop.studies import thesis_figures as T  # noqa: E402
 from storeloop.formats.load import load_arch  # noqa: E402
 from storeloop.sweeps import read_results  # noqa: E402
@@ -189,7 +190,7 @@ def test_reproduce_end_to_end_on_tiny_grids(tmp_path, monkeypatch):
                                        for z in ("512MiB", "1GiB")]
         return specs
 
-    real_ssd = reproduce._ssd_specs
+    real_ssd = ssd_study._ssd_specs
 
     def tiny_ssd(quick, root):
         specs = real_ssd(True, root)
@@ -199,7 +200,7 @@ def test_reproduce_end_to_end_on_tiny_grids(tmp_path, monkeypatch):
         return specs
 
     monkeypatch.setattr(reproduce, "_specs", tiny)
-    monkeypatch.setattr(reproduce, "_ssd_specs", tiny_ssd)
+    monkeypatch.setattr(ssd_study, "_ssd_specs", tiny_ssd)
     units = "levels.SRAM.instances+levels.RF.instances+compute.instances"
     monkeypatch.setattr(reproduce.studies, "QUICK", {
         "set": {"levels.SRAM.capacity": ["4 KiB"], "levels.RF.capacity": ["32 words"], units: [1, 2]},

@@ -253,7 +253,7 @@ def test_bad_workload_set_entries_are_refused_at_their_line(tmp_path, entry, fie
 def test_a_point_ended_by_the_time_limit_runs_again_on_resume(tmp_path, monkeypatch):
     """The time limit is a safety net whose answer depends on the machine's load: a point it ended
     is kept (with stopped: time-limit) and searched again by the next run; the others are not."""
-    import storeloop.sweeps.run as run
+    import storeloop.sweeps.worker as run
 
     s = load_sweep(DATA / "tiny.sweep.yaml")
     db = tmp_path / "tiny.sqlite"

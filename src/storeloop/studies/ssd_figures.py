@@ -1,6 +1,6 @@
 """Figures of the thesis's SSD questions (docs/ssd.md, ``storeloop reproduce``): 3a the access
 pattern and the tiling, 3b the SSD's speed and the best architecture, 3c the Disk's energy at
-device level, 3d where the accelerator sits. Each takes the rows ``reproduce.ssd_questions`` reads
+device level, 3d where the accelerator sits. Each takes the rows ``storeloop.studies.ssd.ssd_questions`` reads
 from its runs and its store."""
 
 from __future__ import annotations

@@ -42,7 +42,8 @@ paths (a shared checkout); only the scheduler's client writes the store.
 from __future__ import annotations
 
 from storeloop.sweeps.results import best_points, mapped, rank_designs, read_results
-from storeloop.sweeps.run import level_breakdown, run_point, run_sweep
+from storeloop.sweeps.run import run_sweep
+from storeloop.sweeps.worker import level_breakdown, run_point
 from storeloop.formats.sweep import Sweep, load_sweep
 from storeloop.sweeps.grid import point_arch, points, satisfies
 from storeloop.sweeps.store import open_store

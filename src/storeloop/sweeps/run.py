@@ -3,36 +3,27 @@ or a system analysed) and the pools that run them: local processes or a Dask clu
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import itertools
 import json
 import os
-import signal
 import socket
 import sqlite3
 import sys
-import time
-import traceback
-import warnings
 from pathlib import Path
 from typing import Iterator
 
-import yaml
 from tqdm import tqdm
 
-from storeloop.energy import Registry, price
+from storeloop.energy import Registry
 from storeloop.errors import StoreloopError
-from storeloop.formats.load import energy_table_from_docs
-from storeloop.formats.mapping import mapping_from_native, mapping_to_native
 from storeloop.formats.sweep import Sweep
-from storeloop.formats.yamlio import LDict, loads
-from storeloop.mapper import MapTimeout, map_workload
-from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT
+from storeloop.formats.yamlio import LDict
+from storeloop.sweeps.executors import run_dask, run_pool
 from storeloop.sweeps.grid import Point, PointMaker, _point_doc, points, satisfies
 from storeloop.sweeps.store import (DONE, FINAL, STATUSES, Lease, failed_checksums, open_store, relabel_weights,
                                     row_checksum)
-from storeloop.system import evaluate_system, load_system
+from storeloop.sweeps.worker import run_point
+from storeloop.system import load_system
 
 
 def _digest(data: bytes) -> str:
@@ -92,103 +83,6 @@ def _expand(params: dict):
     for key, value in params.items():
         for p in key.split("+"):
             yield p, value
-
-
-def _run_system_point(system: tuple, row: dict) -> None:
-    loaded, error = system
-    if error is not None:
-        raise StoreloopError(error)
-    r = evaluate_system(loaded, claims=False)
-    b = r["bottleneck"]
-    row.update(status="ok", throughput_Bps=None if r["throughput"] is None else r["throughput"]["bytes_per_s"],
-               bottleneck=None if b is None else (f"stage {b['stage']}" if "stage" in b
-                                                   else f"{b['device']}.{b['resource']}"),
-               energy_pJ=None if r["energy_J_per_unit"] is None else r["energy_J_per_unit"] * 1e12,
-               result=json.dumps(r, default=str))
-
-
-def run_point(point: Point, seeds: tuple[str, ...] = ()) -> dict:
-    """Map one point (:class:`~storeloop.sweeps.grid.Point`: everything it needs, typed; no file is
-    read here); never raises for a bad point (the error is the result). Runs in workers. ``seeds``:
-    mapping YAML texts (of neighbouring points) to start the search from; one that does not fit this
-    point is skipped. The row's status is one of :data:`STATUSES`; warnings (a plug-in that fell
-    back to another, a component priced 0), with those raised building the point, are kept in its
-    ``notes``."""
-    row = {"params": json.dumps(point.params, sort_keys=True), "workload": point.label, "finished": time.time(),
-           "scenario": point.scenario, "weight": point.weight}
-    with warnings.catch_warnings(record=True) as caught:     # plug-in fallbacks, zero prices: kept in the row
-        warnings.simplefilter("always")
-
-        try:
-            if point.error is not None:
-                raise StoreloopError(point.error)
-            if point.system is not None:
-                _run_system_point(point.system, row)
-            else:
-                _run_point(point, seeds, row)
-        except MapTimeout as exc:
-            row.update(status="timeout", error=str(exc))
-        except StoreloopError as exc:
-            row.update(status="invalid", error=str(exc))
-        except KeyboardInterrupt:
-            row.update(status="interrupted", error="interrupted (Ctrl-C)")
-        except Exception:                   # a bug, not the point's fault: keep the traceback
-            row.update(status="error", error=traceback.format_exc())
-    notes = list(dict.fromkeys([*point.notes, *(str(w.message) for w in caught)]))
-    if notes:
-        row["notes"] = "\n".join(notes)
-    return row
-
-
-def _run_point(point: Point, seeds, row: dict) -> None:
-    arch, w = point.arch, point.workload
-    energy = energy_table_from_docs(arch, point.energy) if point.energy is not None else price(arch)[0]
-    starts = []
-    for text in seeds:
-        try:
-            starts.append(mapping_from_native(loads(text, "a neighbouring point's mapping"), arch, w))
-        except (StoreloopError, yaml.YAMLError):
-            pass                     # a neighbour's mapping that does not fit this arch
-    given = point.mapper
-    opts = given.model_copy(update={"time_limit": given.time_limit or SAFETY_TIME_LIMIT,
-                                    "budget": given.budget or DEFAULT_BUDGET})
-    out = map_workload(arch, w, energy, options=opts, seeds=starts)
-    r, s = out.result, out.search
-    levels = level_breakdown(r)
-    if "layout" in s:                    # the searched layout prices the stored mapping
-        levels[arch.levels[0].name]["layout"] = s["layout"]
-    row.update(status="interrupted" if s["stopped"] == "interrupted" else "ok", cycles=r.cycles, energy_pJ=r.energy_pJ, area_um2=r.area_um2,
-               on_chip_area_um2=r.on_chip_area_um2, computes=r.computes,
-               lower_bound_cycles=s["lower_bound_cycles"], gap=s["gap"],
-               optimal=int(s["optimal"]), cycles_optimal=int(s["cycles_optimal"]),
-               seconds=s["seconds"], clock_hz=arch.clock_hz, stopped=s["stopped"],
-               lower_bound_energy_pJ=s["lower_bound_energy_pJ"], energy_gap=s["energy_gap"],
-               mapping=yaml.safe_dump(mapping_to_native(out.mapping, arch, w), sort_keys=False),
-               levels=json.dumps(levels), priced_by=r.priced_by)
-
-
-def level_breakdown(r) -> dict:
-    """Per level (and the compute units): cycles, energy (pJ), area (µm², all instances) and whether
-    it is off chip -- what the figures and reproduction.md break a design's totals into."""
-
-    out = {lvl.name: {"cycles": lvl.cycles, "energy_pJ": lvl.energy_pJ, "area_um2": lvl.area_total_um2,
-                      "instances": lvl.instances, "off_chip": lvl.off_chip} for lvl in r.levels}
-    out[r.compute_name] = {"cycles": r.compute_cycles, "energy_pJ": r.compute_energy_pJ,
-                           "area_um2": r.compute_area_per_instance_um2 * r.compute_instances,
-                           "instances": r.compute_instances, "off_chip": False, "compute": True}
-    return out
-
-
-def _worker_init() -> None:
-    """Pool workers: Ctrl-C is the driver's to handle (it stops them), and a worker dies with the
-    driver even when the driver is killed (Linux: parent-death signal)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str | None = None,
@@ -282,9 +176,9 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
 
     try:
         if dask:
-            _run_dask(dask, workers, jobs(), store)
+            run_dask(dask, workers, jobs(), store)
         elif workers > 1:
-            _run_pool(workers, jobs(), store)
+            run_pool(workers, jobs(), store)
         else:
             for k, a in jobs():
                 row = run_point(*a)           # Ctrl-C in a search: the point is kept 'interrupted'
@@ -308,118 +202,6 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
         db.close()
         lease.close()
     return counts
-
-
-def run_batch(batch: list[tuple]) -> list[dict]:
-    """Several points in one task (Dask's per-task cost is shared by the batch)."""
-    return [run_point(*args) for args in batch]
-
-
-DASK_BATCH = 8                      # points per Dask task
-
-
-def _run_dask(address: str, workers: int, jobs, store) -> None:
-    """Points on a Dask cluster ('local': a LocalCluster of ``workers`` processes) in batches of
-    :data:`DASK_BATCH`, at most two batches per worker in flight; a scheduler that cannot be
-    reached is an error within 5 s."""
-    import logging
-
-    # Dask's INFO lines stay off the terminal (hwcomponents gives the root logger a handler, so
-    # they would print): in this process and, through the environment, in the cluster's processes
-    # (a user's DASK_LOGGING__DISTRIBUTED wins)
-    if "DASK_LOGGING__DISTRIBUTED" not in os.environ:
-        os.environ["DASK_LOGGING__DISTRIBUTED"] = "warning"
-        logging.getLogger("distributed").setLevel(logging.WARNING)
-    from dask.distributed import Client, LocalCluster, as_completed
-
-    cluster = None
-    if address == "local":
-        import multiprocessing
-
-        import dask
-
-        # workers forked from a server that has imported storeloop's sweep runner (and NumPy, the
-        # mapper, the model) start at once; spawned ones import them first. No dashboard, no INFO
-        # lines on the terminal. A worker runs the search in a thread beside its event loop, whose
-        # periodic callbacks take the GIL from it: the statistical profiler (a stack sample every
-        # 10 ms) is off, and the event-loop health check (every 20 ms), the system and memory
-        # monitors run once a second, as do the scheduler's and nannies' (they share the cores).
-        multiprocessing.set_forkserver_preload(["storeloop.sweeps.run", "storeloop.mapper"])
-        with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver",
-                              "distributed.worker.profile.enabled": False,
-                              "distributed.admin.tick.interval": "1s",
-                              "distributed.admin.system-monitor.interval": "1s",
-                              "distributed.worker.memory.monitor-interval": "1s"}):
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.WARNING)
-    try:
-        client = Client(cluster if cluster is not None else address, timeout="5s")
-    except (OSError, ValueError, TypeError) as exc:      # TimeoutError is an OSError
-        raise StoreloopError(f"cannot reach the Dask scheduler at {address!r} within 5 s ({type(exc).__name__}: "
-                             f"{exc})") from None
-    try:
-        size = max(1, len(client.scheduler_info().get("workers", {})) or workers)
-        futures: dict = {}
-
-        def submit(n: int) -> list:
-            out = []
-            for _ in range(n):
-                batch = list(itertools.islice(jobs, DASK_BATCH))
-                if not batch:
-                    break
-                fut = client.submit(run_batch, [args for _, args in batch], pure=False)
-                futures[fut] = [key for key, _ in batch]
-                out.append(fut)
-            return out
-
-        pending = as_completed(submit(2 * size))
-        for fut in pending:
-            for key, row in zip(futures.pop(fut), fut.result()):
-                store(key, row)
-            for new in submit(1):
-                pending.add(new)
-    except KeyboardInterrupt:
-        # Ctrl-C: the points in flight are left unstored (claims of a gone process: re-run on
-        # resume); a local cluster's worker processes, busy in a search, are killed at once (a
-        # graceful close waits 4 s for each and prints Dask's warnings), and Dask says nothing more
-        logging.getLogger("distributed").setLevel(logging.CRITICAL)
-        for nanny in (cluster.workers.values() if cluster is not None else ()):
-            proc = getattr(getattr(nanny, "process", None), "process", None)
-            if proc is not None and proc.pid:
-                with contextlib.suppress(OSError):
-                    os.kill(proc.pid, signal.SIGKILL)
-        raise
-    finally:
-        client.close(timeout=2)
-        if cluster is not None:
-            cluster.close(timeout=2)
-
-
-def _run_pool(workers: int, jobs, store) -> None:
-    """Local worker processes with at most 2 points in flight per worker (memory stays flat for any
-    grid); on Ctrl-C (or any error) the workers are terminated, not left running."""
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-    pool = ProcessPoolExecutor(workers, initializer=_worker_init)
-    running: dict = {}
-
-    def drain(limit: int) -> None:          # store finished points until at most ``limit`` run
-        while len(running) > limit:
-            ready, _ = wait(running, return_when=FIRST_COMPLETED)
-            for fut in ready:
-                store(running.pop(fut), fut.result())
-
-    try:
-        for key, args in jobs:
-            running[pool.submit(run_point, *args)] = key
-            drain(2 * workers - 1)
-        drain(0)
-        pool.shutdown()
-    except BaseException:
-        for proc in list(getattr(pool, "_processes", {}).values()):
-            proc.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
 
 
 def neighbour_seeds(sweep: Sweep, point: Point, finished: dict, count: int = 2) -> tuple[str, ...]:

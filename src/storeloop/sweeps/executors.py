@@ -1,0 +1,118 @@
+"""Where a sweep's points run: local worker processes, or a Dask cluster (local or at an address), at
+most two points (or batches) in flight per worker, stopped at once by Ctrl-C."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import signal
+
+from storeloop.errors import StoreloopError
+from storeloop.sweeps.worker import _worker_init, run_batch, run_point
+
+DASK_BATCH = 8                      # points per Dask task
+
+
+def run_dask(address: str, workers: int, jobs, store) -> None:
+    """Points on a Dask cluster ('local': a LocalCluster of ``workers`` processes) in batches of
+    :data:`DASK_BATCH`, at most two batches per worker in flight; a scheduler that cannot be
+    reached is an error within 5 s."""
+    import logging
+
+    # Dask's INFO lines stay off the terminal (hwcomponents gives the root logger a handler, so
+    # they would print): in this process and, through the environment, in the cluster's processes
+    # (a user's DASK_LOGGING__DISTRIBUTED wins)
+    if "DASK_LOGGING__DISTRIBUTED" not in os.environ:
+        os.environ["DASK_LOGGING__DISTRIBUTED"] = "warning"
+        logging.getLogger("distributed").setLevel(logging.WARNING)
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    cluster = None
+    if address == "local":
+        import multiprocessing
+
+        import dask
+
+        # workers forked from a server that has imported storeloop's sweep runner (and NumPy, the
+        # mapper, the model) start at once; spawned ones import them first. No dashboard, no INFO
+        # lines on the terminal. A worker runs the search in a thread beside its event loop, whose
+        # periodic callbacks take the GIL from it: the statistical profiler (a stack sample every
+        # 10 ms) is off, and the event-loop health check (every 20 ms), the system and memory
+        # monitors run once a second, as do the scheduler's and nannies' (they share the cores).
+        multiprocessing.set_forkserver_preload(["storeloop.sweeps.worker", "storeloop.mapper"])
+        with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver",
+                              "distributed.worker.profile.enabled": False,
+                              "distributed.admin.tick.interval": "1s",
+                              "distributed.admin.system-monitor.interval": "1s",
+                              "distributed.worker.memory.monitor-interval": "1s"}):
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None, silence_logs=logging.WARNING)
+    try:
+        client = Client(cluster if cluster is not None else address, timeout="5s")
+    except (OSError, ValueError, TypeError) as exc:      # TimeoutError is an OSError
+        raise StoreloopError(f"cannot reach the Dask scheduler at {address!r} within 5 s ({type(exc).__name__}: "
+                             f"{exc})") from None
+    try:
+        size = max(1, len(client.scheduler_info().get("workers", {})) or workers)
+        futures: dict = {}
+
+        def submit(n: int) -> list:
+            out = []
+            for _ in range(n):
+                batch = list(itertools.islice(jobs, DASK_BATCH))
+                if not batch:
+                    break
+                fut = client.submit(run_batch, [args for _, args in batch], pure=False)
+                futures[fut] = [key for key, _ in batch]
+                out.append(fut)
+            return out
+
+        pending = as_completed(submit(2 * size))
+        for fut in pending:
+            for key, row in zip(futures.pop(fut), fut.result()):
+                store(key, row)
+            for new in submit(1):
+                pending.add(new)
+    except KeyboardInterrupt:
+        # Ctrl-C: the points in flight are left unstored (claims of a gone process: re-run on
+        # resume); a local cluster's worker processes, busy in a search, are killed at once (a
+        # graceful close waits 4 s for each and prints Dask's warnings), and Dask says nothing more
+        logging.getLogger("distributed").setLevel(logging.CRITICAL)
+        for nanny in (cluster.workers.values() if cluster is not None else ()):
+            proc = getattr(getattr(nanny, "process", None), "process", None)
+            if proc is not None and proc.pid:
+                with contextlib.suppress(OSError):
+                    os.kill(proc.pid, signal.SIGKILL)
+        raise
+    finally:
+        client.close(timeout=2)
+        if cluster is not None:
+            cluster.close(timeout=2)
+
+
+def run_pool(workers: int, jobs, store) -> None:
+    """Local worker processes with at most 2 points in flight per worker (memory stays flat for any
+    grid); on Ctrl-C (or any error) the workers are terminated, not left running."""
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    pool = ProcessPoolExecutor(workers, initializer=_worker_init)
+    running: dict = {}
+
+    def drain(limit: int) -> None:          # store finished points until at most ``limit`` run
+        while len(running) > limit:
+            ready, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in ready:
+                store(running.pop(fut), fut.result())
+
+    try:
+        for key, args in jobs:
+            running[pool.submit(run_point, *args)] = key
+            drain(2 * workers - 1)
+        drain(0)
+        pool.shutdown()
+    except BaseException:
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise

@@ -1,0 +1,124 @@
+"""What a worker does with a sweep's point: map it (or analyse a system point) and return its row;
+never raises for a bad point (the error is the result)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+import traceback
+import warnings
+
+import yaml
+
+from storeloop.energy import price
+from storeloop.errors import StoreloopError
+from storeloop.formats.load import energy_table_from_docs
+from storeloop.formats.mapping import mapping_from_native, mapping_to_native
+from storeloop.formats.yamlio import loads
+from storeloop.mapper import MapTimeout, map_workload
+from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT
+from storeloop.sweeps.grid import Point
+from storeloop.system import evaluate_system
+
+
+def _run_system_point(system: tuple, row: dict) -> None:
+    loaded, error = system
+    if error is not None:
+        raise StoreloopError(error)
+    r = evaluate_system(loaded, claims=False)
+    b = r["bottleneck"]
+    row.update(status="ok", throughput_Bps=None if r["throughput"] is None else r["throughput"]["bytes_per_s"],
+               bottleneck=None if b is None else (f"stage {b['stage']}" if "stage" in b
+                                                   else f"{b['device']}.{b['resource']}"),
+               energy_pJ=None if r["energy_J_per_unit"] is None else r["energy_J_per_unit"] * 1e12,
+               result=json.dumps(r, default=str))
+
+
+def run_point(point: Point, seeds: tuple[str, ...] = ()) -> dict:
+    """Map one point (:class:`~storeloop.sweeps.grid.Point`: everything it needs, typed; no file is
+    read here); never raises for a bad point (the error is the result). Runs in workers. ``seeds``:
+    mapping YAML texts (of neighbouring points) to start the search from; one that does not fit this
+    point is skipped. The row's status is one of :data:`STATUSES`; warnings (a plug-in that fell
+    back to another, a component priced 0), with those raised building the point, are kept in its
+    ``notes``."""
+    row = {"params": json.dumps(point.params, sort_keys=True), "workload": point.label, "finished": time.time(),
+           "scenario": point.scenario, "weight": point.weight}
+    with warnings.catch_warnings(record=True) as caught:     # plug-in fallbacks, zero prices: kept in the row
+        warnings.simplefilter("always")
+
+        try:
+            if point.error is not None:
+                raise StoreloopError(point.error)
+            if point.system is not None:
+                _run_system_point(point.system, row)
+            else:
+                _run_point(point, seeds, row)
+        except MapTimeout as exc:
+            row.update(status="timeout", error=str(exc))
+        except StoreloopError as exc:
+            row.update(status="invalid", error=str(exc))
+        except KeyboardInterrupt:
+            row.update(status="interrupted", error="interrupted (Ctrl-C)")
+        except Exception:                   # a bug, not the point's fault: keep the traceback
+            row.update(status="error", error=traceback.format_exc())
+    notes = list(dict.fromkeys([*point.notes, *(str(w.message) for w in caught)]))
+    if notes:
+        row["notes"] = "\n".join(notes)
+    return row
+
+
+def _run_point(point: Point, seeds, row: dict) -> None:
+    arch, w = point.arch, point.workload
+    energy = energy_table_from_docs(arch, point.energy) if point.energy is not None else price(arch)[0]
+    starts = []
+    for text in seeds:
+        try:
+            starts.append(mapping_from_native(loads(text, "a neighbouring point's mapping"), arch, w))
+        except (StoreloopError, yaml.YAMLError):
+            pass                     # a neighbour's mapping that does not fit this arch
+    given = point.mapper
+    opts = given.model_copy(update={"time_limit": given.time_limit or SAFETY_TIME_LIMIT,
+                                    "budget": given.budget or DEFAULT_BUDGET})
+    out = map_workload(arch, w, energy, options=opts, seeds=starts)
+    r, s = out.result, out.search
+    levels = level_breakdown(r)
+    if "layout" in s:                    # the searched layout prices the stored mapping
+        levels[arch.levels[0].name]["layout"] = s["layout"]
+    row.update(status="interrupted" if s["stopped"] == "interrupted" else "ok", cycles=r.cycles, energy_pJ=r.energy_pJ, area_um2=r.area_um2,
+               on_chip_area_um2=r.on_chip_area_um2, computes=r.computes,
+               lower_bound_cycles=s["lower_bound_cycles"], gap=s["gap"],
+               optimal=int(s["optimal"]), cycles_optimal=int(s["cycles_optimal"]),
+               seconds=s["seconds"], clock_hz=arch.clock_hz, stopped=s["stopped"],
+               lower_bound_energy_pJ=s["lower_bound_energy_pJ"], energy_gap=s["energy_gap"],
+               mapping=yaml.safe_dump(mapping_to_native(out.mapping, arch, w), sort_keys=False),
+               levels=json.dumps(levels), priced_by=r.priced_by)
+
+
+def level_breakdown(r) -> dict:
+    """Per level (and the compute units): cycles, energy (pJ), area (µm², all instances) and whether
+    it is off chip -- what the figures and reproduction.md break a design's totals into."""
+
+    out = {lvl.name: {"cycles": lvl.cycles, "energy_pJ": lvl.energy_pJ, "area_um2": lvl.area_total_um2,
+                      "instances": lvl.instances, "off_chip": lvl.off_chip} for lvl in r.levels}
+    out[r.compute_name] = {"cycles": r.compute_cycles, "energy_pJ": r.compute_energy_pJ,
+                           "area_um2": r.compute_area_per_instance_um2 * r.compute_instances,
+                           "instances": r.compute_instances, "off_chip": False, "compute": True}
+    return out
+
+
+def _worker_init() -> None:
+    """Pool workers: Ctrl-C is the driver's to handle (it stops them), and a worker dies with the
+    driver even when the driver is killed (Linux: parent-death signal)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def run_batch(batch: list[tuple]) -> list[dict]:
+    """Several points in one task (Dask's per-task cost is shared by the batch)."""
+    return [run_point(*args) for args in batch]
