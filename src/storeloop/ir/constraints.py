@@ -54,4 +54,8 @@ class Constraints:
     source: str = "none"
 
     def at(self, level: int) -> LevelConstraint:
-        return self.levels.get(level, LevelConstraint())
+        """What is fixed at ``level`` (read only: a level with none shares one free constraint)."""
+        return self.levels.get(level, _FREE)
+
+
+_FREE = LevelConstraint()            # a level with no constraint (the mapper asks for it ~10^5 times a map)
