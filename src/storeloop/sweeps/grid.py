@@ -8,6 +8,7 @@ import dataclasses
 import itertools
 import json
 import math
+import traceback
 import warnings
 from pathlib import Path
 from typing import Iterator
@@ -40,6 +41,7 @@ class Point:
     energy: tuple | None = None             # the sweep's ERT/ART pair (formats.load.load_energy_docs); None: plug-ins
     system: tuple | None = None             # a system point: (System or None, why it does not load)
     error: str | None = None
+    error_status: str = "invalid"           # "error": building it hit a bug (the error is its traceback)
     notes: tuple[str, ...] = ()
 
 
@@ -80,6 +82,8 @@ class PointMaker:
                 out = Point(**common, workload=self._workload(workload), arch=arch, energy=energy, error=why)
             except StoreloopError as exc:
                 out = Point(**common, error=str(exc))
+            except Exception:                   # a bug, not the point's fault: kept with its traceback
+                out = Point(**common, error=traceback.format_exc(), error_status="error")
         notes = tuple(dict.fromkeys(str(w.message) for w in caught))
         return dataclasses.replace(out, notes=notes) if notes else out
 

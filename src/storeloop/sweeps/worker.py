@@ -49,8 +49,8 @@ def run_point(point: Point, seeds: tuple[str, ...] = ()) -> dict:
 
         try:
             if point.error is not None:
-                raise StoreloopError(point.error)
-            if point.system is not None:
+                row.update(status=point.error_status, error=point.error)
+            elif point.system is not None:
                 _run_system_point(point.system, row)
             else:
                 _run_point(point, seeds, row)
