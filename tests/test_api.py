@@ -118,3 +118,16 @@ def test_an_arch_loaded_with_fields_set_as_a_sweep_sets_them():
     timeloop_arch = next(tl.glob("*/arch.yaml"))
     with pytest.raises(SpecError, match="storeloop arch file"):
         sl.load_arch(timeloop_arch, {"levels.RF.capacity": "64 words"})
+
+
+def test_no_api_name_is_also_a_submodule():
+    """Importing ``storeloop.<module>`` binds that name on the package, so an API function of the
+    same name would turn into the module once anything imported it."""
+    import importlib.util
+
+    import storeloop as sl
+
+    clash = [n for n in sl.__all__ if importlib.util.find_spec(f"storeloop.{n}") is not None]
+    assert not clash
+    for name in sl.__all__:
+        assert getattr(sl, name) is not None, name

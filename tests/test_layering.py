@@ -47,10 +47,15 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(path: Path):
-    """(node, imported module, at module level) of every ``from storeloop... import`` in the file."""
+    """(node, imported module, at module level) of every ``from storeloop... import`` in the file that
+    runs (those under ``if TYPE_CHECKING:`` are type hints for editors and are left out)."""
     tree = ast.parse(path.read_text())
     top = {id(n) for n in tree.body}
+    hints = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+             for n in ast.walk(block)}
     for node in ast.walk(tree):
+        if id(node) in hints:
+            continue
         if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("storeloop"):
             yield node, node.module, id(node) in top
         elif isinstance(node, ast.Import):
@@ -132,4 +137,19 @@ def test_only_the_formats_open_input_files():
         for i, line in enumerate(path.read_text().splitlines(), 1):
             if reads.search(line) and "os.open(os.devnull" not in line:
                 found.append(f"{path.relative_to(SRC)}:{i}: {line.strip()}")
+    assert not found, "\n".join(found)
+
+
+def test_the_command_line_calls_the_public_api():
+    """``storeloop``'s subcommands use what a notebook can use: the API in ``storeloop/__init__.py``,
+    the error and object types (``errors``, ``ir``), the workload generators and the studies."""
+    allowed = ("storeloop", "storeloop.errors", "storeloop.ir", "storeloop.workloads", "storeloop.studies",
+               "storeloop.cli")
+    found = []
+    for name, path in _modules().items():
+        if not name.startswith("storeloop.cli"):
+            continue
+        for node, target, _ in _imports(path):
+            if not any(target == a or target.startswith(a + ".") and a != "storeloop" for a in allowed):
+                found.append(f"{path.relative_to(SRC)}:{node.lineno}: {ast.unparse(node)}")
     assert not found, "\n".join(found)

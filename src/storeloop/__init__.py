@@ -27,31 +27,66 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["load_arch", "load_workload", "load_query", "load_mapping", "load_constraints", "load_energy_table", "price",
-           "evaluate", "map", "map_query", "crossover", "sweep", "read_results", "best_points", "rank_designs",
-           "load_system", "evaluate_system", "__version__"]
+# name -> (module, attribute there): everything the command line uses, so a notebook can do the same
+_LAZY = {
+    # files -> typed objects (storeloop's formats and Timeloop's)
+    "load_arch": ("storeloop.formats.load", "load_arch"), "load_workload": ("storeloop.formats.load", "load_workload"),
+    "load_query": ("storeloop.formats.load", "load_query"),
+    "load_workload_or_query": ("storeloop.formats.load", "load_workload_or_query"),
+    "load_mapping": ("storeloop.formats.load", "load_mapping"),
+    "load_energy_table": ("storeloop.formats.load", "load_energy_table"),
+    "load_constraints": ("storeloop.formats.constraints", "load_constraints"),
+    "load_ssd": ("storeloop.formats.ssd", "load_ssd"), "load_sweep": ("storeloop.sweeps", "load_sweep"),
+    "load_system": ("storeloop.system", "load_system"),
+    "timeloop_mapper_options": ("storeloop.formats.timeloop", "mapper_options_from_timeloop"),
+    "mapping_level_line": ("storeloop.formats.load", "mapping_level_line"),
+    "mapping_to_native": ("storeloop.formats.mapping", "mapping_to_native"),
+    "format_loops": ("storeloop.formats.mapping", "format_loops"),
+    "parse_set": ("storeloop.formats.overrides", "parse_set"),
+    "bytes_of": ("storeloop.formats.quantities", "bytes_of"), "integer": ("storeloop.formats.quantities", "integer"),
+    "magnitude": ("storeloop.formats.quantities", "magnitude"),
+    "ExpressionError": ("storeloop.formats.quantities", "ExpressionError"),
+    # the model and the mapper
+    "price_components": ("storeloop.energy", "price"),     # (the table, each component with its estimate)
+    "result_to_json": ("storeloop.model.evaluate", "result_to_json"),
+    "MapperOptions": ("storeloop.mapper.options", "MapperOptions"),
+    "mapper_options": ("storeloop.mapper.options", "options"),
+    "arch_constraints": ("storeloop.mapper.constraints", "arch_constraints"),
+    "map_query": ("storeloop.mapper.query", "map_query"), "crossover": ("storeloop.sweeps.crossover", "crossover"),
+    "export_timeloop": ("storeloop.crosscheck", "export"),
+    "crosscheck_timeloop": ("storeloop.crosscheck", "crosscheck"),    # (its name is the module's)
+    # the Disk as an SSD
+    "Stream": ("storeloop.model.ssd", "Stream"), "ssd_performance": ("storeloop.model.ssd", "performance"),
+    "ssd_energy_per_request": ("storeloop.model.ssd", "energy_per_request"),
+    # sweeps and their stores
+    "run_sweep": ("storeloop.sweeps", "run_sweep"), "read_results": ("storeloop.sweeps", "read_results"),
+    "mapped": ("storeloop.sweeps", "mapped"), "best_points": ("storeloop.sweeps", "best_points"),
+    "rank_designs": ("storeloop.sweeps", "rank_designs"), "render_results": ("storeloop.sweeps.results", "render_results"),
+    "sweep_names": ("storeloop.sweeps.results", "sweep_names"),
+    "verify_store": ("storeloop.sweeps.store", "verify_store"),
+    "plot_sweep": ("storeloop.plots", "plot_sweep"),
+    # systems
+    "evaluate_system": ("storeloop.system", "evaluate_system"),
+    "system_summary": ("storeloop.system.report", "summary"), "claims_table": ("storeloop.system.report", "claims_table"),
+    "si": ("storeloop.system.report", "si"),
+}
+__all__ = ["price", "evaluate", "map", "sweep", *_LAZY, "__version__"]
 
 if TYPE_CHECKING:                                   # for editors; at run time everything is lazy
     from storeloop.formats.constraints import load_constraints  # noqa: F401
     from storeloop.formats.load import load_arch, load_energy_table, load_mapping, load_query, load_workload  # noqa: F401
     from storeloop.mapper.query import map_query  # noqa: F401
-    from storeloop.sweeps.crossover import crossover  # noqa: F401
     from storeloop.sweeps import best_points, rank_designs, read_results  # noqa: F401
+    from storeloop.sweeps.crossover import crossover  # noqa: F401
     from storeloop.system import evaluate_system, load_system  # noqa: F401
-
-_LAZY = {"load_arch": "storeloop.formats.load", "load_workload": "storeloop.formats.load",
-         "load_query": "storeloop.formats.load", "load_constraints": "storeloop.formats.constraints",
-         "map_query": "storeloop.mapper.query", "crossover": "storeloop.sweeps.crossover",
-         "load_mapping": "storeloop.formats.load", "load_energy_table": "storeloop.formats.load",
-         "read_results": "storeloop.sweeps", "best_points": "storeloop.sweeps", "rank_designs": "storeloop.sweeps",
-         "load_system": "storeloop.system", "evaluate_system": "storeloop.system"}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        module, attribute = _LAZY[name]
+        return getattr(importlib.import_module(module), attribute)
     if name == "__version__":
         from importlib.metadata import PackageNotFoundError, version
 

@@ -9,26 +9,15 @@ from pathlib import Path
 
 import yaml
 
+from storeloop import (ExpressionError, Stream, arch_constraints, bytes_of, crosscheck_timeloop, crossover, evaluate,
+                       export_timeloop, integer, load_arch, load_constraints, load_energy_table, load_mapping,
+                       load_ssd, load_workload, load_workload_or_query, map as map_, map_query, mapper_options,
+                       mapping_level_line, mapping_to_native, price, price_components, result_to_json,
+                       ssd_energy_per_request, ssd_performance, timeloop_mapper_options)
 from storeloop.cli.render import map_report, render_table
-from storeloop.crosscheck import crosscheck, export
-from storeloop.energy import price
 from storeloop.errors import MappingError, SpecError
-from storeloop.formats.constraints import load_constraints
-from storeloop.formats.load import (load_arch, load_energy_table, load_mapping, load_workload, load_workload_or_query,
-                                    mapping_level_line)
-from storeloop.formats.mapping import mapping_to_native
-from storeloop.formats.quantities import ExpressionError, bytes_of, integer
-from storeloop.formats.ssd import load_ssd
-from storeloop.formats.timeloop import mapper_options_from_timeloop
 from storeloop.ir import Arch
 from storeloop.ir.query import Query
-from storeloop.mapper import map_workload
-from storeloop.mapper.constraints import arch_constraints
-from storeloop.mapper.options import options
-from storeloop.mapper.query import map_query
-from storeloop.model.evaluate import evaluate, result_to_json
-from storeloop.model.ssd import Stream, energy_per_request, performance
-from storeloop.sweeps.crossover import crossover
 from storeloop.workloads import pir, rotation
 
 
@@ -65,7 +54,7 @@ def cmd_model(args: argparse.Namespace) -> int:
 
 def cmd_energy(args: argparse.Namespace) -> int:
     arch = load_arch(args.arch)
-    _, comps = price(arch)
+    _, comps = price_components(arch)
     total = sum(c.estimate.area_um2 * c.instances for c in comps)
     # what the thesis counts as the accelerator: everything but the off-chip memories and interfaces
     on_chip = sum(c.estimate.area_um2 * c.instances for c in comps if not c.off_chip)
@@ -88,7 +77,7 @@ def cmd_energy(args: argparse.Namespace) -> int:
 def energy_for(args: argparse.Namespace, arch: Arch):
     """ERT/ART files when given, else the energy plug-ins."""
     if args.ert is None and args.art is None:
-        return price(arch)[0]
+        return price(arch)
     return load_energy_table(arch, args.ert, args.art)
 
 
@@ -96,7 +85,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     arch = load_arch(args.arch)
     workload = load_workload(args.workload)
     mapping = load_mapping(args.mapping, arch, workload) if args.mapping else None
-    files, notes = export(arch, workload, mapping, energy_for(args, arch), Path(args.out), strict=args.strict)
+    files, notes = export_timeloop(arch, workload, mapping, energy_for(args, arch), Path(args.out), strict=args.strict)
     for f in files:
         print(f)
     for n in notes:
@@ -109,8 +98,8 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     if run is None:
         return 2
     arch, workload, mapping, energy, result = run
-    rows, notes = crosscheck(arch, workload, mapping, energy, result,
-                             Path(args.stats) if args.stats else None, Path(args.keep) if args.keep else None)
+    rows, notes = crosscheck_timeloop(arch, workload, mapping, energy, result,
+                                      Path(args.stats) if args.stats else None, Path(args.keep) if args.keep else None)
     for n in notes:
         print(f"note: {n}")
     bad = [r for r in rows if not r.ok]
@@ -129,11 +118,11 @@ def cmd_map(args: argparse.Namespace) -> int:
     given = {"objective": args.objective, "algorithm": args.algorithm, "threads": args.threads, "victory": args.victory}
     if args.mapper:                                # a Timeloop mapper config fills what the flags leave open
 
-        for k, v in mapper_options_from_timeloop(args.mapper).items():
+        for k, v in timeloop_mapper_options(args.mapper).items():
             given[k] = v if given[k] is None else given[k]
     if given["victory"] is not None and given["victory"] < 1:
         raise SpecError(f"{given['victory']}", field="--victory", allowed="1 or more non-improving samples")
-    opts = options(objective=given["objective"], algorithm=given["algorithm"], time_limit=args.time_limit,
+    opts = mapper_options(objective=given["objective"], algorithm=given["algorithm"], time_limit=args.time_limit,
                    budget=args.budget, energy_gap=args.energy_gap, threads=given["threads"],
                    search_layout=args.search_layout)            # every flag checked before any work
     arch = load_arch(args.arch)
@@ -145,7 +134,7 @@ def cmd_map(args: argparse.Namespace) -> int:
     energy = energy_for(args, arch)
     constraints = load_constraints(args.constraints, arch, workload) if args.constraints else None
     seeds = [load_mapping(f, arch, workload) for f in args.seed_mapping or []]
-    out = map_workload(arch, workload, energy, options=opts, constraints=constraints,
+    out = map_(arch, workload, energy, options=opts, constraints=constraints,
                        seed=args.seed, victory=given["victory"] or 500, progress=not args.json, seeds=seeds,
                        converge=not args.no_converge)
     if args.out:
@@ -331,8 +320,8 @@ def cmd_ssd(args: argparse.Namespace) -> int:
         raise SpecError(f"{args.read_fraction}", field="--read-fraction", allowed="a fraction in 0 .. 1")
     stream = Stream(int(size), args.pattern, args.queue_depth, args.read_fraction)
     placement = args.placement or ssd.accelerator
-    perf = performance(ssd, stream, placement)
-    energy = energy_per_request(ssd, stream, placement)
+    perf = ssd_performance(ssd, stream, placement)
+    energy = ssd_energy_per_request(ssd, stream, placement)
     out = {**perf.as_dict(), "request_bytes": int(size), "pattern": args.pattern, "queue_depth": args.queue_depth,
            "read_fraction": args.read_fraction,
            "energy_J_per_byte": sum(energy.values()) / size, "energy_J_per_request": energy,

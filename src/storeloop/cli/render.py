@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-from storeloop.formats.mapping import format_loops
-from storeloop.formats.quantities import magnitude
+from storeloop import format_loops, magnitude, rank_designs, si
 from storeloop.ir import Arch
-from storeloop.model.evaluate import Result
-from storeloop.sweeps import rank_designs
-from storeloop.system.report import si
+
+if TYPE_CHECKING:
+    from storeloop.model.evaluate import Result
 
 
 def render_table(r: Result, arch: Arch, mapping: str | None = None) -> str:

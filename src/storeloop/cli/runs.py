@@ -7,15 +7,12 @@ import json
 import sys
 from pathlib import Path
 
+from storeloop import (best_points, claims_table, evaluate_system, load_sweep, load_system, mapped, parse_set,
+                       rank_designs, read_results, render_results, run_sweep, sweep_names, system_summary,
+                       verify_store)
 from storeloop.cli.render import ranking_summary, system_sweep_summary
 from storeloop.errors import SpecError
-from storeloop.formats.overrides import parse_set
 from storeloop.studies import reproduce
-from storeloop.sweeps import best_points, load_sweep, mapped, rank_designs, read_results, run_sweep
-from storeloop.sweeps.results import render_results, sweep_names
-from storeloop.sweeps.store import STORE_HELP, failed_checksums, read_store
-from storeloop.system import evaluate_system, load_system
-from storeloop.system.report import claims_table, summary
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -57,7 +54,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
               f"mapper.time_limit and run the sweep again")
     if args.plot:
         _headless()
-        from storeloop.plots import plot_sweep  # deferred: matplotlib
+        from storeloop import plot_sweep  # deferred: matplotlib
 
         for path in plot_sweep(db, args.plot, sweep.name):
             print(f"wrote {path}")
@@ -88,18 +85,10 @@ def _check_workers(n: int) -> None:
 
 def _verify_store(path: str, sweep: str | None) -> int:
     """``results --verify``: SQLite's own integrity check, then every row against its checksum."""
-    import sqlite3
-
-    db = read_store(path)
-    try:
-        pages = [r for (r,) in db.execute("pragma integrity_check")]
-        bad, checked, unchecked = failed_checksums(db, sweep)
-    except sqlite3.DatabaseError as exc:
-        raise SpecError(f"cannot read it as a results store ({exc})", file=path, allowed=STORE_HELP) from None
-    finally:
-        db.close()
-    print(f"{path}: {checked:,} row(s) checked, {len(bad):,} changed since written"
-          + (f", {unchecked:,} written before checksums (not checked)" if unchecked else "")
+    v = verify_store(path, sweep)
+    bad, pages = v["changed"], v["integrity"]
+    print(f"{path}: {v['checked']:,} row(s) checked, {len(bad):,} changed since written"
+          + (f", {v['unchecked']:,} written before checksums (not checked)" if v["unchecked"] else "")
           + f"; SQLite integrity: {'ok' if pages == ['ok'] else '; '.join(pages[:3])}")
     for s, k in bad[:50]:
         print(f"  changed: sweep {s!r} key {k}")
@@ -162,7 +151,7 @@ def _headless() -> None:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     _headless()
-    from storeloop.plots import plot_sweep  # deferred: matplotlib
+    from storeloop import plot_sweep  # deferred: matplotlib
 
     paths = plot_sweep(args.db, args.out, args.sweep)
     if not paths:
@@ -184,5 +173,5 @@ def cmd_system(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(claims_table(result) if args.claims else summary(result))
+        print(claims_table(result) if args.claims else system_summary(result))
     return 0

@@ -200,6 +200,21 @@ def read_store(path: str | Path) -> sqlite3.Connection:
     return db
 
 
+def verify_store(path: str | Path, sweep: str | None = None) -> dict:
+    """SQLite's own integrity check of a store, then every row (of ``sweep``, or all) against its
+    checksum: ``{checked, changed: [(sweep, key)], unchecked (rows written before checksums),
+    integrity: SQLite's lines ('ok')}``."""
+    db = read_store(path)
+    try:
+        pages = [r for (r,) in db.execute("pragma integrity_check")]
+        bad, checked, unchecked = failed_checksums(db, sweep)
+    except sqlite3.DatabaseError as exc:
+        raise SpecError(f"cannot read it as a results store ({exc})", file=str(path), allowed=STORE_HELP) from None
+    finally:
+        db.close()
+    return {"checked": checked, "changed": bad, "unchecked": unchecked, "integrity": pages}
+
+
 class Lease:
     """This sweep's hold on its claims: a lock on byte ``pid`` of the store's ``-lease`` file, which
     the kernel drops the moment the process ends, killed or not. A claim of this host whose byte is
