@@ -75,7 +75,7 @@ def _run_point(point: Point, seeds, row: dict) -> None:
     for text in seeds:
         try:
             starts.append(mapping_from_native(loads(text, "a neighbouring point's mapping"), arch, w))
-        except (StoreloopError, yaml.YAMLError):
+        except StoreloopError:
             pass                     # a neighbour's mapping that does not fit this arch
     given = point.mapper
     opts = given.model_copy(update={"time_limit": given.time_limit or SAFETY_TIME_LIMIT,
