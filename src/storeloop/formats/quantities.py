@@ -283,7 +283,53 @@ def magnitude(value: object) -> float | None:
     return None
 
 
-__all__ = ["evaluate", "number", "integer", "bytes_of", "bits_of", "hertz_of", "words_per_cycle",
+def _unit(value, units: dict[str, float], what: str, example: str) -> float:
+    """A non-negative quantity in one of ``units`` (name -> factor to the base unit): '3.3 V', '25 mA',
+    '5 pJ/bit'; anything else is an ExpressionError naming ``what`` and an ``example``."""
+    m = re.match(r"^(?P<expr>.*?[\d)\s])\s*(?P<unit>[A-Za-z]+/[A-Za-z]+)$", value.strip()) \
+        if isinstance(value, str) else None
+    amount, unit = (number(m.group("expr")), m.group("unit")) if m else split_unit(value)
+    if unit not in units:
+        raise ExpressionError(f"expected {what} such as '{example}' (units: {', '.join(units)}), got {value!r}")
+    x = float(amount * units[unit])
+    if not x >= 0:
+        raise ExpressionError(f"{what} cannot be negative, got {value!r}")
+    return x
+
+
+VOLTS = {"V": 1.0, "mV": 1e-3}
+AMPS = {"A": 1.0, "mA": 1e-3, "uA": 1e-6}
+WATTS = {"W": 1.0, "mW": 1e-3}
+PER_BYTE = {"J/B": 1.0, "nJ/B": 1e-9, "pJ/B": 1e-12, "pJ/bit": 8e-12, "nJ/bit": 8e-9}
+TRANSFERS = {"MT/s": 1e6, "GT/s": 1e9}
+
+
+def volts(value: object) -> float:
+    """Volts from '3.3 V' or '800 mV'."""
+    return _unit(value, VOLTS, "a voltage", "3.3 V")
+
+
+def amps(value: object) -> float:
+    """Amperes from '25 mA'."""
+    return _unit(value, AMPS, "a current", "25 mA")
+
+
+def watts(value: object) -> float:
+    """Watts from '5 W' or '300 mW'."""
+    return _unit(value, WATTS, "a power", "5 W")
+
+
+def joules_per_byte(value: object) -> float:
+    """Joules per byte from '5 pJ/bit' or '2.5 nJ/B'."""
+    return _unit(value, PER_BYTE, "an energy per byte", "5 pJ/bit")
+
+
+def transfers(value: object) -> float:
+    """Transfers per second from '1000 MT/s'."""
+    return _unit(value, TRANSFERS, "a transfer rate", "1000 MT/s")
+
+
+__all__ = ["volts", "amps", "watts", "joules_per_byte", "transfers", "evaluate", "number", "integer", "bytes_of", "bits_of", "hertz_of", "words_per_cycle",
            "rate_of", "seconds_of", "magnitude",
            "ExpressionError", "ceil_div"]
 

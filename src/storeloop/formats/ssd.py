@@ -9,16 +9,14 @@ field.
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, field_validator
 
-from storeloop.model.ssd import PCIE_LANE_BPS, SSD, SsdEnergy
+from storeloop.formats.quantities import amps, bits_of, bytes_of, joules_per_byte, seconds_of, transfers, volts, watts
 from storeloop.formats.validate import Scalar, Strict, checked, top_level, validate
 from storeloop.formats.yamlio import error_at, field_path, load, locate
-from storeloop.formats.quantities import ExpressionError, bits_of, bytes_of, number, seconds_of, split_unit
-
+from storeloop.model.ssd import PCIE_LANE_BPS, SSD, SsdEnergy
 
 # NAND operating currents (3 V devices, typical): Numonyx NAND01G-B2B / NAND02G-B2C datasheet,
 # Table 23 "DC characteristics, 3 V devices": IDD1 sequential read 10 mA, IDD2 program 10 mA
@@ -31,35 +29,9 @@ THESIS = ("the thesis's system figure: 25 W at 10 GB/s = 2.5 nJ/B "
           "(seeds/001_996655810df1ea08.txt:1042, refs [12] [16])")
 
 
-def _unit(value, units: dict[str, float], what: str, example: str) -> float:
-    m = re.match(r"^(?P<expr>.*?[\d)\s])\s*(?P<unit>[A-Za-z]+/[A-Za-z]+)$", value.strip()) \
-        if isinstance(value, str) else None
-    amount, unit = (number(m.group("expr")), m.group("unit")) if m else split_unit(value)
-    if unit not in units:
-        raise ExpressionError(f"expected {what} such as '{example}' (units: {', '.join(units)}), got {value!r}")
-    x = float(amount * units[unit])
-    if not x >= 0:
-        raise ExpressionError(f"{what} cannot be negative, got {value!r}")
-    return x
-
-
-VOLTS = {"V": 1.0, "mV": 1e-3}
-AMPS = {"A": 1.0, "mA": 1e-3, "uA": 1e-6}
-WATTS = {"W": 1.0, "mW": 1e-3}
-PER_BYTE = {"J/B": 1.0, "nJ/B": 1e-9, "pJ/B": 1e-12, "pJ/bit": 8e-12, "nJ/bit": 8e-9}
-TRANSFERS = {"MT/s": 1e6, "GT/s": 1e9}
-
-
 def _check(fn):
     """A pydantic validator: ``fn`` must read the value (None passes)."""
     return classmethod(lambda cls, v: v if v is None else checked(fn, v))
-
-
-def volts(v): return _unit(v, VOLTS, "a voltage", "3.3 V")
-def amps(v): return _unit(v, AMPS, "a current", "25 mA")
-def watts(v): return _unit(v, WATTS, "a power", "5 W")
-def joules_per_byte(v): return _unit(v, PER_BYTE, "an energy per byte", "5 pJ/bit")
-def transfers(v): return _unit(v, TRANSFERS, "a transfer rate", "1000 MT/s")
 
 
 class HostSpec(Strict):
