@@ -224,7 +224,6 @@ def arch_from_native(doc: LDict) -> Arch:
 
 def _ssd_level(doc: LDict, loc: tuple, s: StorageSpec, word_bits: int, clock: float | None):
     """The SSD of a level's ``ssd:`` block and its peak read bandwidth in words/cycle."""
-
     for f in ("read_bandwidth", "write_bandwidth", "shared_bandwidth", "page_size"):
         if getattr(s, f) is not None:
             raise error_at(doc, loc + (f,), f"a level with an ssd: block takes its bandwidth and access granularity "

@@ -47,7 +47,6 @@ def pareto_front(df, x: str, y: str):
 def _vs_area(df, col: str, label: str, title: str):
     """A scatter of ``col`` against on-chip area (log scale), each workload a series with its Pareto
     front; the y axis starts at zero."""
-
     d = _ok(df)
     fig, (ax,) = _fig(size=(6.4, 4.2))
     for w, g in d.groupby("workload"):

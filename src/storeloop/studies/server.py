@@ -252,7 +252,6 @@ def buffering(root: Path) -> list[str]:
     """Study 5: which levels the thesis's mapping and the mapper's need double-buffered on
     OnionChopper (OnionPIR 64 GiB), and what a second copy of each costs (area and leakage from the
     energy plug-ins); the thesis assumes every level double-buffered (ch. 7)."""
-
     arch = load_arch(root / "arch/onionchopper.yaml")
     wl = load_workload(root / "workloads/onionpir-64GiB.yaml")
     table, comps = price(arch)

@@ -108,7 +108,6 @@ def _point_doc(sweep: Sweep, params: dict) -> LDict | None:
 
 def point_arch(sweep: Sweep, params: dict):
     """The loaded Arch of one point (errors name the spec's arch file and the point)."""
-
     return arch_from_native(_point_doc(sweep, params))
 
 
