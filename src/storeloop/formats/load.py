@@ -6,7 +6,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from storeloop.energy import double_buffered
+from storeloop.energy import double_buffered, price
 from storeloop.errors import SpecError
 from storeloop.formats import native, timeloop
 from storeloop.formats.mapping import mapping_from_native, validate_mapping
@@ -100,7 +100,7 @@ def load_energy_file(path: str | Path, kind: str, named_at: tuple | None = None)
 
 def load_energy_docs(ert: str | Path | None, art: str | Path | None) -> tuple:
     """An Accelergy ERT/ART pair read and checked once: (ERT doc, ART doc or None, their names), for
-    :func:`energy_table_from_docs` to price any arch with."""
+    :func:`energy_table` to price any arch with."""
     if ert is None:
         raise SpecError("no energy source: pass --ert ERT.yaml (and --art ART.yaml)",
                         allowed="an Accelergy ERT/ART pair")
@@ -108,12 +108,15 @@ def load_energy_docs(ert: str | Path | None, art: str | Path | None) -> tuple:
             str(art) if art else "no ART")
 
 
-def energy_table_from_docs(arch: Arch, docs: tuple) -> EnergyTable:
-    """``arch``'s per-action energies and areas from an ERT/ART pair (:func:`load_energy_docs`)."""
+def energy_table(arch: Arch, docs: tuple | None) -> EnergyTable:
+    """``arch``'s per-action energies and areas from an ERT/ART pair (:func:`load_energy_docs`), or
+    from the energy plug-ins where there is none."""
+    if docs is None:
+        return price(arch)[0]
     ert_doc, art_doc, ert_name, art_name = docs
     return double_buffered(arch, timeloop.energy_table_from_timeloop(arch, ert_doc, art_doc, ert_name, art_name))
 
 
 def load_energy_table(arch: Arch, ert: str | Path | None, art: str | Path | None) -> EnergyTable:
     """Per-action energies and areas from Timeloop/Accelergy ERT and ART files."""
-    return energy_table_from_docs(arch, load_energy_docs(ert, art))
+    return energy_table(arch, load_energy_docs(ert, art))

@@ -13,9 +13,8 @@ import math
 from pathlib import Path
 from typing import Callable
 
-from storeloop.energy import price
 from storeloop.errors import SpecError
-from storeloop.formats.load import energy_table_from_docs, load_arch, load_energy_docs
+from storeloop.formats.load import energy_table, load_arch, load_energy_docs
 from storeloop.formats.quantities import ExpressionError, split_unit
 from storeloop.ir import Workload
 from storeloop.mapper import map_workload
@@ -54,7 +53,7 @@ def crossover(arch_file: str | Path, workload: Workload, path: str, low: str, hi
         if v not in probes:
             value = f"{v:.6g} {unit}" if unit else int(v) if whole else float(f"{v:.6g}")
             arch = load_arch(arch_file, [(p, value) for p in path.split("+")])
-            energy = energy_table_from_docs(arch, docs) if docs is not None else price(arch)[0]
+            energy = energy_table(arch, docs)
             r = map_workload(arch, workload, energy).result
             probes[v] = (r.bound_by, r.cycles, r.energy_J)
             if on_probe is not None:

@@ -11,9 +11,8 @@ import warnings
 
 import yaml
 
-from storeloop.energy import price
 from storeloop.errors import StoreloopError
-from storeloop.formats.load import energy_table_from_docs
+from storeloop.formats.load import energy_table
 from storeloop.formats.mapping import mapping_from_native, mapping_to_native
 from storeloop.formats.yamlio import loads
 from storeloop.mapper import MapTimeout, map_workload
@@ -70,7 +69,7 @@ def run_point(point: Point, seeds: tuple[str, ...] = ()) -> dict:
 
 def _run_point(point: Point, seeds, row: dict) -> None:
     arch, w = point.arch, point.workload
-    energy = energy_table_from_docs(arch, point.energy) if point.energy is not None else price(arch)[0]
+    energy = energy_table(arch, point.energy)
     starts = []
     for text in seeds:
         try:
