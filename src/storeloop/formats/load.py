@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +9,7 @@ from storeloop.energy import double_buffered, price
 from storeloop.errors import SpecError
 from storeloop.formats import native, timeloop
 from storeloop.formats.mapping import mapping_from_native, validate_mapping
-from storeloop.formats.overrides import set_arch_field
+from storeloop.formats.overrides import arch_with
 from storeloop.formats.query import query_from_native
 from storeloop.formats.yamlio import error_at, load, locate
 from storeloop.ir import Arch, EnergyTable, Mapping, Workload
@@ -28,9 +27,7 @@ def load_arch(path: str | Path, overrides: dict[str, Any] | tuple = ()) -> Arch:
                             file=str(path), line=1, allowed="an arch in storeloop's format")
         return timeloop.arch_from_timeloop(doc)
     if items and isinstance(doc, dict) and "arch" in doc:
-        doc = copy.deepcopy(doc)
-        for key, value in items:
-            set_arch_field(doc, key, value)
+        doc = arch_with(doc, items)
     return native.arch_from_native(doc)
 
 

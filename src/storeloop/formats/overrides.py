@@ -10,6 +10,7 @@ the value is then checked by the format's own schema when the document is read.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from storeloop.errors import SpecError
@@ -20,6 +21,14 @@ def set_arch_field(doc: LDict, path: str, value: Any, root=None, loc=()) -> None
     """Set ``path`` (a parameter path, :func:`arch_field`) inside a loaded ``arch:`` document."""
     target, fld = arch_field(doc, path, root, loc)
     target[fld] = value
+
+
+def arch_with(doc: LDict, items) -> LDict:
+    """A copy of the ``arch:`` document ``doc`` with each (parameter path, value) of ``items`` set."""
+    out = copy.deepcopy(doc)
+    for path, value in items:
+        set_arch_field(out, path, value)
+    return out
 
 
 def arch_field(arch_doc: LDict, path: str, doc=None, loc=()) -> tuple[dict, str]:

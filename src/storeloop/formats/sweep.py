@@ -3,7 +3,6 @@ constraints between levels. Read once; :mod:`storeloop.sweeps.grid` generates th
 
 from __future__ import annotations
 
-import copy
 import math
 import operator
 import re
@@ -18,7 +17,7 @@ from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT, MapperOp
 from storeloop.formats.attributes import unread_attribute
 from storeloop.formats.load import load_energy_file, load_workload
 from storeloop.formats.native import ArchSpec
-from storeloop.formats.overrides import arch_field, set_arch_field
+from storeloop.formats.overrides import arch_field, arch_with
 from storeloop.formats.system import load_system
 from storeloop.formats.validate import Strict, shape, validate
 from storeloop.formats.yamlio import LDict, error_at, load
@@ -175,9 +174,7 @@ def load_sweep(path: str | Path) -> Sweep:
             if p.rsplit(".", 1)[-1] == "name":
                 raise error_at(doc, loc, f"'{p}' is a name, not a design field", allowed="a field of the level")
         for value in values:
-            trial = copy.deepcopy(arch_doc)
-            for p in paths:
-                set_arch_field(trial, p, value)
+            trial = arch_with(arch_doc, [(p, value) for p in paths])
             try:
                 validate(ArchSpec, trial["arch"], trial, ("arch",))
             except SpecError as exc:

@@ -3,7 +3,6 @@ meets the sweep's constraints, and the typed :class:`Point` a worker runs withou
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import itertools
 import json
@@ -16,7 +15,7 @@ from typing import Iterator
 from storeloop.errors import StoreloopError
 from storeloop.formats.load import load_energy_docs, load_workload
 from storeloop.formats.native import arch_from_native, capacity_words
-from storeloop.formats.overrides import set_arch_field
+from storeloop.formats.overrides import arch_with
 from storeloop.formats.quantities import ExpressionError, bits_of
 from storeloop.formats.sweep import _CONSTRAINT, _OPS, Sweep, _is_number
 from storeloop.formats.yamlio import LDict
@@ -99,11 +98,7 @@ def points(sweep: Sweep) -> Iterator[tuple[dict, Path]]:
 def _point_doc(sweep: Sweep, params: dict) -> LDict | None:
     if sweep.system_file is not None:
         return None
-    doc = copy.deepcopy(sweep.arch_doc)
-    for key, value in params.items():
-        for p in key.split("+"):
-            set_arch_field(doc, p, value)
-    return doc
+    return arch_with(sweep.arch_doc, [(p, value) for key, value in params.items() for p in key.split("+")])
 
 
 def point_arch(sweep: Sweep, params: dict):
