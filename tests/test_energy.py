@@ -145,3 +145,39 @@ def test_plugins_work_inside_hwcomponents():
     assert dram.area_um2 > 0
     assert get_area("DRAM", {"tech_node": 45e-9, "size": 2**33, "type": "DDR4"}, models=models) * 1e12 \
         == pytest.approx(dram.area_um2)
+    # latency and rate per action come from the plug-in's timing: 8 bytes at 10 GB/s; 500 ps clock
+    read = get_action_cost("Disk", {"width": 64, "read_bytes_per_s": 10e9}, "read", {}, models=models)
+    assert read.latency == pytest.approx(8 / 10e9) and read.throughput == pytest.approx(10e9 / 8)
+    mac_cost = get_action_cost("ModMAC", {"tech_node": 45e-9}, "mac", {}, models=models)
+    assert mac_cost.throughput == pytest.approx(2e9) and mac_cost.latency > 500e-12
+    # a required parameter the plug-in's model has (DRAM size) is required by hwcomponents too
+    with pytest.raises(Exception, match="size"):
+        get_area("CactiDRAM", {"tech_node": 45e-9}, models=models)
+
+
+def test_component_model_adapter_takes_the_parameters_of_its_function():
+    """One adapter makes the hwcomponents model of any plug-in: its parameters are the function's
+    (hwcomponents reads them from __init__'s code), its actions the estimate's."""
+    import inspect
+
+    from storeloop.energy import Estimate
+    from storeloop.energy.component_model import component_model
+
+    class Doubler:
+        name = "doubler"
+
+        def estimate(self, cls, a):
+            return Estimate({"read": 2.0 * a["bits"], "write": 3.0}, a["bits"] * 10.0, 1e-3, "test")
+
+    def attrs(tech_node, width=8):
+        return {"bits": width}
+
+    model = component_model(Doubler(), "doubler", ["Doubler"], attrs, ["read", "write"])
+    code = model.__init__.__code__
+    assert code.co_varnames[1:code.co_argcount] == ("tech_node", "width") and model.__init__.__defaults__ == (8,)
+    m = model(tech_node=45e-9, width=16)
+    assert m.read().energy == pytest.approx(32e-12) and m.write().energy == pytest.approx(3e-12)
+    assert m.area == pytest.approx(160e-12) and m.leak_power == pytest.approx(1e-3)
+    assert model.__name__ == "DoublerModel" and inspect.isclass(model)
+    with pytest.raises(TypeError, match="plain named"):
+        component_model(Doubler(), "doubler", ["Doubler"], lambda **kw: kw, ["read"])

@@ -14,9 +14,8 @@ attributes to price it.
 
 from __future__ import annotations
 
-from hwcomponents import ActionCost, ComponentModel, action
-
 from storeloop.energy import Estimate
+from storeloop.energy.component_model import component_model
 
 THESIS_POWER_W = 25.0
 THESIS_BYTES_PER_S = 10e9
@@ -52,29 +51,20 @@ class DiskPlugin:
         return Estimate({"read": read, "write": write}, float(a.get("area_um2", 0.0)), 0.0, src)
 
 
-class DiskModel(ComponentModel):
-    """hwcomponents model of an NVMe SSD read/written in ``width``-bit accesses (numbers from
-    :class:`DiskPlugin`); ``get_models(DiskModel)`` makes it usable in hwcomponents."""
+def _model_attributes(tech_node: float = 45e-9, width: int = 64, read_power_W: float = THESIS_POWER_W,
+                      write_power_W: float = THESIS_POWER_W, read_bytes_per_s: float = THESIS_BYTES_PER_S,
+                      write_bytes_per_s: float = THESIS_BYTES_PER_S) -> dict:
+    return {"word_bits": width, "block_size": 1, "read_power_W": read_power_W, "write_power_W": write_power_W,
+            "read_bytes_per_s": read_bytes_per_s, "write_bytes_per_s": write_bytes_per_s}
 
-    component_name = ["Disk", "SSD", "NVMe"]
-    priority = 0.9
 
-    def __init__(self, tech_node: float = 45e-9, width: int = 64, read_power_W: float = THESIS_POWER_W,
-                 write_power_W: float = THESIS_POWER_W, read_bytes_per_s: float = THESIS_BYTES_PER_S,
-                 write_bytes_per_s: float = THESIS_BYTES_PER_S):
-        self._estimate = DiskPlugin().estimate("disk", {
-            "word_bits": width, "block_size": 1, "read_power_W": read_power_W, "write_power_W": write_power_W,
-            "read_bytes_per_s": read_bytes_per_s, "write_bytes_per_s": write_bytes_per_s})
-        self._bytes = width / 8
-        self._rates = (read_bytes_per_s, write_bytes_per_s)
-        super().__init__(leak_power=0.0, area=self._estimate.area_um2 * 1e-12)
+def _timing(a: dict) -> dict:
+    """A ``width``-bit access takes its bytes over the drive's bandwidth."""
+    return {op: (a["word_bits"] / 8 / a[f"{op}_bytes_per_s"], a[f"{op}_bytes_per_s"] / (a["word_bits"] / 8))
+            for op in ("read", "write")}
 
-    @action
-    def read(self) -> ActionCost:
-        return ActionCost(energy=self._estimate.actions["read"] * 1e-12, latency=self._bytes / self._rates[0],
-                          throughput=self._rates[0] / self._bytes)
 
-    @action
-    def write(self) -> ActionCost:
-        return ActionCost(energy=self._estimate.actions["write"] * 1e-12, latency=self._bytes / self._rates[1],
-                          throughput=self._rates[1] / self._bytes)
+DiskModel = component_model(
+    DiskPlugin(), "disk", ["Disk", "SSD", "NVMe"], _model_attributes, ["read", "write"], _timing,
+    doc="hwcomponents model of an NVMe SSD read/written in ``width``-bit accesses (numbers from "
+        ":class:`DiskPlugin`); ``get_models(DiskModel)`` makes it usable in hwcomponents.")

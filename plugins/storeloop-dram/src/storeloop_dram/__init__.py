@@ -22,9 +22,8 @@ from __future__ import annotations
 import re
 import subprocess
 
-from hwcomponents import ActionCost, ComponentModel, action
-
 from storeloop.energy import Estimate
+from storeloop.energy.component_model import component_model
 
 CACTI_IO = ("DDR3", "DDR4", "LPDDR2", "WIDEIO")                # CACTI-IO interface models
 TEMPLATE = """\
@@ -184,24 +183,13 @@ class DRAMPlugin:
         return Estimate({"read": rd, "write": wr}, area, dies * r.get("leak_mw", 0.0) * 1e-3, src)
 
 
-class CactiDRAMModel(ComponentModel):
-    """hwcomponents model of a DRAM of ``size`` bits priced by CACTI's main-memory model (numbers
-    from :class:`DRAMPlugin`, per ``width``-bit access); area is no longer 0."""
+def _model_attributes(tech_node: float, size: int, width: int = 64, type: str = "DDR4",
+                      page_policy: str = "open") -> dict:
+    return {"technology": tech_node, "size_bits": size, "width": width, "type": type, "word_bits": width,
+            "block_size": 1, "page_policy": page_policy}
 
-    component_name = ["DRAM", "CactiDRAM"]
-    priority = 0.9
 
-    def __init__(self, tech_node: float, size: int, width: int = 64, type: str = "DDR4",
-                 page_policy: str = "open"):
-        self._estimate = DRAMPlugin().estimate("dram", {
-            "technology": tech_node, "size_bits": size, "width": width, "type": type,
-            "word_bits": width, "block_size": 1, "page_policy": page_policy})
-        super().__init__(leak_power=self._estimate.leak_W, area=self._estimate.area_um2 * 1e-12)
-
-    @action
-    def read(self) -> ActionCost:
-        return ActionCost(energy=self._estimate.actions["read"] * 1e-12, latency=0.0, throughput=float("inf"))
-
-    @action
-    def write(self) -> ActionCost:
-        return ActionCost(energy=self._estimate.actions["write"] * 1e-12, latency=0.0, throughput=float("inf"))
+CactiDRAMModel = component_model(
+    DRAMPlugin(), "dram", ["DRAM", "CactiDRAM"], _model_attributes, ["read", "write"], class_name="CactiDRAMModel",
+    doc="hwcomponents model of a DRAM of ``size`` bits priced by CACTI's main-memory model (numbers from "
+        ":class:`DRAMPlugin`, per ``width``-bit access); area is no longer 0.")

@@ -28,9 +28,8 @@ from __future__ import annotations
 
 import math
 
-from hwcomponents import ActionCost, ComponentModel, action
-
 from storeloop.energy import Estimate
+from storeloop.energy.component_model import component_model
 
 FA_PS = 153.58           # thesis ch. 4.2.5, yosys
 CMP_BIT_PS = 100.32      # thesis ch. 4.2.5, yosys
@@ -97,25 +96,20 @@ class ModMACPlugin:
         return Estimate({"mac": e_logic + e_regs}, area, leak, src)
 
 
-class ModMACModel(ComponentModel):
-    """hwcomponents model of the OnionChopper Barrett modular MAC (numbers from
-    :class:`ModMACPlugin`): ``get_models(ModMACModel)`` makes it usable in hwcomponents."""
+def _model_attributes(tech_node: float, width: int = 64, clock_period_ps: float = 500.0,
+                      fa_per_stage: int | None = None) -> dict:
+    attrs = {"technology": tech_node, "width": width, "clock_period_ps": clock_period_ps}
+    return attrs if fa_per_stage is None else {**attrs, "fa_per_stage": fa_per_stage}
 
-    component_name = ["ModMAC", "BarrettModMAC"]
-    priority = 0.9
 
-    def __init__(self, tech_node: float, width: int = 64, clock_period_ps: float = 500.0,
-                 fa_per_stage: int | None = None):
-        attrs = {"technology": tech_node, "width": width, "clock_period_ps": clock_period_ps}
-        if fa_per_stage is not None:
-            attrs["fa_per_stage"] = fa_per_stage
-        self._estimate = ModMACPlugin().estimate("modmac", attrs)
-        self._period_s = clock_period_ps * 1e-12
-        self._depth = pipeline(width, fa_per_stage or int(clock_period_ps // FA_PS))[0]
-        super().__init__(leak_power=self._estimate.leak_W, area=self._estimate.area_um2 * 1e-12)
+def _timing(a: dict) -> dict:
+    """One modular multiply-accumulate: pipelined, one per clock period."""
+    period = a["clock_period_ps"] * 1e-12
+    depth = pipeline(a["width"], a.get("fa_per_stage") or int(a["clock_period_ps"] // FA_PS))[0]
+    return {"mac": (depth * period, 1 / period)}
 
-    @action
-    def mac(self) -> ActionCost:
-        """One modular multiply-accumulate: pipelined, one per clock period."""
-        return ActionCost(energy=self._estimate.actions["mac"] * 1e-12, latency=self._depth * self._period_s,
-                          throughput=1 / self._period_s)
+
+ModMACModel = component_model(
+    ModMACPlugin(), "modmac", ["ModMAC", "BarrettModMAC"], _model_attributes, ["mac"], _timing,
+    doc="hwcomponents model of the OnionChopper Barrett modular MAC (numbers from :class:`ModMACPlugin`): "
+        "``get_models(ModMACModel)`` makes it usable in hwcomponents.")
