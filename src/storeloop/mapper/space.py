@@ -12,7 +12,9 @@ temporal loops. Two exact reductions keep the space small without losing any dis
   reuse signature.
 * **Dominance.** Without a user permutation, a class that indexes every tensor goes outermost and
   a class that indexes none goes innermost: any other place can only add iterations above some
-  tensor's innermost relevant loop, never remove them.
+  tensor's innermost relevant loop, never remove them. More generally, of the distinct reuse
+  signatures of one pattern only those no other one covers (at least the same loops below every
+  tensor's innermost relevant loop) are searched.
 """
 
 from __future__ import annotations
@@ -223,8 +225,29 @@ class MapSpace:
                 rep = seen.setdefault(tuple(sig), canon)
                 if self.ordered:                      # the orders the tree's rep stands for
                     self.expansions[L].setdefault(rep, []).append(perm)
-            out[pattern] = list(seen.values())
+            out[pattern] = self._undominated(L, seen)
         return out
+
+    def _undominated(self, L: int, seen: dict[tuple, tuple[int, ...]]) -> list[tuple[int, ...]]:
+        """The orders no other order of the same classes dominates: one whose every tensor has at
+        least the same loops below its innermost relevant one has every tensor's repetitions at
+        most as many (a product of fewer of the same factors), so every count the tree bounds and
+        the model prices is at most as large. A windowed problem's leaves still price the
+        dominated orders: they become expansions of a dominating one (its surrogate price bounds
+        theirs)."""
+        sigs = list(seen)
+
+        def covers(a, b) -> bool:
+            return a != b and all(x is None and y is None or x is not None and y is not None and x >= y
+                                  for x, y in zip(a, b))
+
+        keep = [a for a in sigs if not any(covers(b, a) for b in sigs)]
+        if self.ordered:
+            for a in sigs:
+                if a not in keep:
+                    into = next(b for b in keep if covers(b, a))
+                    self.expansions[L][seen[into]].extend(self.expansions[L].pop(seen[a]))
+        return [seen[a] for a in keep]
 
     # ------------------------------------------------------------------ keep / bypass
     def _keep_masks(self, L: int) -> list[int]:

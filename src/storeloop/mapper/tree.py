@@ -30,7 +30,7 @@ from storeloop.mapper.window import touched
 from storeloop.model import costs, disk
 from storeloop.errors import MappingError
 from storeloop.model.evaluate import evaluate
-from storeloop.ir import EnergyTable, Mapping, Workload
+from storeloop.ir import EnergyTable, Mapping, Workload, plain
 
 RD, FL, UP = 0, 1, 2
 # a leaf priced by the reference model (a sliding window's exact leaves) counts as this many
@@ -166,6 +166,9 @@ class Tree(BelowBounds):
         self.halt = lambda: False  # the search's stop rules (deadline, budget), checked between exact leaves
         # the model's tiles of a windowed problem (rank extents sum(c * (F - 1)) + 1): a level's
         # capacity is checked on them, so no child is kept whose tiles the model would refuse
+        # the read-only tensors with a windowed rank (their true tiles bound their arrivals)
+        self.windowed = [] if exact is None else [
+            t for t, tn in enumerate(exact.tensors) if not tn.read_write and any(not plain(r) for r in tn.ranks)]
         self.extents = None if exact is None else [
             [(np.array([d for d, _ in r]), np.array([c for _, c in r])) for r in t.ranks] for t in exact.tensors]
 
@@ -515,6 +518,29 @@ class Tree(BelowBounds):
                 out[:, t] *= ((rem[:, dims] - 1) * cs).sum(axis=1) + 1
         return out
 
+    def _window_arrivals(self, n: Node, rows: dict, true_tiles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(fills, parent reads) per row and tensor of the next level's tiles, where they are a
+        tighter bound than the surrogate's ``arr``: for a read-only windowed tensor, every step of
+        the loops above down to the innermost one over a plain rank of it (the surrogate's ``rep``)
+        moves its tile along that rank by the rank's whole extent, and every step of a loop outside
+        it wraps that loop back by at least as much, so the model's delta walk brings the whole
+        *true* tile (``true_tiles``) each time: arrivals >= true tile x rep. Fills equal arrivals
+        where no fanout feeds the next level (else links can lower them); the parent reads equal
+        them where no fanout lies between the two keepers (else multicast and links can)."""
+        arr = rows["arr"]
+        if self.extents is None:
+            return arr, arr
+        fills, reads = arr.copy(), arr.copy()
+        no_fanout = (rows["sx"] * rows["sy"]).prod(axis=1) == 1
+        for t in self.windowed:
+            pl = int(n.last[t])
+            if pl < 0:
+                continue
+            true = np.maximum(true_tiles[:, t] * rows["rep"][:, t], arr[:, t])
+            fills[:, t] = np.where(no_fanout, true, arr[:, t])
+            reads[:, t] = np.where(rows["util"] == n.util[pl], true, arr[:, t])
+        return fills, reads
+
     def expand(self, n: Node, best: tuple | None, objective) -> Children | tuple:
         """Children of an inner node (bounded, pruned, sorted), or the best leaf of a last-level node."""
         rows = self._rows(n)
@@ -531,7 +557,10 @@ class Tree(BelowBounds):
         arr, part, scat = rows["arr"], rows["part"], rows["scat"]
         # what each tensor adds, kept at L1 or not: per level traffic (reads, writes) and energy
         fill = np.where(self.rw[None, :], arr - part, arr)                            # (m, T)
-        used = (self._true_tiles(rows)[:, None, :] * kept[None, :, :]).sum(axis=2)      # (m, K)
+        true_tiles = self._true_tiles(rows)
+        used = (true_tiles[:, None, :] * kept[None, :, :]).sum(axis=2)                  # (m, K)
+        # a windowed tensor kept at L1: its fills and the parent's reads of it, from its true tile
+        w_fill, w_read = self._window_arrivals(n, rows, true_tiles)
         ok = np.ones((m, len(masks)), bool) if lvl1.size_words is None else used <= lvl1.size_words
         self.stats["candidates"] += ok.size
         self.stats["pruned_capacity"] += int((~ok).sum())
@@ -563,7 +592,8 @@ class Tree(BelowBounds):
             via0 = (arr[:, t] * scat[:, t]).astype(np.float64)
             # where L1 does not keep t: bypassing a last level without fanout, one access per
             # compute; above it, the reuse the capacities below force
-            via = np.where(k, via0[:, None], (np.maximum(via0, cc_lb * scat[:, t]) if innermost
+            via = np.where(k, (w_read[:, t] * scat[:, t]).astype(np.float64)[:, None],
+                           (np.maximum(via0, cc_lb * scat[:, t]) if innermost
                                               else via0 * forced_reuse(t))[:, None])
             if pl < 0:
                 pass                       # no keeper above yet: nothing is read from above
@@ -593,7 +623,7 @@ class Tree(BelowBounds):
             if self.rw[t]:             # (the outermost keeper is never filled)
                 w1, r1 = (fill[:, t] if pl >= 0 else 0.0) + a, a - part[:, t]
             else:
-                w1, r1 = a * (pl >= 0), np.maximum(a, cc_lb) if innermost else a
+                w1, r1 = w_fill[:, t] * (pl >= 0), np.maximum(a, cc_lb) if innermost else a
             tr_w[L1] += np.where(k, w1[:, None], 0.0)
             tr_r[L1] += np.where(k, r1[:, None], 0.0)
             e += np.where(k, ((w1 * self.wpw[L1] + r1 * self.rpw[L1]) * util1)[:, None], 0.0)
@@ -669,18 +699,20 @@ class Tree(BelowBounds):
         util = n.util.copy()
         util[L1] = rows["util"][j]
         e_acc, ssd_s, ssd_pJ, pending = n.e_acc, n.ssd_s, n.ssd_pJ, n.pending
+        one = {k: v if k == "perms" else v[j:j + 1] for k, v in rows.items()}
+        w_fill, w_read = self._window_arrivals(n, one, self._true_tiles(one))
         for t in range(self.T):
             if not mask >> t & 1:
                 continue
             pl = int(last[t])
-            a, p = int(rows["arr"][j, t]), int(rows["part"][j, t])
+            a, p = int(w_fill[0, t]), int(rows["part"][j, t])
             cnt[L1, t, FL] = costs.keeper_accesses(self.rw[t], 0, a, p, pl >= 0)[1]
             fill_pJ = -(-cnt[L1, t, FL] // self.arch.levels[L1].block_size) * self.costs[L1].write_pJ * float(util[L1])
             if pl < 0:                     # its outermost keeper: nothing above serves it
                 e_acc += fill_pJ
                 last[t], scat[t], partl[t] = L1, 1, p
                 continue
-            cnt[pl, t, RD], _, cnt[pl, t, UP] = costs.keeper_accesses(self.rw[t], a * int(scat[t]), 0,
+            cnt[pl, t, RD], _, cnt[pl, t, UP] = costs.keeper_accesses(self.rw[t], int(w_read[0, t]) * int(scat[t]), 0,
                                                                      int(partl[t]), False)
             if pl in self.pages:
                 run = int(self._runs(t, n.spans[pl], rows["rem"][j])[0])
