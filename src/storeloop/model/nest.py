@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import itertools
 import math
-from fractions import Fraction
 from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
 
 from storeloop.model import costs
 from storeloop.ir.check import check_mapping
@@ -370,19 +372,27 @@ def _unit_link_reads(t: Tensor, loops, stride, unit_nest, width: int) -> int:
     for (d, f), s in zip(spatial, sstride):   # unit index: the innermost spatial loop runs fastest
         units = [tuple(a + b for a, b in zip(u, move(d, i * s))) for i in range(f) for u in units]
     nbrs = costs.grid_neighbours(len(units), width)
-    reads, prev = 0, None
-    for idx in itertools.product((0, 1), repeat=len(temporal)):
-        weight, origin = 1, zero
-        for i, (d, f, s) in zip(idx, temporal):
-            if i:
-                weight *= f - 1
-                origin = tuple(a + b for a, b in zip(origin, move(d, s)))
-        points = [tuple(a + b for a, b in zip(origin, u)) for u in units]
-        # the distinct points of the units no neighbour can serve (never more than without links)
-        reads += len({p for e, p in enumerate(points)
-                      if prev is None or not any(prev[n] == p for n in nbrs[e])}) * weight
-        prev = points
-    return reads
+    # every simulated step at once (the first temporal loop is the most significant bit), the
+    # units' points as one integer each
+    k, R = len(temporal), len(t.ranks)
+    bits = (np.arange(1 << k)[:, None] >> np.arange(k - 1, -1, -1)[None, :]) & 1             # (S, k)
+    moves = np.array([move(d, s) for d, _, s in temporal], np.int64).reshape(k, R)
+    weight = np.where(bits == 1, np.array([f - 1 for _, f, _ in temporal], np.int64)[None, :], 1).prod(axis=1)
+    pts = (bits @ moves)[:, None, :] + np.array(units, np.int64)[None, :, :]                  # (S, U, R)
+    lo = pts.min(axis=(0, 1))
+    span = pts.max(axis=(0, 1)) - lo + 1
+    code = ((pts - lo) * np.concatenate([np.cumprod(span[::-1])[-2::-1], [1]])).sum(axis=2)    # (S, U)
+    # a unit is served over a link when a grid neighbour's point one step earlier is its point
+    served = np.zeros(code.shape, bool)
+    width_n = max((len(n) for n in nbrs), default=0)
+    for j in range(width_n):
+        nb = np.array([n[j] if j < len(n) else -1 for n in nbrs])
+        has = nb >= 0
+        served[1:, has] |= code[:-1, nb[has]] == code[1:, has]
+    # the distinct points of the units no neighbour can serve (never more than without links)
+    kept = np.sort(np.where(served, -1, code), axis=1)
+    distinct = ((kept[:, 1:] != kept[:, :-1]) & (kept[:, 1:] >= 0)).sum(axis=1) + (kept[:, 0] >= 0)
+    return int((distinct * weight).sum())
 
 
 def _point_changes(t: Tensor, loops, stride) -> int:
