@@ -756,20 +756,27 @@ class Tree(BelowBounds):
         keys, inverse = np.unique(spatial, axis=0, return_inverse=True)
         # with a free layout, every combination of the tensors' unbeaten layouts (Node.pending)
         layouts = [(sum(x[0] for x in xs), sum(x[1] for x in xs)) for xs in itertools.product(*n.pending)]
-        cycles, energy, row, oid, orders = [], [], [], [], []      # per priced leaf: its row, its order
+        row, oid, orders = [], [], []            # per priced leaf: its row, its order
         for g, key in enumerate(keys):
             sel = np.nonzero(inverse.reshape(-1) == g)[0]
-            sub = {k: v if k == "perms" else v[sel] for k, v in rows.items()}
             dims = np.nonzero(key)[0].tolist()
             for order in itertools.permutations(dims) if len(dims) > 1 else [tuple(dims)]:
                 orders.append(order)
-                for extra in layouts:
-                    c, e = self._price_leaves(n, sub, order, *extra)
-                    cycles.append(c)
-                    energy.append(e)
-                    row.append(sel)
-                    oid.append(np.full(len(sel), len(orders) - 1))
-        cycles, energy, row, oid = (np.concatenate(x) for x in (cycles, energy, row, oid))
+                row.append(sel)
+                oid.append(np.full(len(sel), len(orders) - 1))
+        row, oid = np.concatenate(row), np.concatenate(oid)
+        # each leaf's nest of the last level's spatial loops: its order, then the other dimensions
+        nests = np.array([list(o) + [d for d in range(self.D) if d not in o] for o in orders], np.int64)[oid]
+        sub = {k: v if k == "perms" else v[row] for k, v in rows.items()}
+        priced = [self._price_leaves(n, sub, nests, *extra) for extra in layouts]
+        cycles, energy = (np.concatenate([p[i] for p in priced]) for i in (0, 1))
+        if len(layouts) > 1:        # leaves listed per order, then per layout (ties go to the first)
+            M, starts = len(row), np.flatnonzero(np.r_[True, oid[1:] != oid[:-1]])
+            at = np.concatenate([np.arange(e * M + a, e * M + b)
+                                 for a, b in zip(starts, np.r_[starts[1:], M]) for e in range(len(layouts))])
+            cycles, energy = cycles[at], energy[at]
+            row, oid = (np.concatenate([x[a:b] for a, b in zip(starts, np.r_[starts[1:], M]) for _ in layouts])
+                        for x in (row, oid))
         self.stats["candidates"] += len(row) - m
         if self.space.min_units:             # Timeloop's min parallelism: too few compute units in use
             few = rows["util"] < self.space.min_units
@@ -825,11 +832,12 @@ class Tree(BelowBounds):
                         key, out = (r.cycles, r.energy_pJ), (r.cycles, r.energy_pJ, ch)
         return out
 
-    def _price_leaves(self, n: Node, rows: dict, order: tuple, extra_s: float = 0.0,
+    def _price_leaves(self, n: Node, rows: dict, nests: np.ndarray, extra_s: float = 0.0,
                       extra_pJ: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """Cycles and energy of the complete mappings in ``rows`` with the last level's spatial
-        loops nested in ``order`` on each axis (outer first; other dimensions after), the SSD
-        level's streams taking ``extra_s`` seconds and ``extra_pJ`` more than ``n``'s least."""
+        loops nested on each axis in each row's ``nests`` (a permutation of the dimensions, outer
+        first), the SSD level's streams taking ``extra_s`` seconds and ``extra_pJ`` more than
+        ``n``'s least."""
         m, T = len(rows["P"]), self.T
         cc = rows["P"]
         cnt = np.broadcast_to(n.cnt, (m,) + n.cnt.shape).copy()
@@ -837,15 +845,14 @@ class Tree(BelowBounds):
         # loop of the last level, an operand reaches the units only when it changes (rep), except
         # at units without a mesh neighbour holding the same one (costs.unit_content). The last
         # level's nest is its Y loops then its X loops, each in ``order``.
-        nest = list(order) + [d for d in range(rows["sx"].shape[1]) if d not in order]
-        sx, sy = rows["sx"][:, nest], rows["sy"][:, nest]
+        sx, sy = np.take_along_axis(rows["sx"], nests, axis=1), np.take_along_axis(rows["sy"], nests, axis=1)
         inner_sp = (sx > 1).any(axis=1) | (sy > 1).any(axis=1)
         units = np.concatenate([sx[:, ::-1], sy[:, ::-1]], axis=1)          # innermost first
         width = np.maximum(self.space.fanouts[-1][1], sx.prod(axis=1))
         for t in range(T):
             pl = int(n.last[t])
-            rel = np.asarray(self.rel[t])[nest][::-1]
-            rel_units = np.broadcast_to(np.concatenate([rel, rel]), units.shape)
+            rel = np.asarray(self.rel[t])[nests][:, ::-1]
+            rel_units = np.concatenate([rel, rel], axis=1)
             shared = np.where(rel_units, units, 1).prod(axis=1)
             ca = costs.unit_content(inner_sp, rows["rep"][:, t], cc, rows["scat"][:, t], shared,
                                     costs.unshared_operands(units, rel_units, width))
