@@ -177,10 +177,11 @@ def test_no_worse_than_timeloop_mapper(case):
 
 
 TLMAPPER = sorted(p for p in (Path(__file__).parent / "timeloop-mapper").glob("*__*") if p.is_dir())
-# where storeloop's map does not reach the real timeloop-mapper's answer (the innermost level fans
-# out to the compute units and the windowed surrogate's bounds are loose there; docs/windows.md):
-# run for 60 s as expected failures
-BEHIND = {"a5__cnn-small", "a8__cnn-s2-5x5"}
+# where storeloop's map does not reach the real timeloop-mapper's answer within the budget (the
+# innermost level fans out to a mesh of compute units and the windowed surrogate's leaf prices are
+# loose there, so the budget goes to leaves the model prices; docs/windows.md): run for 60 s as an
+# expected failure (it reaches 2,072 cycles against Timeloop's 2,472 after ~58 s on a quiet machine)
+BEHIND = {"a8__cnn-s2-5x5"}
 
 
 def tl_case(case: Path):

@@ -36,6 +36,7 @@ RD, FL, UP = 0, 1, 2
 # a leaf priced by the reference model (a sliding window's exact leaves) counts as this many
 # candidates against a budget: its cost is about a thousand bounded candidates'
 EXACT_COST = 1000
+CARTESIAN_CACHE = 2_000_000      # rows of temporal factor combinations a tree keeps for reuse
 
 
 def pareto(secs: np.ndarray, pj: np.ndarray) -> np.ndarray:
@@ -159,6 +160,9 @@ class Tree(BelowBounds):
         self.global_lb, self.bound_parts = self.lower_bound()
         self.below = self._below_terms()
         self._refills: dict[tuple, tuple | None] = {}
+        self._spatial: dict[int, tuple] = {}       # per level: its spatial options as arrays
+        self._cartesian: dict[tuple, np.ndarray] = {}   # (level, what is left) -> its temporal factors
+        self._cached = 0                                  # rows in _cartesian
         self.inst_above = max((lvl.instances for lvl in self.arch.levels[:-1]), default=1)   # (outputs: partitions)
         self.stats = {"candidates": 0, "complete": 0, "pruned_capacity": 0, "pruned_bound": 0}
         if exact is not None:      # leaves priced by the model, and any whose surrogate price exceeded it
@@ -281,7 +285,7 @@ class Tree(BelowBounds):
         innermost level fans out, Timeloop's compute-level deltas can make those reads as rare as
         the operand changes, so the per-compute term is left out there. Per tensor, the cheapest
         keeper the constraints allow is taken."""
-        w, space = self.workload, self.space
+        w = self.workload
         macs = w.macs
         per_compute = self.space.fanouts[-1][0] == 1
         parts = {"compute": float(self.compute_pJ)}
@@ -431,30 +435,45 @@ class Tree(BelowBounds):
 
     # ------------------------------------------------------------------ expansion
     def _combos(self, n: Node) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        L, space = n.depth, self.space
-        last_level = L == self.nlev - 1
-        tf, xs, ys = [], [], []
-        for x, y in space.spatial_options[L]:
-            s = np.array(x) * np.array(y)
-            if np.any(n.rem % s):
-                continue
-            left = n.rem // s
-            lists = []
-            for d in range(self.D):
-                lo, hi = space.temporal_range(L, d)
-                opts = [int(left[d])] if last_level else divisors(int(left[d]))
-                # what is left for the levels below must be within what they can take
-                r_lo, r_hi = self.reach_lo[L + 1, d], self.reach_hi[L + 1, d]
-                lists.append([f for f in opts if lo <= f <= hi and r_lo <= left[d] // f <= r_hi])
-            c = cartesian(lists)
+        """Every (temporal factors, X, Y) of level n.depth: per spatial option (in the map space's
+        order) that divides what is left, the temporal factors the level's ranges and the levels
+        below can take (the last level takes all that is left)."""
+        L = n.depth
+        if L not in self._spatial:
+            opts = self.space.spatial_options[L]
+            x = np.array([o[0] for o in opts], np.int64).reshape(len(opts), self.D)
+            y = np.array([o[1] for o in opts], np.int64).reshape(len(opts), self.D)
+            rng = np.array([self.space.temporal_range(L, d) for d in range(self.D)], np.int64).reshape(self.D, 2)
+            self._spatial[L] = (x, y, x * y, rng)
+        x, y, s, rng = self._spatial[L]
+        ok = (n.rem[None, :] % s == 0).all(axis=1)
+        x, y, left = x[ok], y[ok], n.rem[None, :] // s[ok]
+        if L == self.nlev - 1:
+            ok = ((left >= rng[:, 0]) & (left <= rng[:, 1])).all(axis=1)
+            return left[ok], x[ok], y[ok]
+        tf, rows = [], []
+        for i, key in enumerate(map(tuple, left.tolist())):
+            if (L, key) not in self._cartesian:
+                lists = []
+                for d in range(self.D):
+                    # what is left for the levels below must be within what they can take
+                    r_lo, r_hi = self.reach_lo[L + 1, d], self.reach_hi[L + 1, d]
+                    lists.append([f for f in divisors(key[d]) if rng[d, 0] <= f <= rng[d, 1]
+                                  and r_lo <= key[d] // f <= r_hi])
+                if self._cached > CARTESIAN_CACHE:     # memory stays bounded on large problems
+                    self._cartesian.clear()
+                    self._cached = 0
+                self._cartesian[L, key] = cartesian(lists)
+                self._cached += len(self._cartesian[L, key])
+            c = self._cartesian[L, key]
             if len(c):
                 tf.append(c)
-                xs.append(np.broadcast_to(np.array(x), c.shape))
-                ys.append(np.broadcast_to(np.array(y), c.shape))
+                rows.append(np.full(len(c), i))
         if not tf:
             z = np.zeros((0, self.D), np.int64)
             return z, z, z
-        return np.concatenate(tf), np.concatenate(xs), np.concatenate(ys)
+        rows = np.concatenate(rows)
+        return np.concatenate(tf), x[rows], y[rows]
 
     def _rows(self, n: Node) -> dict | None:
         """Every (factors, order) of level n.depth, with the state each leaves for the next level."""
