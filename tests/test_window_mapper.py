@@ -210,3 +210,29 @@ def test_the_true_tile_bound_never_cuts_a_windowed_optimum():
         assert tree.stats["bound_violations"] == 0
         tighter += bool(tree.windowed)
     assert tighter >= 30, tighter
+
+
+def test_an_expansion_in_pieces_and_a_cap_on_children(monkeypatch):
+    """A level is expanded in pieces of at most CHUNK_ROWS rows (memory stays bounded on large
+    layers): in pieces of 5 rows every answer and claim is the same as in one piece. An expansion
+    keeps at most MAX_CHILDREN children: with 3, the search that ends says 'truncated', never
+    'optimal' unless a bound proves it, and what it calls optimal is the brute-force minimum."""
+    from storeloop.mapper import map_workload
+    from storeloop.mapper import tree as T
+
+    def run(seed):
+        arch, work, energy, objective, at = window_case(seed)
+        out = map_workload(arch, work, energy, objective=objective, energy_gap=0.0, converge=False)
+        return out.result.cycles, out.result.energy_pJ, out.search["stopped"]
+
+    seeds = range(12)
+    whole = [run(s) for s in seeds]
+    monkeypatch.setattr(T, "CHUNK_ROWS", 5)
+    assert [run(s) for s in seeds] == whole
+    monkeypatch.setattr(T, "MAX_CHILDREN", 3)
+    capped = [run(s) for s in seeds]
+    assert any(c[2] == "truncated" for c in capped)
+    for s, (cyc, pj, stopped), (wc, wpj, _) in zip(seeds, capped, whole):
+        assert stopped in ("optimal", "truncated")
+        if stopped == "optimal":
+            assert (cyc, pj) == pytest.approx((wc, wpj), rel=1e-9), s

@@ -19,6 +19,9 @@ Why a search stopped is one of :data:`STOPS`, named in the report:
   improvement as before it (at least :data:`CONVERGE_MIN`), counted in candidates, not seconds,
   so the answer does not depend on the machine's load (for the random searches: Timeloop's
   victory condition);
+* ``truncated``: the branch and bound ended, but some expansion had more children than it keeps
+  (:data:`storeloop.mapper.tree.MAX_CHILDREN`, memory) and cut the ones with the worst bounds, so
+  the answer is not proven;
 * ``budget``: the branch and bound generated the candidates it was allowed (``budget``); counted
   like ``converged``, so the same inputs give the same answer on a quiet or a busy machine;
 * ``time-limit`` (a safety net: where it ends a search, the answer depends on the machine's load)
@@ -42,7 +45,7 @@ from storeloop.model.fast import FastModel
 from storeloop.ir import Mapping
 
 
-STOPS = ("optimal", "energy-gap", "converged", "budget", "time-limit", "interrupted")
+STOPS = ("optimal", "energy-gap", "converged", "truncated", "budget", "time-limit", "interrupted")
 CONVERGE_MIN = 5_000_000         # candidates a branch and bound spends at least before "converged"
 
 
@@ -226,6 +229,8 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
             best, trace = (found.cycles, found.energy_pJ, found.mapping), found.stats["improvements"]
         if improved or found.mapping is not None or found.stopped:
             break
+    if found.stopped is None and tree.stats.get("truncated"):
+        found.stopped = "truncated"       # the walk ended, but children were cut without a bound
     found.complete = found.stopped in (None, "optimal")
     found.stopped = found.stopped or "optimal"
     if best is not None:
@@ -291,7 +296,7 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
             for best, why, stats in outs:                # earliest share first: ties keep the first
                 stopped = stopped or why
                 for k, v in stats.items():
-                    tree.stats[k] += v
+                    tree.stats[k] = tree.stats.get(k, 0) + v
                 if best is not None and (dfs.best is None or objective.better(best[0], best[1], dfs.key())):
                     dfs.best = best
     except _Stop as exc:

@@ -37,6 +37,24 @@ RD, FL, UP = 0, 1, 2
 # candidates against a budget: its cost is about a thousand bounded candidates'
 EXACT_COST = 1000
 CARTESIAN_CACHE = 2_000_000      # rows of temporal factor combinations a tree keeps for reuse
+CHUNK_ROWS = 250_000             # (factors, order) rows of one level bounded at once
+MAX_CHILDREN = 2_000_000         # children an expansion keeps (the best bounds); the rest are cut
+
+
+def _join(a: tuple, b: tuple) -> tuple:
+    """Two pieces' survivors (rows, r, c, clb, elb, refill) as one, b's rows after a's."""
+    rows = {k: v if k == "perms" else np.concatenate([v, b[0][k]]) for k, v in a[0].items()}
+    off = len(a[0]["P"])
+    info = None
+    if a[5] is not None:
+        x, y = a[5], b[5]
+        info = {"counted": np.concatenate([x["counted"], y["counted"]]),
+                "below": np.concatenate([x["below"], y["below"]]),
+                "moved": [np.concatenate([p, q]) for p, q in zip(x["moved"], y["moved"])],
+                "keeper": [None if p is None else (p[0], np.concatenate([p[1], q[1]]))
+                           for p, q in zip(x["keeper"], y["keeper"])]}
+    return (rows, np.concatenate([a[1], b[1] + off]), np.concatenate([a[2], b[2]]), np.concatenate([a[3], b[3]]),
+            np.concatenate([a[4], b[4]]), info)
 
 
 def pareto(secs: np.ndarray, pj: np.ndarray) -> np.ndarray:
@@ -163,6 +181,8 @@ class Tree(BelowBounds):
         self._spatial: dict[int, tuple] = {}       # per level: its spatial options as arrays
         self._cartesian: dict[tuple, np.ndarray] = {}   # (level, what is left) -> its temporal factors
         self._cached = 0                                  # rows in _cartesian
+        self._perms: list[tuple] = []                    # the orders rows name (rows["oid"] indexes it)
+        self._perm_ids: dict[tuple, int] = {}
         self.inst_above = max((lvl.instances for lvl in self.arch.levels[:-1]), default=1)   # (outputs: partitions)
         self.stats = {"candidates": 0, "complete": 0, "pruned_capacity": 0, "pruned_bound": 0}
         if exact is not None:      # leaves priced by the model, and any whose surrogate price exceeded it
@@ -475,19 +495,39 @@ class Tree(BelowBounds):
         rows = np.concatenate(rows)
         return np.concatenate(tf), x[rows], y[rows]
 
-    def _rows(self, n: Node) -> dict | None:
-        """Every (factors, order) of level n.depth, with the state each leaves for the next level."""
-        tf, sx, sy = self._combos(n)
-        if not len(tf):
-            return None
+    def _patterns(self, tf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per (temporal factors) row: the product of each class's factors, and which classes have a
+        loop (the pattern that selects the level's orders)."""
         k = len(self.space.classes)
         cp = np.ones((len(tf), k), np.int64)
         for ci, (_, ds) in enumerate(self.space.classes):
             cp[:, ci] = tf[:, ds].prod(axis=1)
-        pattern = ((cp > 1) * (1 << np.arange(k))).sum(axis=1)
-        idx, oids, perms = [], [], []          # rows x orders; each row's order as an index into perms
+        return cp, ((cp > 1) * (1 << np.arange(k))).sum(axis=1)
+
+    def _chunks(self, n: Node, combos: tuple) -> list[tuple]:
+        """The (factors, X, Y) combinations of level n.depth cut into consecutive pieces of at
+        most :data:`CHUNK_ROWS` rows once each takes every order of its pattern (one piece when
+        they fit), so that one expansion's arrays stay bounded whatever the problem."""
+        tf = combos[0]
+        orders = self.space.orders[n.depth]
+        per = np.zeros(max(orders, default=0) + 1, np.int64)
+        per[list(orders)] = [len(o) for o in orders.values()]
+        counts = per[self._patterns(tf)[1]]
+        if counts.sum() <= CHUNK_ROWS:
+            return [combos]
+        cuts = np.searchsorted(np.cumsum(counts), np.arange(CHUNK_ROWS, counts.sum(), CHUNK_ROWS), side="right")
+        bounds = [0, *sorted(set(cuts.tolist()) - {0, len(tf)}), len(tf)]
+        return [tuple(a[lo:hi] for a in combos) for lo, hi in zip(bounds, bounds[1:])]
+
+    def _rows(self, n: Node, tf: np.ndarray, sx: np.ndarray, sy: np.ndarray) -> dict | None:
+        """Every (factors, order) of level n.depth for the combinations (tf, sx, sy), with the state
+        each leaves for the next level."""
+        if not len(tf):
+            return None
+        cp, pattern = self._patterns(tf)
+        idx, oids, perms = [], [], self._perms  # rows x orders; each row's order as an index into perms
         blocks = []                            # (start, stop, order): consecutive rows of one order
-        ids: dict[tuple, int] = {}
+        ids = self._perm_ids
         start = 0
         for p in np.unique(pattern):
             sel = np.nonzero(pattern == p)[0]
@@ -561,16 +601,47 @@ class Tree(BelowBounds):
         return fills, reads
 
     def expand(self, n: Node, best: tuple | None, objective) -> Children | tuple:
-        """Children of an inner node (bounded, pruned, sorted), or the best leaf of a last-level node."""
-        rows = self._rows(n)
-        if rows is None:
-            return Children(n, {}, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0)) \
-                if n.depth < self.nlev - 1 else ()
-        if n.depth == self.nlev - 1:
-            return self._leaves(n, rows, best, objective)
+        """Children of an inner node (bounded, pruned, sorted), or the best leaf of a last-level node.
+        A large level is expanded in pieces (:meth:`_chunks`) and keeps at most
+        :data:`MAX_CHILDREN` children, the best bounds first (``stats['truncated']`` counts the
+        others: a search that leaves some out proves nothing by completing)."""
+        combos = self._combos(n)
+        last = n.depth == self.nlev - 1
+        if last:
+            rows = self._rows(n, *combos)
+            return () if rows is None else self._leaves(n, rows, best, objective)
+        masks = np.array(self.space.keep_masks[n.depth + 1], dtype=np.int64)
+        kept = None                                     # (rows, r, c, clb, elb, refill) of the survivors so far
+        for piece in self._chunks(n, combos):
+            rows = self._rows(n, *piece)
+            if rows is None:
+                continue
+            got = self._bounded(n, rows, masks, best, objective)
+            kept = got if kept is None else _join(kept, got)
+            kept = self._best_children(kept, objective)
+        if kept is None:
+            return Children(n, {}, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+        rows, r, c, clb, elb, info = kept
+        ch = Children(n, rows, r, masks[c], clb, elb)
+        if info is not None:
+            ch.refill = dict(info, col=c)
+        return ch
+
+    def _best_children(self, kept: tuple, objective) -> tuple:
+        """Survivors sorted by their bounds (ties: in the order generated), at most MAX_CHILDREN."""
+        rows, r, c, clb, elb, info = kept
+        order = np.lexsort((elb, clb)) if objective.lexicographic else \
+            np.argsort(objective.score(clb, elb), kind="stable")
+        if len(order) > MAX_CHILDREN:
+            self.stats["truncated"] = self.stats.get("truncated", 0) + len(order) - MAX_CHILDREN
+            order = order[:MAX_CHILDREN]
+        return rows, r[order], c[order], clb[order], elb[order], info
+
+    def _bounded(self, n: Node, rows: dict, masks: np.ndarray, best, objective) -> tuple:
+        """Every (row, keep mask) child of ``rows``: capacity checked, bounded, those the best so far
+        dominates dropped; the surviving rows' arrays only."""
         L1 = n.depth + 1
         lvl1 = self.arch.levels[L1]
-        masks = np.array(self.space.keep_masks[L1], dtype=np.int64)
         m, T = len(rows["P"]), self.T
         kept = ((masks[:, None] >> np.arange(T)[None, :]) & 1).astype(bool)          # (K, T)
         arr, part, scat = rows["arr"], rows["part"], rows["scat"]
@@ -670,12 +741,14 @@ class Tree(BelowBounds):
             keepc &= ~objective.dominated(clb, e, best)
             self.stats["pruned_bound"] += int((ok & ~keepc).sum())
         r, c = np.nonzero(keepc)
-        order = np.lexsort((e[r, c], clb[r, c])) if objective.lexicographic else np.argsort(objective.score(clb[r, c], e[r, c]), kind="stable")
-        r, c = r[order], c[order]
-        ch = Children(n, rows, r, masks[c], clb[r, c], e[r, c])
+        # the surviving rows only (the others' arrays are dropped with this piece)
+        used, r2 = np.unique(r, return_inverse=True)
+        info = None
         if refill:                                 # what R's capacity forces below: when a child is visited
-            ch.refill = {"col": c, "counted": counted, "below": below, "moved": moved, "keeper": keeper}
-        return ch
+            info = {"counted": counted[used], "below": below[used], "moved": [x[used] for x in moved],
+                    "keeper": [None if k is None else (k[0], k[1][used]) for k in keeper]}
+        return ({k: v if k == "perms" else v[used] for k, v in rows.items()}, r2.reshape(-1), c, clb[r, c], e[r, c],
+                info)
 
     def _ssd_traffic(self, n, rows, t, k, via0, via, innermost, ssd_s, e) -> None:
         """The SSD top level's reads (updates) of t, added to ``ssd_s`` (seconds) and ``e`` (pJ):
