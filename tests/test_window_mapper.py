@@ -236,3 +236,27 @@ def test_an_expansion_in_pieces_and_a_cap_on_children(monkeypatch):
         assert stopped in ("optimal", "truncated")
         if stopped == "optimal":
             assert (cyc, pj) == pytest.approx((wc, wpj), rel=1e-9), s
+
+
+def test_the_units_link_walk_in_blocks_counts_the_same(monkeypatch):
+    """The units' link walk (model/nest.py) holds at most LINK_WALK_WORDS points at once: walked
+    one step at a time, every mapping of windowed problems whose units sit under a fanout costs
+    exactly what the whole walk gives."""
+    from storeloop.model import nest
+
+    mappings = []
+    for seed in range(40):
+        arch, work, energy, _, at = window_case(seed)
+        if arch.compute.instances > 1:
+            mappings += [(arch, work, energy, m) for m in itertools.islice(every_mapping(arch, work, {}, at), 0, None, 7)]
+    whole = []
+    for arch, work, energy, m in mappings:
+        try:
+            whole.append(evaluate(arch, work, m, energy).energy_pJ)
+        except MappingError:
+            whole.append(None)
+    monkeypatch.setattr(nest, "LINK_WALK_WORDS", 1)
+    for (arch, work, energy, m), want in zip(mappings, whole):
+        if want is not None:
+            assert evaluate(arch, work, m, energy).energy_pJ == want
+    assert sum(w is not None for w in whole) >= 1000

@@ -791,8 +791,10 @@ class Tree(BelowBounds):
         util = n.util.copy()
         util[L1] = rows["util"][j]
         e_acc, ssd_s, ssd_pJ, pending = n.e_acc, n.ssd_s, n.ssd_pJ, n.pending
-        one = {k: v if k == "perms" else v[j:j + 1] for k, v in rows.items()}
-        w_fill, w_read = self._window_arrivals(n, one, self._true_tiles(one))
+        w_fill = w_read = rows["arr"][j:j + 1]
+        if self.extents is not None:       # a windowed tensor's true tile bounds its counts
+            one = {k: v if k == "perms" else v[j:j + 1] for k, v in rows.items()}
+            w_fill, w_read = self._window_arrivals(n, one, self._true_tiles(one))
         for t in range(self.T):
             if not mask >> t & 1:
                 continue
@@ -936,7 +938,7 @@ class Tree(BelowBounds):
         # Timeloop's compute-level deltas (model/costs.py): when the innermost loop is a spatial
         # loop of the last level, an operand reaches the units only when it changes (rep), except
         # at units without a mesh neighbour holding the same one (costs.unit_content). The last
-        # level's nest is its Y loops then its X loops, each in ``order``.
+        # level's nest is its Y loops then its X loops, each in the row's ``nests``.
         sx, sy = np.take_along_axis(rows["sx"], nests, axis=1), np.take_along_axis(rows["sy"], nests, axis=1)
         inner_sp = (sx > 1).any(axis=1) | (sy > 1).any(axis=1)
         units = np.concatenate([sx[:, ::-1], sy[:, ::-1]], axis=1)          # innermost first

@@ -342,6 +342,9 @@ def _distinct_tiles(t: Tensor, loops, stride, L: int, child: int) -> int:
     return total
 
 
+LINK_WALK_WORDS = 1 << 22      # points of the units' link walk held at once (memory stays bounded)
+
+
 def _unit_link_reads(t: Tensor, loops, stride, unit_nest, width: int) -> int:
     """Words of ``t`` the compute units under one instance of the innermost level take from it,
     when they sit directly under its spatial fanout, as Timeloop v3.0.3 counts them.
@@ -372,27 +375,40 @@ def _unit_link_reads(t: Tensor, loops, stride, unit_nest, width: int) -> int:
     for (d, f), s in zip(spatial, sstride):   # unit index: the innermost spatial loop runs fastest
         units = [tuple(a + b for a, b in zip(u, move(d, i * s))) for i in range(f) for u in units]
     nbrs = costs.grid_neighbours(len(units), width)
-    # every simulated step at once (the first temporal loop is the most significant bit), the
-    # units' points as one integer each
+    # the simulated steps in blocks (the first temporal loop is the most significant bit), each
+    # unit's point as one integer: a mixed-radix code where it fits in 63 bits, else a dense id
     k, R = len(temporal), len(t.ranks)
-    bits = (np.arange(1 << k)[:, None] >> np.arange(k - 1, -1, -1)[None, :]) & 1             # (S, k)
     moves = np.array([move(d, s) for d, _, s in temporal], np.int64).reshape(k, R)
-    weight = np.where(bits == 1, np.array([f - 1 for _, f, _ in temporal], np.int64)[None, :], 1).prod(axis=1)
-    pts = (bits @ moves)[:, None, :] + np.array(units, np.int64)[None, :, :]                  # (S, U, R)
-    lo = pts.min(axis=(0, 1))
-    span = pts.max(axis=(0, 1)) - lo + 1
-    code = ((pts - lo) * np.concatenate([np.cumprod(span[::-1])[-2::-1], [1]])).sum(axis=2)    # (S, U)
-    # a unit is served over a link when a grid neighbour's point one step earlier is its point
-    served = np.zeros(code.shape, bool)
-    width_n = max((len(n) for n in nbrs), default=0)
-    for j in range(width_n):
-        nb = np.array([n[j] if j < len(n) else -1 for n in nbrs])
-        has = nb >= 0
-        served[1:, has] |= code[:-1, nb[has]] == code[1:, has]
-    # the distinct points of the units no neighbour can serve (never more than without links)
-    kept = np.sort(np.where(served, -1, code), axis=1)
-    distinct = ((kept[:, 1:] != kept[:, :-1]) & (kept[:, 1:] >= 0)).sum(axis=1) + (kept[:, 0] >= 0)
-    return int((distinct * weight).sum())
+    at_units = np.array(units, np.int64).reshape(len(units), R)
+    lo = np.minimum(moves, 0).sum(axis=0) + at_units.min(axis=0)
+    span = [int(x) for x in np.maximum(moves, 0).sum(axis=0) + at_units.max(axis=0) - lo + 1]
+    linear = math.prod(span) < 2 ** 62
+    radix = np.array([math.prod(span[r + 1:]) for r in range(R)], np.int64) if linear else None
+    steps = 1 << k
+    block = max(1, min(steps, LINK_WALK_WORDS // max(1, len(units) * R)))
+    factor = np.array([f - 1 for _, f, _ in temporal], np.int64)
+    neighbour = [np.array([n[j] if j < len(n) else -1 for n in nbrs]) for j in range(max(map(len, nbrs), default=0))]
+    reads, last = 0, None                                   # last: the previous step's points
+    for first in range(0, steps, block):
+        bits = (np.arange(first, min(first + block, steps))[:, None] >> np.arange(k - 1, -1, -1)[None, :]) & 1
+        pts = (bits @ moves)[:, None, :] + at_units[None, :, :]                                   # (B, U, R)
+        if last is not None:
+            pts = np.concatenate([last[None], pts])
+        code = ((pts - lo) @ radix) if linear else \
+            np.unique(pts.reshape(-1, R), axis=0, return_inverse=True)[1].reshape(pts.shape[:2])
+        # a unit is served over a link when a grid neighbour's point one step earlier is its point
+        served = np.zeros(code.shape, bool)
+        for nb in neighbour:
+            has = nb >= 0
+            served[1:, has] |= code[:-1, nb[has]] == code[1:, has]
+        # the distinct points of the units no neighbour can serve (never more than without links)
+        kept = np.sort(np.where(served, -1, code), axis=1)
+        distinct = ((kept[:, 1:] != kept[:, :-1]) & (kept[:, 1:] >= 0)).sum(axis=1) + (kept[:, 0] >= 0)
+        if last is not None:
+            distinct = distinct[1:]
+        reads += int((distinct * np.where(bits == 1, factor[None, :], 1).prod(axis=1)).sum())
+        last = pts[-1]
+    return reads
 
 
 def _point_changes(t: Tensor, loops, stride) -> int:
