@@ -6,11 +6,51 @@ They read the tree's per-level prices, capacities and map space; the tree calls 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from storeloop.mapper.space import divisors
 
 SAFE = 1.0 - 1e-9          # lower bounds are shaved so float rounding can never prune an optimum
+
+
+@functools.lru_cache(maxsize=4096)
+def all_splits(sizes: tuple[int, ...], cap: int, limit: int) -> np.ndarray | None:
+    """Every way to split ``cap`` units over the dimensions, each factor dividing that dimension's
+    ``sizes`` entry, as rows (S, D); None past ``limit`` splits. Cached for the process (a sweep's
+    points share their bounds and fanouts); the array is read-only."""
+    found: list[tuple] = []
+
+    def grow(d: int, left: int, s: tuple) -> bool:
+        if d == len(sizes):
+            found.append(s)
+            return len(found) <= limit
+        for g in divisors(sizes[d]):
+            if g > left:
+                break
+            if not grow(d + 1, left // g, s + (g,)):
+                return False
+        return True
+
+    if not grow(0, cap, ()):
+        return None
+    out = np.array(found, np.int64).reshape(len(found), len(sizes))
+    out.flags.writeable = False
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def maximal_splits(sizes: tuple[int, ...], cap: int) -> np.ndarray | None:
+    """:func:`all_splits` (at most 20,000) less each split another is a multiple of everywhere
+    (a split's shares only grow with it)."""
+    splits = all_splits(sizes, cap, 20_000)
+    if splits is None:
+        return None
+    divides = ((splits[None, :, :] % splits[:, None, :]) == 0).all(axis=2)   # [i, j]: s_i | s_j
+    out = splits[divides.sum(axis=1) == 1]
+    out.flags.writeable = False
+    return out
 
 
 class BelowBounds:
@@ -46,30 +86,12 @@ class BelowBounds:
                 between = [L for L in may if L < self.nlev - 1]
                 per_t.append((float(acc[L1]), opts, (float(min(self.rpw[between], default=np.inf)),
                                                      float(min(self.wpw[between], default=np.inf)))))
-            splits = self._all_splits(self.bounds, self.cap_below[L1], 20_000)
-            if splits is not None:           # s is dropped where another split is a multiple of it everywhere
-                divides = ((splits[None, :, :] % splits[:, None, :]) == 0).all(axis=2)   # [i, j]: s_i | s_j
-                splits = splits[divides.sum(axis=1) == 1]
+            splits = maximal_splits(tuple(int(b) for b in self.bounds), int(self.cap_below[L1]))
             out.append((splits if splits is not None and len(splits) <= self.MAX_SPLITS else None, per_t))
         return out
 
     def _all_splits(self, sizes, cap: int, limit: int) -> np.ndarray | None:
-        """Every way to split ``cap`` units over the dimensions, each factor dividing that
-        dimension's ``sizes`` entry, as rows (S, D); None past ``limit`` splits."""
-        found: list[tuple] = []
-
-        def grow(d: int, left: int, s: tuple) -> bool:
-            if d == self.D:
-                found.append(s)
-                return len(found) <= limit
-            for g in divisors(int(sizes[d])):
-                if g > left:
-                    break
-                if not grow(d + 1, left // g, s + (g,)):
-                    return False
-            return True
-
-        return np.array(found, np.int64).reshape(len(found), self.D) if grow(0, cap, ()) else None
+        return all_splits(tuple(int(x) for x in sizes), int(cap), limit)
 
     def _below_cost(self, L1: int, rows: dict, kept: np.ndarray, arrived: list, moved: list, util1,
                     keeper: list) -> np.ndarray:

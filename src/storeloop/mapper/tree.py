@@ -17,6 +17,7 @@ priced with :mod:`storeloop.model.costs`, the model's own cost kernel.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from fractions import Fraction
@@ -71,6 +72,63 @@ def cartesian(lists: list[list[int]]) -> np.ndarray:
     for opts in lists:
         a = np.asarray(opts, dtype=np.int64)
         out = np.concatenate([np.repeat(out, len(a), axis=0), np.tile(a, len(out))[:, None]], axis=1)
+    return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _capacity_cases(bounds: tuple[int, ...], rel: tuple[tuple[bool, ...], ...], keep_masks: tuple[int, ...], S: int,
+                    ratio: int) -> tuple:
+    """The cases of :meth:`Tree._capacity_bound` that depend only on the problem's shape, the
+    innermost level's keep sets and capacity ``S`` and its instances per top instance ``ratio``:
+    rows (kept mask, tile factors f at R, e; -1: no loop above R) and the splits' Pareto-largest
+    shares per tensor. Cached for the process: a sweep's points share most of them."""
+    T, D = len(rel), len(bounds)
+    dims = [d for d in range(D) if bounds[d] > 1]
+    masks, fs, es = [], [], []
+    for mask in keep_masks:
+        kept = [t for t in range(T) if mask >> t & 1]
+        # dimensions no kept tensor has take their whole bound at R (it only lowers refills);
+        # the others are enumerated over the tile shapes that fit in S
+        fr = [d for d in dims if not any(rel[t][d] for t in kept)]
+        tied = [d for d in dims if d not in fr]
+        shapes: list[dict[int, int]] = []
+
+        def grow(i: int, f: dict[int, int]) -> None:
+            shapes.append(dict(f))
+            for j in range(i, len(tied)):
+                d = tied[j]
+                for g in divisors(bounds[d])[1:]:
+                    f[d] = g
+                    fits = sum(math.prod(f.get(dd, 1) for dd in tied if rel[t][dd]) for t in kept) <= S
+                    if fits:
+                        grow(j + 1, f)
+                    del f[d]
+                    if not fits:
+                        break
+
+        grow(0, {d: bounds[d] for d in fr})
+        for f in shapes:
+            for e in dims + [-1]:
+                masks.append(mask)
+                fs.append([f.get(d, 1) for d in range(D)])
+                es.append(e)
+
+    def shares_of(i: int, left: int, s: dict[int, int]):
+        """Per split of at most ``left`` instances over dims[i:], each tensor's share."""
+        if i == len(dims):
+            yield tuple(math.prod(g for d, g in s.items() if not rel[t][d]) for t in range(T))
+            return
+        for g in divisors(bounds[dims[i]]):
+            if g > left:
+                break
+            yield from shares_of(i + 1, left // g, {**s, dims[i]: g})
+
+    # only the splits with Pareto-largest shares can give the least total
+    shares = set(shares_of(0, ratio, {}))
+    shares = [a for a in shares if not any(b != a and all(x >= y for x, y in zip(b, a)) for b in shares)]
+    out = (np.array(masks), np.array(fs, np.int64).reshape(len(fs), D), np.array(es), shares)
+    for a in out[:3]:
+        a.flags.writeable = False
     return out
 
 
@@ -360,9 +418,8 @@ class Tree(BelowBounds):
         lvl = self.arch.levels[R]
         if R == 0 or lvl.size_words is None or lvl.size_words > self.CAPACITY_WORDS or self.D == 0:
             return None
-        S, macs, T, D = lvl.size_words, float(w.macs), self.T, self.D
+        S, macs, T = lvl.size_words, float(w.macs), self.T
         bounds = self.bounds
-        dims = [d for d in range(D) if bounds[d] > 1]
         sizes = self.sizes
         top = np.where(self.rw, self.wpw[self.back], self.rpw[self.back])
         above = np.where(self.rw, self.wpw[:R].min(), self.rpw[:R].min())      # cheapest level above R
@@ -371,54 +428,12 @@ class Tree(BelowBounds):
         ratio = lvl.instances // self.arch.levels[0].instances                # R instances per top instance
         share_c = self.arch.compute.instances / self.arch.levels[0].instances
 
-        # rows: (kept mask, tile factors f at R, e; -1: no loop above R)
-        masks, fs, es = [], [], []
-        for mask in self.space.keep_masks[R]:
-            kept = [t for t in range(T) if mask >> t & 1]
-            # dimensions no kept tensor has take their whole bound at R (it only lowers refills);
-            # the others are enumerated over the tile shapes that fit in S
-            fr = [d for d in dims if not any(self.rel[t][d] for t in kept)]
-            tied = [d for d in dims if d not in fr]
-            shapes: list[dict[int, int]] = []
-
-            def grow(i: int, f: dict[int, int]) -> None:
-                shapes.append(dict(f))
-                for j in range(i, len(tied)):
-                    d = tied[j]
-                    for g in divisors(int(bounds[d]))[1:]:
-                        f[d] = g
-                        fits = sum(math.prod(f.get(dd, 1) for dd in tied if self.rel[t][dd]) for t in kept) <= S
-                        if fits:
-                            grow(j + 1, f)
-                        del f[d]
-                        if not fits:
-                            break
-
-            grow(0, {d: int(bounds[d]) for d in fr})
-            for f in shapes:
-                for e in dims + [-1]:
-                    masks.append(mask)
-                    fs.append([f.get(d, 1) for d in range(D)])
-                    es.append(e)
-        masks, fe, es = np.array(masks), np.array(fs, np.int64), np.array(es)
+        masks, fe, es, shares = _capacity_cases(tuple(int(b) for b in bounds), tuple(map(tuple, self.rel.tolist())),
+                                                tuple(self.space.keep_masks[R]), int(S), int(ratio))
         keptm = ((masks[:, None] >> np.arange(T)[None, :]) & 1).astype(bool)                 # (n, T)
         rows = np.arange(len(es))
         has_e = es >= 0
         e_rel = np.where(has_e[:, None], self.rel.T[np.maximum(es, 0)], False)              # (n, T)
-
-        def shares_of(i: int, left: int, s: dict[int, int]):
-            """Per split of at most ``left`` instances over dims[i:], each tensor's share."""
-            if i == len(dims):
-                yield tuple(math.prod(g for d, g in s.items() if not self.rel[t][d]) for t in range(T))
-                return
-            for g in divisors(int(bounds[dims[i]])):
-                if g > left:
-                    break
-                yield from shares_of(i + 1, left // g, {**s, dims[i]: g})
-
-        # only the splits with Pareto-largest shares can give the least total
-        shares = set(shares_of(0, ratio, {}))
-        shares = [a for a in shares if not any(b != a and all(x >= y for x, y in zip(b, a)) for b in shares)]
         left = fe < bounds[None, :]                                                            # (n, D)
         ok = np.where(has_e, left[rows, np.maximum(es, 0)], ~left.any(axis=1))
         inner = fe.prod(axis=1).astype(np.float64)
