@@ -74,6 +74,8 @@ class Searcher:
         self.rel = [[bool(r) for r in row] for row in space.relevant]
         self.sizes = [lvl.size_words for lvl in space.arch.levels]
         self.spatial_ok = [set(opts) for opts in space.spatial_options]
+        self.ranges = [[space.temporal_range(L, d) for d in range(self.D)] for L in range(self.nlev)]
+        self.level_constraints = [space.constraints.at(L) for L in range(self.nlev)]
         self.evaluations = 0             # candidates priced
         self.calls = 0                   # candidates looked at (priced or cached): the budget
         self.deadline: float | None = None   # time.monotonic() at which the search stops, like the budget
@@ -99,11 +101,10 @@ class Searcher:
         for L in range(self.nlev):
             if (tuple(s.sx[L]), tuple(s.sy[L])) not in self.spatial_ok[L] or s.keep[L] not in sp.keep_masks[L]:
                 return False
-            for d in range(self.D):
-                lo, hi = sp.temporal_range(L, d)
+            for d, (lo, hi) in enumerate(self.ranges[L]):
                 if not lo <= s.tf[L][d] <= hi and self.bounds[d] > 1:
                     return False
-            c = sp.constraints.at(L)
+            c = self.level_constraints[L]
             if c.stationary is not None:          # the innermost loop must not index that tensor
                 live = [d for d in s.order[L] if s.tf[L][d] > 1]
                 if live and live[-1] in sp.indexes[sp.names.index(c.stationary)]:
