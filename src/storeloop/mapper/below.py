@@ -90,9 +90,6 @@ class BelowBounds:
             out.append((splits if splits is not None and len(splits) <= self.MAX_SPLITS else None, per_t))
         return out
 
-    def _all_splits(self, sizes, cap: int, limit: int) -> np.ndarray | None:
-        return all_splits(tuple(int(x) for x in sizes), int(cap), limit)
-
     def _below_cost(self, L1: int, rows: dict, kept: np.ndarray, arrived: list, moved: list, util1,
                     keeper: list) -> np.ndarray:
         """The least energy (m, K) the levels below L1 must still spend (:meth:`_below_terms`):
@@ -146,7 +143,7 @@ class BelowBounds:
         rem_a = np.array(rem, np.int64)
         dims = [d for d in range(self.D) if rem[d] > 1]
         es = [d for d in range(self.D) if self.bounds[d] > 1] + [-1]
-        sp = self._all_splits(rem, cap, self.REFILL_WORK)
+        sp = all_splits(tuple(int(x) for x in rem), int(cap), self.REFILL_WORK)
         if sp is None:
             self._refills[key] = None
             self.stats["candidates"] += self.REFILL_WORK
