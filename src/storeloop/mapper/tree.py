@@ -42,6 +42,15 @@ CHUNK_ROWS = 250_000             # (factors, order) rows of one level bounded at
 MAX_CHILDREN = 2_000_000         # children an expansion keeps (the best bounds); the rest are cut
 
 
+def _take(rows: dict, info: dict | None, used: np.ndarray) -> tuple[dict, dict | None]:
+    """The rows ``used`` of an expansion's row arrays and of its refill information."""
+    if info is not None:
+        info = {"counted": info["counted"][used], "below": info["below"][used],
+                "moved": [x[used] for x in info["moved"]],
+                "keeper": [None if k is None else (k[0], k[1][used]) for k in info["keeper"]]}
+    return {k: v if k == "perms" else v[used] for k, v in rows.items()}, info
+
+
 def _join(a: tuple, b: tuple) -> tuple:
     """Two pieces' survivors (rows, r, c, clb, elb, refill) as one, b's rows after a's."""
     rows = {k: v if k == "perms" else np.concatenate([v, b[0][k]]) for k, v in a[0].items()}
@@ -633,24 +642,29 @@ class Tree(BelowBounds):
                 continue
             got = self._bounded(n, rows, masks, best, objective)
             kept = got if kept is None else _join(kept, got)
-            kept = self._best_children(kept, objective)
+            if len(kept[1]) > MAX_CHILDREN:           # cut to the best as soon as there are too many
+                kept = self._best_children(kept, objective)
         if kept is None:
             return Children(n, {}, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
-        rows, r, c, clb, elb, info = kept
+        rows, r, c, clb, elb, info = self._best_children(kept, objective)
         ch = Children(n, rows, r, masks[c], clb, elb)
         if info is not None:
             ch.refill = dict(info, col=c)
         return ch
 
     def _best_children(self, kept: tuple, objective) -> tuple:
-        """Survivors sorted by their bounds (ties: in the order generated), at most MAX_CHILDREN."""
+        """Survivors sorted by their bounds (ties: in the order generated), at most MAX_CHILDREN;
+        after a cut, only the rows the kept children use."""
         rows, r, c, clb, elb, info = kept
         order = np.lexsort((elb, clb)) if objective.lexicographic else \
             np.argsort(objective.score(clb, elb), kind="stable")
-        if len(order) > MAX_CHILDREN:
-            self.stats["truncated"] = self.stats.get("truncated", 0) + len(order) - MAX_CHILDREN
-            order = order[:MAX_CHILDREN]
-        return rows, r[order], c[order], clb[order], elb[order], info
+        if len(order) <= MAX_CHILDREN:
+            return rows, r[order], c[order], clb[order], elb[order], info
+        self.stats["truncated"] = self.stats.get("truncated", 0) + len(order) - MAX_CHILDREN
+        order = order[:MAX_CHILDREN]
+        used, r = np.unique(r[order], return_inverse=True)
+        rows, info = _take(rows, info, used)
+        return rows, r.reshape(-1), c[order], clb[order], elb[order], info
 
     def _bounded(self, n: Node, rows: dict, masks: np.ndarray, best, objective) -> tuple:
         """Every (row, keep mask) child of ``rows``: capacity checked, bounded, those the best so far
@@ -758,12 +772,10 @@ class Tree(BelowBounds):
         r, c = np.nonzero(keepc)
         # the surviving rows only (the others' arrays are dropped with this piece)
         used, r2 = np.unique(r, return_inverse=True)
-        info = None
-        if refill:                                 # what R's capacity forces below: when a child is visited
-            info = {"counted": counted[used], "below": below[used], "moved": [x[used] for x in moved],
-                    "keeper": [None if k is None else (k[0], k[1][used]) for k in keeper]}
-        return ({k: v if k == "perms" else v[used] for k, v in rows.items()}, r2.reshape(-1), c, clb[r, c], e[r, c],
-                info)
+        # what R's capacity forces below, for Tree.refine when a child is visited
+        info = {"counted": counted, "below": below, "moved": moved, "keeper": keeper} if refill else None
+        rows, info = _take(rows, info, used)
+        return rows, r2.reshape(-1), c, clb[r, c], e[r, c], info
 
     def _ssd_traffic(self, n, rows, t, k, via0, via, innermost, ssd_s, e) -> None:
         """The SSD top level's reads (updates) of t, added to ``ssd_s`` (seconds) and ``e`` (pJ):
