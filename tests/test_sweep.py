@@ -274,3 +274,44 @@ def test_a_point_ended_by_the_time_limit_runs_again_on_resume(tmp_path, monkeypa
     again = run_sweep(s, db, progress=False)
     assert (again["done_before"], again["run"]) == (first["run"] - 1, 1)
     assert (read_results(db, "tiny")["stopped"] == "time-limit").sum() == 0
+
+
+def test_a_fresh_sweep_seeds_each_wave_with_the_waves_before(tmp_path, monkeypatch):
+    """A run maps the grid wave by wave (a point's wave: how many of its parameters sit at an odd
+    position of their lists); every point but those of wave 0 starts from the stored mappings of
+    its neighbours one wave down, never from a point of its own wave, so the answers do not depend
+    on how many workers run or which finished first."""
+    import json
+
+    import storeloop.sweeps.run as run
+    from storeloop.sweeps.run import wave
+
+    for f in ("tiny.arch.yaml", "matvec.yaml"):
+        shutil.copy(DATA / f, tmp_path)
+    spec = tmp_path / "s.yaml"                  # three capacities: a neighbour two steps away is of the same wave
+    spec.write_text((DATA / "tiny.sweep.yaml").read_text().replace("[512 B, 2 KiB]", "[512 B, 1 KiB, 2 KiB]"))
+    s = load_sweep(spec)
+    real, calls = run.run_point, []
+
+    def recorded(point, seeds=()):
+        row = real(point, seeds)
+        calls.append((point.params, seeds, row))
+        return row
+
+    monkeypatch.setattr(run, "run_point", recorded)
+    run_sweep(s, tmp_path / "one.sqlite", progress=False)
+    waves = [wave(s, p) for p, _, _ in calls]
+    assert waves == sorted(waves) and set(waves) == {0, 1, 2, 3}      # the waves in turn
+    mapped = {json.dumps(p, sort_keys=True): (wave(s, p), row["mapping"]) for p, _, row in calls}
+    for p, seeds, _ in calls:
+        if wave(s, p) == 0:
+            assert seeds == ()
+        for m in seeds:               # a seed is the mapping of a point one wave or more down
+            assert any(w < wave(s, p) and m == mm for w, mm in mapped.values())
+    assert sum(1 for _, seeds, _ in calls if seeds) >= 3
+    # two workers: the same answers
+    run_sweep(s, tmp_path / "two.sqlite", workers=2, progress=False)
+    one, two = (read_results(tmp_path / f"{n}.sqlite", "tiny").set_index("params").sort_index()
+                for n in ("one", "two"))
+    assert one["mapping"].tolist() == two["mapping"].tolist()
+    assert one["energy_pJ"].tolist() == two["energy_pJ"].tolist()

@@ -1,10 +1,10 @@
 """Where a sweep's points run: local worker processes, or a Dask cluster (local or at an address), at
-most two points (or batches) in flight per worker, stopped at once by Ctrl-C."""
+most two points (or batches) in flight per worker, stopped at once by Ctrl-C. A :data:`WAVE` mark
+in the job stream makes both store every point in flight before they take the next job."""
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import signal
 
@@ -12,6 +12,7 @@ from storeloop.errors import StoreloopError
 from storeloop.sweeps.worker import _worker_init, run_batch, run_point
 
 DASK_BATCH = 8                      # points per Dask task
+WAVE = object()                     # a job stream's mark (key): every point in flight is stored before the next job is taken
 
 
 def run_dask(address: str, workers: int, jobs, store) -> None:
@@ -56,24 +57,42 @@ def run_dask(address: str, workers: int, jobs, store) -> None:
     try:
         size = max(1, len(client.scheduler_info().get("workers", {})) or workers)
         futures: dict = {}
+        waiting = False                 # at a WAVE mark: nothing is submitted until all in flight are stored
 
         def submit(n: int) -> list:
+            nonlocal waiting
             out = []
-            for _ in range(n):
-                batch = list(itertools.islice(jobs, DASK_BATCH))
-                if not batch:
+            for _ in range(0 if waiting else n):
+                batch = []
+                for key, args in jobs:
+                    if key is WAVE:
+                        waiting = True
+                        break
+                    batch.append((key, args))
+                    if len(batch) == DASK_BATCH:
+                        break
+                if batch:
+                    fut = client.submit(run_batch, [args for _, args in batch], pure=False)
+                    futures[fut] = [key for key, _ in batch]
+                    out.append(fut)
+                if waiting or len(batch) < DASK_BATCH:
                     break
-                fut = client.submit(run_batch, [args for _, args in batch], pure=False)
-                futures[fut] = [key for key, _ in batch]
-                out.append(fut)
             return out
 
-        pending = as_completed(submit(2 * size))
+        def more(n: int) -> list:
+            nonlocal waiting
+            out = submit(n)
+            while waiting and not futures:      # a wave mark with nothing left in flight: go on
+                waiting = False
+                out += submit(2 * size)
+            return out
+
+        pending = as_completed(more(2 * size))
         for fut in pending:
             for key, row in zip(futures.pop(fut), fut.result()):
                 store(key, row)
-            for new in submit(1):
-                pending.add(new)
+            for f in more(1):
+                pending.add(f)
     except KeyboardInterrupt:
         # Ctrl-C: the points in flight are left unstored (claims of a gone process: re-run on
         # resume); a local cluster's worker processes, busy in a search, are killed at once (a
@@ -107,6 +126,9 @@ def run_pool(workers: int, jobs, store) -> None:
 
     try:
         for key, args in jobs:
+            if key is WAVE:
+                drain(0)
+                continue
             running[pool.submit(run_point, *args)] = key
             drain(2 * workers - 1)
         drain(0)

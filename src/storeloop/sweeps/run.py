@@ -18,7 +18,7 @@ from storeloop.energy import Registry
 from storeloop.errors import StoreloopError
 from storeloop.formats.sweep import Sweep
 from storeloop.formats.yamlio import LDict
-from storeloop.sweeps.executors import run_dask, run_pool
+from storeloop.sweeps.executors import WAVE, run_dask, run_pool
 from storeloop.sweeps.grid import Point, PointMaker, _point_doc, points, satisfies
 from storeloop.sweeps.store import (DONE, FINAL, STATUSES, Lease, failed_checksums, open_store, relabel_weights,
                                     row_checksum)
@@ -97,10 +97,12 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
     # keys of points already final, whatever their stale mark (a key names its inputs exactly)
     done = {k for (k,) in db.execute(f"select key from points where sweep = ? and {DONE}", (sweep.name,))}
     done -= {k for _, k in failed_checksums(db, sweep.name)[0]}     # a row changed since written runs again
-    finished = {}
-    for p, w, m in db.execute("select params, workload, mapping from points where sweep = ? and status = 'ok' "
-                              "order by stale, finished", (sweep.name,)):
-        finished.setdefault((p, w), m)
+    finished, earlier = {}, set()        # (params, workload) -> best mapping; the points stored before
+    for p, w, status, m in db.execute("select params, workload, status, mapping from points where sweep = ? "
+                                      "order by stale, finished", (sweep.name,)):
+        earlier.add((p, w))
+        if status == "ok" and m:
+            finished.setdefault((p, w), m)
     try:                  # a weight is no input of a result: a changed one relabels the rows, nothing runs again
         relabel_weights(db, sweep.name, sweep.weights)
         db.commit()
@@ -113,13 +115,22 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
     bar = tqdm(desc=sweep.name, total=counts["points"], unit="point", disable=not progress, file=sys.stderr,
                dynamic_ncols=True)
 
+    fresh: dict = {}                  # this run's finished mappings, seeds from the next wave on
+
     def todo() -> Iterator[tuple]:
         """The grid's points not yet in the store, generated as they are needed (the grid is never
-        held whole: a 10^9-point grid starts at once and memory stays flat). Their keys go to a
-        temporary table, so that once the grid has been walked, rows of other keys are marked stale."""
+        held whole: a 10^9-point grid starts at once and memory stays flat), wave by wave
+        (:func:`wave`), with a :data:`WAVE` mark between waves: the executor stores every point
+        in flight before it takes the next, so a wave's points are seeded by the earlier waves'.
+        Their keys go to a temporary table, so that once the grid has been walked, rows of other
+        keys are marked stale."""
         nonlocal complete
         batch = []
-        for params, w in points(sweep):
+        for params, w in (pw for k in range(len(sweep.parameters) + 1) for pw in _wave_points(sweep, k)):
+            if params is WAVE:
+                yield WAVE, None
+                finished.update(fresh)           # every point of the waves before is stored now
+                continue
             doc = _point_doc(sweep, params)          # one substitution per point, for both uses
             if not satisfies(sweep, params, doc):
                 counts["excluded"] += 1
@@ -146,14 +157,17 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
             db.execute(f"insert or replace into points ({', '.join(row)}) values ({', '.join('?' * len(row))})",
                        list(row.values()))
             # the same point of earlier inputs is stale from now on
-            db.execute("update points set stale = 1 where sweep = ? and params = ? and workload = ? and key != ?",
-                       (sweep.name, row["params"], row["workload"], key))
+            if (row["params"], row["workload"]) in earlier:
+                db.execute("update points set stale = 1 where sweep = ? and params = ? and workload = ? and key != ?",
+                           (sweep.name, row["params"], row["workload"], key))
             db.commit()                          # every point is kept the moment it finishes
         except sqlite3.DatabaseError as exc:     # a full disk, a store made read-only, a corrupted file
             db.rollback()
             raise failed(exc) from None
         counts["run"] += 1
         counts[row["status"]] += 1
+        if row["status"] == "ok" and row.get("mapping"):        # (a system point has none)
+            fresh[(row["params"], row["workload"])] = row["mapping"]
         # the points left to run: the grid less what is stored or excluded (known as the grid streams)
         bar.total = max(counts["points"] - counts["done_before"] - counts["excluded"], counts["run"])
         bar.set_postfix_str(", ".join(f"{counts[k]} {k}" for k in STATUSES if counts[k] or k in FINAL), refresh=False)
@@ -165,6 +179,9 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
 
     def jobs():
         for key, point in todo():
+            if key is WAVE:
+                yield WAVE, None
+                continue
             try:
                 claimed = lease.claim(db, sweep.name, key)
             except sqlite3.DatabaseError as exc:
@@ -181,6 +198,8 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
             run_pool(workers, jobs(), store)
         else:
             for k, a in jobs():
+                if k is WAVE:
+                    continue
                 row = run_point(*a)           # Ctrl-C in a search: the point is kept 'interrupted'
                 store(k, row)
                 if row["status"] == "interrupted":
@@ -204,11 +223,29 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
     return counts
 
 
+def wave(sweep: Sweep, params: dict) -> int:
+    """A point's wave: how many of its parameters sit at an odd position of their lists. A point of
+    wave k > 0 has a neighbour of wave k - 1 one step along each of those parameters, so a run
+    that maps the waves in turn can seed every point but those of wave 0 (one in 2^n of an
+    n-parameter grid) with finished neighbours (:func:`neighbour_seeds`)."""
+    return sum(values.index(params["+".join(names)]) % 2 for names, values in sweep.parameters)
+
+
+def _wave_points(sweep: Sweep, k: int) -> Iterator[tuple]:
+    """The grid's points of wave ``k``, after a (:data:`WAVE`, None) mark when k > 0."""
+    if k:
+        yield WAVE, None
+    for params, w in points(sweep):
+        if wave(sweep, params) == k:
+            yield params, w
+
+
 def neighbour_seeds(sweep: Sweep, point: Point, finished: dict, count: int = 2) -> tuple[str, ...]:
     """The stored mappings of the ``count`` nearest points (one, then two steps along one
-    parameter's list; same workload) that were finished before this run started. Points finished
-    during the run are not used, so a point's answer does not depend on which worker finished
-    first. ``finished``: (params JSON, workload label) -> mapping YAML."""
+    parameter's list; same workload) that were finished before this point's wave started (in an
+    earlier run, or in an earlier wave of this one): never a point of the same wave, so a point's
+    answer does not depend on which worker finished first. ``finished``: (params JSON, workload
+    label) -> mapping YAML."""
     params, out = point.params, []
     for step in (1, 2):
         for names, values in sweep.parameters:

@@ -172,11 +172,15 @@ def open_store(path: str | Path) -> sqlite3.Connection:
 def _wal(db: sqlite3.Connection, timeout: float = 60.0) -> None:
     """Switch the store to WAL mode. SQLite answers 'database is locked' at once, without waiting
     for its busy timeout, while another connection switches the same new file (two sweeps started
-    together on a new store), so the switch is retried for as long as the busy timeout."""
+    together on a new store), so the switch is retried for as long as the busy timeout. Commits
+    do not wait for the disk (synchronous=NORMAL, SQLite's advice for WAL): a committed point
+    survives the sweep being killed; a power cut may lose the last ones (never the store's
+    consistency), and the next run maps them again."""
     deadline = time.monotonic() + timeout
     while True:
         try:
             db.execute("pragma journal_mode=wal")
+            db.execute("pragma synchronous=normal")
             return
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) or time.monotonic() > deadline:
