@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import VALIDATION, validation_cases
+from conftest import ROOT, VALIDATION, validation_cases
 from storeloop.cli import main
 from storeloop.crosscheck import compare
 from storeloop.formats.timeloop import parse_stats
@@ -23,7 +23,7 @@ from storeloop.model.evaluate import evaluate
 from storeloop.model.fast import FastModel
 from storeloop.formats.native import workload_from_native
 from storeloop.formats.yamlio import loads
-from storeloop.formats.load import load_arch, load_energy_table, load_mapping, load_workload
+from storeloop.formats.load import energy_table, load_arch, load_energy_table, load_mapping, load_workload
 from storeloop.ir import (ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop, Mapping,
                                   StorageLevel, Workload)
 
@@ -312,7 +312,6 @@ def test_ctrl_c_returns_the_best_mapping_so_far_within_2_s(tmp_path):
     import subprocess
     import time
 
-    from conftest import ROOT
 
     # a search that runs for minutes (ResNet-50 conv3_x on the peers' arch, never proven)
     p = subprocess.Popen([sys.executable, "-m", "storeloop.cli", "map", "tests/data/arch16.yaml", "tests/data/conv3x.yaml",
@@ -337,7 +336,6 @@ def test_a_certificate_says_what_space_it_covers(tmp_path):
     import shutil
 
     import storeloop as sl
-    from conftest import ROOT
 
     data = ROOT / "tests" / "data"
     arch_text = (data / "tiny.arch.yaml").read_text()
@@ -360,7 +358,6 @@ def test_timeloop_constraint_factor_0_is_the_whole_dimension(tmp_path):
     import pytest
 
     import storeloop as sl
-    from conftest import ROOT
     from storeloop.formats.constraints import load_constraints
 
     arch = sl.load_arch(ROOT / "arch" / "onionchopper.yaml")
@@ -374,3 +371,35 @@ def test_timeloop_constraint_factor_0_is_the_whole_dimension(tmp_path):
     assert cons.levels[0].temporal[d] == (4096, 4096) and cons.levels[1].temporal[n] == (2048, 2048)
     assert any("whole dimension" in str(w.message) for w in record)
     assert any("exceeds the bound" in str(w.message) for w in record)
+
+
+@pytest.mark.parametrize("where", ["thesis", "arch16-mm256", "small"])
+def test_batched_neighbours_cost_the_same(where):
+    """The local search prices a step's neighbours that share a loop structure in one batch-model
+    call: the same (overflow, cycles, energy) as the fast model one at a time, on every
+    neighbour (and neighbour of a neighbour) of the constructive starts."""
+    from storeloop.mapper import _prepare
+    from storeloop.mapper.construct import Searcher
+    from storeloop.mapper.objective import Objective
+
+    if where == "small":
+        cases = [(a, w, table(a)) for a, w in SMALL]
+    else:
+        a_file, w_file = {"thesis": ("arch/onionchopper.yaml", "workloads/onionpir-64GiB.yaml"),
+                          "arch16-mm256": ("tests/data/arch16.yaml", "tests/data/mm256.yaml")}[where]
+        a = load_arch(ROOT / a_file)
+        cases = [(a, load_workload(ROOT / w_file), energy_table(a, None))]
+    for a, w, e in cases:
+        p = _prepare(a, w, e, None, False)
+        obj = Objective("delay,energy")
+        one, batch = (Searcher(p.space, FastModel(p.arch, p.tree.priced, p.energy), obj) for _ in range(2))
+        one.BATCH_MIN, batch.BATCH_MIN = 10 ** 9, 1
+        assert batch.batch is not None
+        states = []
+        for s in one.starts():
+            near = list(one.moves(s))
+            states += near + [t for n in near[:20] for t in one.moves(n)]
+        states = states[:6000]
+        got = batch.costs(states)
+        assert got == [one.cost(s) for s in states]
+        assert sum(1 for c in got if c[0] == 0) > 50          # many of them fit and were priced

@@ -20,6 +20,10 @@ first incumbent is. :class:`Searcher` therefore builds, in a fixed number of can
    level, one tensor kept or bypassed at one level), with a few seeded random kicks out of local
    optima. Costs are the exact model's (:class:`~storeloop.model.fast.FastModel`); a candidate
    that overflows a buffer is ranked by its overflow first, so the descent walks toward validity.
+   Where the closed form applies (plain indices; no paged, SSD or single-buffered level), a
+   step's neighbours that share their parent's loop orders and keep sets -- every factor move --
+   are priced in one call of :class:`~storeloop.model.batch.BatchModel`, which gives the same
+   numbers (``tests/test_mapper.py::test_batched_neighbours_cost_the_same``).
 
 Every mapping returned is in the constrained map space and priced exactly like a leaf of the
 tree, so the branch and bound can start from it and its proofs stay valid.
@@ -27,15 +31,19 @@ tree, so the branch and bound can start from it and its proofs stay valid.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from storeloop.errors import MappingError
 from storeloop.mapper.merge import _primes
 from storeloop.mapper.objective import Objective
 from storeloop.mapper.space import MapSpace
+from storeloop.model.batch import BatchModel, LoopStructure, Slot
 from storeloop.model.fast import FastModel
 from storeloop.ir import Mapping
 
@@ -66,8 +74,13 @@ class State:
 class Searcher:
     """Local search over one map space, priced by the exact model, budgeted in candidates looked at."""
 
+    BATCH_MIN = 8          # neighbours of one loop structure priced together (fewer: one at a time)
+
     def __init__(self, space: MapSpace, model: FastModel, objective: Objective):
         self.space, self.model, self.obj = space, model, objective
+        # the closed form vectorized over a step's neighbours, where the fast model uses it
+        self.batch = BatchModel(model.arch, model.workload, model.energy) if model.simple else None
+        self._structures: dict[tuple, LoopStructure] = {}
         w = space.workload
         self.nlev, self.D, self.T = space.nlev, space.ndims, len(w.tensors)
         self.bounds = list(w.bounds)
@@ -120,28 +133,65 @@ class Searcher:
 
     def cost(self, s: State) -> tuple:
         """(overflow, objective...): lexicographic, smaller is better; inf when not admissible."""
-        self.calls += 1
-        k = s.key()
-        hit = self.cache.get(k)
-        if hit is not None:
-            return hit
-        self.evaluations += 1
-        out: tuple
-        if not self.admissible(s):
-            out = (INF,)
-        else:
-            over = self.overflow(s)
-            if over:
-                out = (float(over),)
+        return self.costs([s])[0]
+
+    def costs(self, states: list[State]) -> list[tuple]:
+        """:meth:`cost` of each state (each counts as one candidate looked at); the uncached
+        ones that share a loop structure are priced in one batch call."""
+        self.calls += len(states)
+        keys = [s.key() for s in states]
+        todo: dict[tuple, list[State]] = {}          # structure -> admissible states that fit, to price
+        for s, k in zip(states, keys):
+            if k in self.cache:
+                continue
+            self.evaluations += 1
+            if not self.admissible(s):
+                self.cache[k] = (INF,)
+            elif over := self.overflow(s):
+                self.cache[k] = (float(over),)
             else:
-                try:
-                    r = self.model.evaluate(self.mapping(s))
-                except MappingError:
-                    out = (INF,)
-                else:
-                    out = (0.0, r.cycles, r.energy_pJ) if self.obj.lexicographic \
-                        else (0.0, self.obj.value(r.cycles, r.energy_pJ), r.cycles, r.energy_pJ)
-        self.cache[k] = out
+                self.cache[k] = None                   # priced below
+                todo.setdefault((tuple(s.order), tuple(s.keep)), []).append(s)
+        for group in todo.values():
+            if self.batch is not None and len(group) >= self.BATCH_MIN:
+                structure = self._structure(group[0])
+                r = self.batch.evaluate(structure, np.array([self._factors(s) for s in group], np.int64))
+                priced = [(int(c), float(e)) if ok else None for c, e, ok in zip(r.cycles, r.energy_pJ, r.valid)]
+            else:
+                priced = []
+                for s in group:
+                    try:
+                        r = self.model.evaluate(self.mapping(s))
+                    except MappingError:
+                        priced.append(None)
+                    else:
+                        priced.append((r.cycles, r.energy_pJ))
+            for s, p in zip(group, priced):
+                self.cache[s.key()] = (INF,) if p is None else (0.0, *p) if self.obj.lexicographic \
+                    else (0.0, self.obj.value(*p), *p)
+        return [self.cache[k] for k in keys]
+
+    def _structure(self, s: State) -> LoopStructure:
+        """The batch model's loop structure of ``s``: per level its temporal loops in order, then
+        its spatial loops as :meth:`mapping` nests them (Y, then X, each in dimension order),
+        every dimension in every slot (factor 1 where unused)."""
+        key = (tuple(s.order), tuple(s.keep))
+        if key not in self._structures:
+            slots = []
+            for L in range(self.nlev):
+                slots += [Slot(L, d) for d in s.order[L]]
+                slots += [Slot(L, d, True, a) for a in "YX" for d in range(self.D)]
+            names = self.space.names
+            keep = tuple(None if m == (1 << self.T) - 1 else frozenset(n for i, n in enumerate(names) if m >> i & 1)
+                         for m in s.keep)
+            self._structures[key] = LoopStructure(tuple(slots), keep)
+        return self._structures[key]
+
+    def _factors(self, s: State) -> list[int]:
+        out = []
+        for L in range(self.nlev):
+            out += [s.tf[L][d] for d in s.order[L]]
+            out += s.sy[L] + s.sx[L]
         return out
 
     # ------------------------------------------------------------------ construction
@@ -252,16 +302,16 @@ class Searcher:
         return self.calls >= budget or (self.deadline is not None and time.monotonic() > self.deadline)
 
     def descend(self, s: State, budget: int) -> tuple[State, tuple]:
-        """Steepest descent from ``s`` to a local optimum (or until the budget is spent)."""
+        """Steepest descent from ``s`` to a local optimum (or until the budget is spent): each step
+        prices the neighbours in :meth:`moves` order up to the budget and takes the first of the
+        cheapest, if it is cheaper."""
         best, bc = s, self.cost(s)
         while not self.spent(budget):
+            near = list(itertools.islice(self.moves(best), budget - self.calls))
             step, sc = None, bc
-            for t in self.moves(best):
-                c = self.cost(t)
+            for t, c in zip(near, self.costs(near)):
                 if c < sc:
                     step, sc = t, c
-                if self.spent(budget):
-                    break
             if step is None:
                 break
             best, bc = step, sc
