@@ -53,6 +53,26 @@ def maximal_splits(sizes: tuple[int, ...], cap: int) -> np.ndarray | None:
     return out
 
 
+@functools.lru_cache(maxsize=65536)
+def tile_shapes(sizes: tuple[int, ...], rels: tuple[tuple[bool, ...], ...], S: int, limit: int) -> np.ndarray | None:
+    """Every tile shape (rows (n, len(sizes))) whose factors divide ``sizes`` and whose tensors'
+    tiles (``rels``: per tensor, the dimensions indexing it) fit in S words together, grown one
+    dimension at a time (a shape that does not fit never fits with larger factors); None past
+    ``limit`` shapes. Cached for the process; the array is read-only."""
+    f = np.ones((1, len(sizes)), np.int64)
+    rel = np.array(rels, bool).reshape(len(rels), len(sizes))
+    for d, size in enumerate(sizes):
+        g = np.array(divisors(size), np.int64)
+        if len(f) * len(g) > limit:
+            return None
+        f = np.repeat(f, len(g), axis=0)
+        f[:, d] = np.tile(g, len(f) // len(g))
+        used = np.where(rel[:, None, :], f[None, :, :], 1).prod(axis=2).sum(axis=0)
+        f = f[used <= S]
+    f.flags.writeable = False
+    return f
+
+
 class BelowBounds:
     """Mixed into :class:`~storeloop.mapper.tree.Tree`, whose attributes it reads."""
 
@@ -155,7 +175,12 @@ class BelowBounds:
         for mask in self.space.keep_masks[R]:
             kept = [t for t in range(self.T) if mask >> t & 1]
             tied = [d for d in dims if any(self.rel[t][d] for t in kept)]
-            shapes = self._shapes(rem_a, kept, tied, S)
+            shapes = tile_shapes(tuple(int(rem[d]) for d in tied),
+                                 tuple(tuple(bool(self.rel[t][d]) for d in tied) for t in kept), int(S), self.REFILL_WORK)
+            if shapes is not None:                 # (1 outside the tied dimensions)
+                full = np.ones((len(shapes), self.D), np.int64)
+                full[:, tied] = shapes
+                shapes = full
             work += self.REFILL_WORK + 1 if shapes is None else len(shapes) * len(sp) * len(es)
             if work > self.REFILL_WORK:
                 self._refills[key] = None
@@ -168,13 +193,18 @@ class BelowBounds:
             ok = ((rem_a[None, :] // f) % s == 0).all(axis=1)
             exact = (f * s == rem_a[None, :]).all(axis=1)
             sh = np.tile(share, (len(shapes), 1)).astype(np.float64)
-            # per tensor R keeps: its words and R's energy where the loop e refills it, and where not
-            own = {}
+            # per tensor: R's energy and the words across R's top where no loop e refills it
+            # (column 0: a tensor R does not keep, every compute's) and where one does (column 1)
+            at = np.zeros((len(f), self.T, 2))
+            moved = np.full((len(f), self.T, 2), macs)
             for t in kept:
                 per = (self.wpw if self.rw[t] else self.rpw)[R] * macs
                 refilled = np.maximum(macs / np.where(not_rel[t][None, :], f, 1).prod(axis=1), sizes[t])
-                own[t] = [(self.wpw[R] * (np.maximum(x - sizes[t], 0.0) if self.rw[t] else x) + per, x)
-                          for x in (np.full(len(f), sizes[t]), refilled)]
+                for k, x in enumerate((np.full(len(f), sizes[t]), refilled)):
+                    at[:, t, k] = self.wpw[R] * (np.maximum(x - sizes[t], 0.0) if self.rw[t] else x) + per
+                    moved[:, t, k] = x
+            moved /= sh[:, :, None]
+            in_r = np.array([mask >> t & 1 for t in range(self.T)], bool)
             for e in es:
                 if e < 0:
                     cond = ok & exact & (not looped)
@@ -183,29 +213,14 @@ class BelowBounds:
                     cond = cond | (ok & exact & looped)
                 if not cond.any():
                     continue
-                pick = {t: o[int(e >= 0 and self.rel[t][e])] for t, o in own.items()}
-                at_r.append(sum((p[0] for p in pick.values()), np.zeros(len(f)))[cond])
-                words.append(np.stack([(pick[t][1] if t in pick else macs) / sh[:, t]
-                                       for t in range(self.T)], axis=1)[cond])
+                k = (in_r & (self.rel[:, e] if e >= 0 else False)).astype(np.int64)   # which column each tensor takes
+                cols = np.arange(self.T)
+                at_r.append(at[cond][:, cols, k].sum(axis=1))
+                words.append(moved[cond][:, cols, k])
         out = (np.concatenate(at_r), np.concatenate(words)) if at_r else None
         self._refills[key] = out
         self.stats["candidates"] += work // 2      # a case costs about half a candidate (0.2 us against 0.35 us)
         return out
-
-    def _shapes(self, rem: np.ndarray, kept: list[int], tied: list[int], S: int) -> np.ndarray | None:
-        """Every tile shape (rows (n, D); 1 outside ``tied``) whose factors divide ``rem`` and whose
-        kept tensors' tiles fit in S words together (grown one dimension at a time: a shape that
-        does not fit never fits with larger factors)."""
-        f = np.ones((1, self.D), np.int64)
-        for d in tied:
-            g = np.array(divisors(int(rem[d])), np.int64)
-            if len(f) * len(g) > self.REFILL_WORK:
-                return None
-            f = np.repeat(f, len(g), axis=0)
-            f[:, d] = np.tile(g, len(f) // len(g))
-            used = sum(np.where(self.rel[t][None, :], f, 1).prod(axis=1) for t in kept)
-            f = f[used <= S]
-        return f
 
     def _keepers(self, n, rows: dict) -> list:
         """Per tensor, its keeper above the level being chosen, as (pJ per access, (m,) the units
