@@ -330,10 +330,17 @@ def _incumbent(arch, members, energy, space, tree, obj, goal, seeds, budget: int
     and the cycle count that is at the bound up to floating-point rounding (or None)."""
     t0 = time.monotonic()
     searcher = Searcher(space, FastModel(arch, tree.priced, energy), obj)
-    starts = searcher.starts() + [s for s in (state_of(m, members, space) for m in seeds) if s is not None]
-    state, cost = searcher.search(starts, budget,
-                                  lambda c: c[0] == 0 and goal.reached(obj, c[-2], c[-1]) is not None,
-                                  deadline=deadline)
+    seeded = [s for s in (state_of(m, members, space) for m in seeds) if s is not None]
+
+    def good(c):
+        return c[0] == 0 and goal.reached(obj, c[-2], c[-1]) is not None
+
+    # a seed that already reaches the goal (a sweep's neighbour, often) is the answer as it is
+    ready = sorted((c, i) for i, c in enumerate(searcher.costs(seeded)) if good(c))
+    if ready:
+        state, cost = seeded[ready[0][1]], ready[0][0]
+    else:
+        state, cost = searcher.search(searcher.starts() + seeded, budget, good, deadline=deadline)
     incumbent = (int(cost[-2]), float(cost[-1]), searcher.mapping(state)) if cost[0] == 0 else None
     rounded = None
     if incumbent and incumbent[0] == tree.global_lb + 1 and \
