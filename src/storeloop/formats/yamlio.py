@@ -135,6 +135,9 @@ def loads(text: str, filename: str | None = None) -> Any:
         return loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        if "nesting depth" in str(exc.problem):      # libyaml's parser says so where PyYAML's recurses
+            raise SpecError("not valid YAML: nested too deeply", file=filename, line=mark.line + 1 if mark else None,
+                            allowed="a few levels of lists and mappings") from None
         raise SpecError(f"not valid YAML: {exc.problem or exc}", file=filename,
                         line=mark.line + 1 if mark else None) from None
     except yaml.reader.ReaderError as exc:
