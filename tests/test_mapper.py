@@ -403,3 +403,21 @@ def test_batched_neighbours_cost_the_same(where):
         got = batch.costs(states)
         assert got == [one.cost(s) for s in states]
         assert sum(1 for c in got if c[0] == 0) > 50          # many of them fit and were priced
+
+
+def test_converged_waits_while_the_walk_is_nearly_done(tmp_path, monkeypatch):
+    """'converged' does not fire while the top-level subtrees that could still beat the best
+    (after the refill bound), at the mean cost of those finished, project to at most twice the
+    walk's work so far: a 128x1024x64 matmul on 32 PEs (64-word RFs, 128 KiB GLB) stopped
+    'converged' after 5.6 M candidates, 2 subtrees short of the proof it now ends with."""
+    from storeloop.mapper import search
+
+    (tmp_path / "a.yaml").write_text((ROOT / "tests/data/arch16.yaml").read_text()
+                                     .replace("64 KiB", "128 KiB").replace("instances: 16", "instances: 32"))
+    a = load_arch(tmp_path / "a.yaml")
+    assert a.compute.instances == 32 and a.levels[2].instances == 32
+    w = workload("Z[m,n] = A[m,k] * B[k,n]", {"M": 128, "N": 1024, "K": 64})
+    e = energy_table(a, None)
+    assert map_workload(a, w, e).search["stopped"] == "optimal"
+    monkeypatch.setattr(search, "CONVERGE_PROJECTED", 0)          # the rule without the projection
+    assert map_workload(a, w, e).search["stopped"] == "converged"

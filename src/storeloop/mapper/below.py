@@ -246,10 +246,15 @@ class BelowBounds:
         the cheapest level that can still be its keeper above R: L1 if L1 keeps it, else its keeper
         so far (whose accesses more units can share), or a level between L1 and R; at least its
         size and the words the node already moves for it, whose energy the node counted (and is
-        subtracted here, with what :meth:`_below_cost` added)."""
+        subtracted here, with what :meth:`_below_cost` added). Asked again, it returns the bound
+        it raised."""
         info = ch.refill
         if info is None:
             return float(ch.elb[i])
+        done = info.setdefault("done", np.zeros(len(ch.row), bool))      # each child is raised once
+        if done[i]:
+            return float(ch.elb[i])
+        done[i] = True
         n, rows, L1, T = ch.node, ch.rows, ch.node.depth + 1, self.T
         j, c, mk = int(ch.row[i]), int(info["col"][i]), int(ch.mask[i])
         cases = self._refill_cases(L1, tuple(int(x) for x in rows["rem"][j]), bool(rows["P"][j] > 1))

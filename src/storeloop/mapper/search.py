@@ -18,7 +18,9 @@ Why a search stopped is one of :data:`STOPS`, named in the report:
 * ``converged``: the branch and bound generated twice as many candidates since its last
   improvement as before it (at least :data:`CONVERGE_MIN`), counted in candidates, not seconds,
   so the answer does not depend on the machine's load (for the random searches: Timeloop's
-  victory condition);
+  victory condition); but not while the top-level subtrees left that could still beat the best,
+  at the mean cost of those finished, project to at most :data:`CONVERGE_PROJECTED` times the
+  walk's work so far (it is then likely to end soon with a proof);
 * ``truncated``: the branch and bound ended, but some expansion had more children than it keeps
   (:data:`storeloop.mapper.tree.MAX_CHILDREN`, memory) and cut the ones with the worst bounds, so
   the answer is not proven;
@@ -35,6 +37,8 @@ import multiprocessing
 import random
 import sys
 import time
+
+import numpy as np
 from dataclasses import dataclass, field
 
 from storeloop.errors import MappingError
@@ -47,6 +51,7 @@ from storeloop.ir import Mapping
 
 STOPS = ("optimal", "energy-gap", "converged", "truncated", "budget", "time-limit", "interrupted")
 CONVERGE_MIN = 5_000_000         # candidates a branch and bound spends at least before "converged"
+CONVERGE_PROJECTED = 2           # ... and not while the projected rest of its walk is at most this many times its work
 
 
 @dataclass
@@ -87,6 +92,10 @@ class _DFS:
         self.trace: list[tuple] = []             # (seconds, cycles, energy) of each new best
         self.first_only = False                  # stop at the first complete mapping (a dive)
         self.since = 0                           # candidates generated when the best last improved
+        # the top-level walk: (children, the indices walked, position, candidates when it began and
+        # when the current child began), and the projection last made (see :meth:`nearly_done`)
+        self.top: list | None = None
+        self._projected: tuple = (None, False)
         tree.halt = lambda: self.halted() is not None
 
     def key(self):
@@ -106,7 +115,7 @@ class _DFS:
             raise _Stop(why)
         spent = self.tree.stats["candidates"]
         if self.goal is not None and self.goal.converge and self.best is not None and self.best[2] is not None \
-                and spent - self.since > max(CONVERGE_MIN, 2 * self.since):
+                and spent - self.since > max(CONVERGE_MIN, 2 * self.since) and not self.nearly_done(spent):
             raise _Stop("converged")
         out = self.tree.expand(node, self.key(), self.obj)
         if node.depth == self.tree.nlev - 1:
@@ -125,10 +134,37 @@ class _DFS:
             return
         self.walk(out)
 
+    def nearly_done(self, spent: int) -> bool:
+        """Whether the top-level subtrees left that the best does not dominate, at the mean cost of
+        those finished (in candidates), would take at most :data:`CONVERGE_PROJECTED` times the
+        walk's work so far: then 'converged' waits (the walk is likely to end with a proof soon).
+        Recomputed when the walk moves on or the best changes."""
+        if self.top is None:
+            return False
+        ch, idx, k, began, child_began = self.top
+        if k == 0:
+            return False                         # no finished subtree to measure by
+        key = (k, self.key())
+        if self._projected[0] != key:
+            rest = np.asarray(idx[k + 1:], np.int64)
+            rest = rest[~self.obj.dominated(ch.clb[rest], ch.elb[rest], self.key())] if len(rest) else rest
+            if ch.refill is not None:            # the refill bound cuts more (each child raised once)
+                rest = [i for i in rest if not self.obj.dominated(ch.clb[i], self.tree.refine(ch, i), self.key())]
+            alive = len(rest)
+            per = (child_began - began) / k
+            self._projected = (key, per * (alive + 1) <= CONVERGE_PROJECTED * (spent - began))
+        return self._projected[1]
+
     def walk(self, ch, indices=None, after=None) -> None:
         """Visit the children of ``ch`` (or only ``indices``), calling ``after(i)`` after each."""
         idx = range(len(ch.row)) if indices is None else indices
-        for i in idx:
+        top = ch.node.depth == 0                 # the root's children: progress for nearly_done
+        if top:
+            idx = list(idx)
+            began = self.tree.stats["candidates"]
+        for k, i in enumerate(idx):
+            if top:
+                self.top = [ch, idx, k, began, self.tree.stats["candidates"]]
             if self.best is not None and self.obj.dominated(ch.clb[i], ch.elb[i], self.key()):
                 if indices is None:              # sorted by bound: everything after is dominated too
                     self.tree.stats["pruned_bound"] += len(ch.row) - i
