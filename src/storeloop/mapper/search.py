@@ -37,9 +37,9 @@ import multiprocessing
 import random
 import sys
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
-from dataclasses import dataclass, field
 
 from storeloop.errors import MappingError
 from storeloop.mapper.objective import Objective
