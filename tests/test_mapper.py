@@ -407,7 +407,7 @@ def test_batched_neighbours_cost_the_same(where):
 
 def test_converged_waits_while_the_walk_is_nearly_done(tmp_path, monkeypatch):
     """'converged' does not fire while the top-level subtrees that could still beat the best
-    (after the refill bound), at the mean cost of those finished, project to at most twice the
+    (after the refill bound), at the mean cost of those finished, project to at most four times the
     walk's work so far: a 128x1024x64 matmul on 32 PEs (64-word RFs, 128 KiB GLB) stopped
     'converged' after 5.6 M candidates, 2 subtrees short of the proof it now ends with."""
     from storeloop.mapper import search

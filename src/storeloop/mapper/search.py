@@ -51,7 +51,7 @@ from storeloop.ir import Mapping
 
 STOPS = ("optimal", "energy-gap", "converged", "truncated", "budget", "time-limit", "interrupted")
 CONVERGE_MIN = 5_000_000         # candidates a branch and bound spends at least before "converged"
-CONVERGE_PROJECTED = 2           # ... and not while the projected rest of its walk is at most this many times its work
+CONVERGE_PROJECTED = 4           # ... and not while the projected rest of its walk is at most this many times its work
 
 
 @dataclass
