@@ -20,7 +20,8 @@ Why a search stopped is one of :data:`STOPS`, named in the report:
   so the answer does not depend on the machine's load (for the random searches: Timeloop's
   victory condition); but not while the top-level subtrees left that could still beat the best,
   at the mean cost of those finished, project to at most :data:`CONVERGE_PROJECTED` times the
-  walk's work so far (it is then likely to end soon with a proof);
+  walk's work so far (it is then likely to end soon with a proof), and then at most until
+  1 + :data:`CONVERGE_PROJECTED` times the usual wait;
 * ``truncated``: the branch and bound ended, but some expansion had more children than it keeps
   (:data:`storeloop.mapper.tree.MAX_CHILDREN`, memory) and cut the ones with the worst bounds, so
   the answer is not proven;
@@ -114,8 +115,9 @@ class _DFS:
         if why:
             raise _Stop(why)
         spent = self.tree.stats["candidates"]
+        quiet, limit = spent - self.since, max(CONVERGE_MIN, 2 * self.since)
         if self.goal is not None and self.goal.converge and self.best is not None and self.best[2] is not None \
-                and spent - self.since > max(CONVERGE_MIN, 2 * self.since) and not self.nearly_done(spent):
+                and quiet > limit and (quiet > (1 + CONVERGE_PROJECTED) * limit or not self.nearly_done(spent)):
             raise _Stop("converged")
         out = self.tree.expand(node, self.key(), self.obj)
         if node.depth == self.tree.nlev - 1:
