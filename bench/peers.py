@@ -8,7 +8,9 @@ the per-word energies storeloop's plug-ins give that arch (written into each too
 so their answers are priced alike. The peers are installed on demand, each into its own venv under
 ``bench/.peers/`` (never a dependency of storeloop); a tool that cannot install or run here is
 skipped with the reason. Prints each tool's wall time, objective, cycles and claim, and the ratio
-of the peers' times to storeloop's, all measured in this run.
+of the peers' times to storeloop's, all measured in this run; then whether storeloop's and FFM's
+answers agree when priced in one model: storeloop's mapping in AccelForge's model and FFM's mapping
+in storeloop's (:func:`to_accelforge`, :func:`from_accelforge`).
 
     .venv/bin/python bench/peers.py [matmul] [conv3x]      (default: both)
 """
@@ -16,6 +18,7 @@ of the peers' times to storeloop's, all measured in this run.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -29,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from storeloop.energy import price                      # noqa: E402
+from storeloop.ir.mapping import LevelMapping, Loop, Mapping  # noqa: E402
+from storeloop.model.evaluate import evaluate          # noqa: E402
 from storeloop.mapper import map_workload               # noqa: E402
 from storeloop.formats.load import load_arch, load_workload  # noqa: E402
 
@@ -105,12 +110,21 @@ AF_CONV = """workload:
     - {name: W, projection: [k, c, r, s]}
     - {name: O, projection: [n, k, p, q], output: True}
 """
-AF_RUN = """import sys, time, accelforge as af
+AF_RUN = """import sys, json, accelforge as af
 af.set_n_parallel_jobs(2, print_message=False)
 spec = af.Spec.from_yaml(sys.argv[1], sys.argv[2])
 spec.mapper.metrics = af.mapper.Metrics.ENERGY
 m = spec.map_workload_to_arch(print_number_of_pmappings=False, print_progress=False)
 print(f"RESULT energy_pJ={float(m.energy()) * 1e12:.6f} cycles={float(m.latency()) * 1e9:.0f}")
+nodes = [{"node": type(n).__name__, **{k: getattr(n, k) for k in ("tensors", "component", "rank_variable", "tile_shape")
+                                      if getattr(n, k, None) is not None}}
+         for n in m.data.iloc[0]["Total<SEP>mapping"]().nodes if type(n).__name__ != "Reservation"]
+print("NODES " + json.dumps(nodes))
+"""
+# AccelForge's model pricing one mapping (argv: arch, workload, mapping)
+AF_EVAL = """import sys, accelforge as af
+r = af.Spec.from_yaml(*sys.argv[1:4]).evaluate_mapping()
+print(f"RESULT energy_pJ={float(r.energy()) * 1e12:.6f} cycles={float(r.latency()) * 1e9:.0f}")
 """
 # ZigZag charges r_cost/w_cost per access of bandwidth_max bits: cost = per-word energy x max/16
 ZZ_ARCH = """name: simple16
@@ -171,8 +185,9 @@ ZZ_CONV = """- id: 0
   operand_source: {I: 0, W: 0}
 """
 # the problems: storeloop's workload file, AccelForge's and ZigZag's workload texts, storeloop's time limit
-PROBLEMS = {"matmul": ("256^3 matmul", "mm256.yaml", AF_MATMUL, ZZ_MATMUL, None),
-            "conv3x": ("ResNet-50 conv3_x", "conv3x.yaml", AF_CONV, ZZ_CONV, 120)}
+# and AccelForge's einsum name
+PROBLEMS = {"matmul": ("256^3 matmul", "mm256.yaml", AF_MATMUL, ZZ_MATMUL, None, "Matmul"),
+            "conv3x": ("ResNet-50 conv3_x", "conv3x.yaml", AF_CONV, ZZ_CONV, 120, "Conv")}
 PEER_TIMEOUT = float(os.environ.get("STORELOOP_PEER_TIMEOUT", 1800))   # seconds a peer may take on one problem
 ZZ_MAPPING = """- name: default
   memory_operand_links: {O: O, W: I2, I: I1}
@@ -185,6 +200,76 @@ E, L, _ = get_hardware_performance_zigzag(sys.argv[2], sys.argv[1], sys.argv[3],
     dump_folder=sys.argv[4], loma_show_progress_bar=False)
 print(f"RESULT energy_pJ={E:.6f} cycles={L:.0f}")
 """
+
+
+def to_accelforge(arch, workload, mapping, einsum: str) -> str:
+    """storeloop's ``mapping`` as AccelForge mapping nodes with the same reuse. Timeloop keeps a
+    level's tile across the loops just above it that do not index the tensor; AccelForge keeps a
+    tile across the loops below its storage node, so each storage node is moved above those loops
+    (a level's temporal loops are written below its spatial fanout for that: the same iteration
+    space). Each loop's tile shape is the product of its dimension's factors below it."""
+    items = []                                             # (kind, level, loop or tensor), outer -> inner
+    for L, lm in enumerate(mapping.levels):
+        items += [("store", L, t) for t in workload.tensors if lm.keeps(t.name)]
+        items += [("spatial", L, lp) for lp in lm.spatial_nest() if lp.factor > 1]
+        items += [("temporal", L, lp) for lp in lm.temporal if lp.factor > 1]
+    for j in range(len(items)):
+        if items[j][0] != "store" or items[j][1] == 0:
+            continue
+        k, (_, L, t) = j, items[j]
+        while k > 0 and (items[k - 1][0] == "temporal" and items[k - 1][2].dim not in t.dims()
+                         or items[k - 1][0] == "store" and items[k - 1][1] == L):
+            items[k - 1], items[k] = items[k], items[k - 1]
+            k -= 1
+    tile = [1] * len(workload.dims)
+    lines = []
+    for kind, L, x in reversed(items):
+        if kind == "store":
+            lines.append(f"  - !Storage {{tensors: [{x.name}], component: {arch.levels[L].name}}}")
+            continue
+        tile[x.dim] *= x.factor
+        spatial = ", name: X, component: PE" if kind == "spatial" else ""
+        lines.append(f"  - !{kind.title()} {{rank_variable: {workload.dims[x.dim].lower()}, "
+                     f"tile_shape: {tile[x.dim] // x.factor}{spatial}}}")
+    lines.reverse()
+    return "mapping:\n  nodes:\n" + "\n".join(lines) + f"\n  - !Compute {{einsum: {einsum}, component: MAC}}\n"
+
+
+def from_accelforge(arch, workload, nodes: list[dict]):
+    """AccelForge's mapping nodes as a storeloop mapping, or why it has none: a loop between two
+    storage nodes of one level belongs to the level above if no tensor stored above it at that
+    level has its dimension (Timeloop reuses a tile across such loops); else the mapping keeps
+    tensors at different loop positions within a level, which storeloop's format cannot write."""
+    level = {lvl.name: L for L, lvl in enumerate(arch.levels)}
+    dim = {d.lower(): i for i, d in enumerate(workload.dims)}
+    tile = list(workload.bounds)
+    temporal, spatial = [[] for _ in arch.levels], [[] for _ in arch.levels]
+    keep = [set() for _ in arch.levels]
+    L, above = 0, []                                       # the deepest level so far, its tensors so far
+    for i, n in enumerate(nodes):
+        if n["node"] == "Storage":
+            lv = level[n["component"]]
+            if lv > L:
+                L, above = lv, []
+            keep[lv].update(n["tensors"])
+            above += [workload.tensor(t) for t in n["tensors"]]
+            continue
+        if n["node"] not in ("Temporal", "Spatial"):
+            continue
+        d = dim[n["rank_variable"]]
+        f, tile[d] = tile[d] // n["tile_shape"], n["tile_shape"]
+        if f == 1:
+            continue
+        if n["node"] == "Spatial":
+            spatial[L].append(Loop(d, f, True, "X"))
+        elif not any(m["node"] == "Storage" and level[m["component"]] == L for m in nodes[i + 1:]):
+            temporal[L].append(Loop(d, f))
+        elif any(d in t.dims() for t in above):
+            return f"tensors at different loop positions within {arch.levels[L].name} (not in storeloop's format)"
+        else:
+            temporal[L - 1].append(Loop(d, f))
+    return Mapping(tuple(LevelMapping(tuple(temporal[L]), tuple(spatial[L]), frozenset(keep[L]))
+                         for L in range(len(arch.levels))), name="AccelForge FFM's mapping")
 
 
 def venv(tool: str) -> tuple[Path | None, str]:
@@ -227,11 +312,11 @@ def run_peer(tool: str, files: dict[str, str], script: str, args: list[str]) -> 
     if p.returncode or not m:
         last = (err or out).strip().splitlines()[-2:]
         return {"skipped": f"{tool} did not run here: {' / '.join(last)}"}
-    return {"wall": wall, "energy_pJ": float(m.group(1)), "cycles": int(float(m.group(2)))}
+    return {"wall": wall, "energy_pJ": float(m.group(1)), "cycles": int(float(m.group(2))), "out": out}
 
 
 def compare(key: str) -> None:
-    title, wl_file, af_workload, zz_workload, limit = PROBLEMS[key]
+    title, wl_file, af_workload, zz_workload, limit, einsum = PROBLEMS[key]
     arch = load_arch(ROOT / "tests" / "data" / "arch16.yaml")
     work = load_workload(ROOT / "tests" / "data" / wl_file)
     table, _ = price(arch)
@@ -248,12 +333,12 @@ def compare(key: str) -> None:
                    f"stopped {out.search['stopped']}, energy {out.search['energy_gap']:.2%} above its lower bound"}
     name = "storeloop map (defaults" + (f", {limit} s limit)" if limit else ")")
     rows = {name: sl}
+    af_files = {"arch.yaml": AF_ARCH.format(**pj), "workload.yaml": af_workload}
     if shutil.which("dot") is None:
         rows["AccelForge FFM (energy, 2 jobs)"] = {"skipped": "its mapper needs Graphviz `dot` on PATH"}
     else:
         rows["AccelForge FFM (energy, 2 jobs)"] = dict(
-            run_peer("accelforge", {"arch.yaml": AF_ARCH.format(**pj), "workload.yaml": af_workload}, AF_RUN,
-                     ["arch.yaml", "workload.yaml"]), claim="optimal in its model")
+            run_peer("accelforge", af_files, AF_RUN, ["arch.yaml", "workload.yaml"]), claim="optimal in its model")
     rows["ZigZag LOMA (energy, lpf 6)"] = dict(
         run_peer("zigzag", {"arch.yaml": ZZ_ARCH.format(**zz), "workload.yaml": zz_workload,
                             "mapping.yaml": ZZ_MAPPING}, ZZ_RUN, ["arch.yaml", "workload.yaml", "mapping.yaml", "out"]),
@@ -267,9 +352,35 @@ def compare(key: str) -> None:
         ratio = "" if r is sl else f"; {r['wall'] / sl['wall']:.1f}x storeloop's time, " \
                                     f"energy {r['energy_pJ'] / sl['energy_pJ'] - 1:+.2%} against storeloop's"
         print(f"{tool:38s} {r['wall']:8.2f} {r['energy_pJ'] / 1e6:10.3f} {r['cycles']:11,}  {r['claim']}{ratio}")
+    one_model(arch, work, table, out, sl, rows["AccelForge FFM (energy, 2 jobs)"], af_files, einsum)
     ran = [(n, r) for n, r in rows.items() if r is not sl and "skipped" not in r]
     print(f"peers on the {title}: " + ("; ".join(f"{n.split()[0]} {r['wall'] / sl['wall']:.1f}x storeloop's time"
                                                     for n, r in ran) if ran else "none ran here"))
+
+
+def one_model(arch, work, table, out, sl: dict, ffm: dict, af_files: dict, einsum: str) -> None:
+    """Whether storeloop's and FFM's answers agree when priced in one model: storeloop's mapping in
+    AccelForge's model, FFM's mapping in storeloop's (where storeloop's format can write it)."""
+    if shutil.which("dot") is None:
+        return
+    theirs = run_peer("accelforge", {**af_files, "mapping.yaml": to_accelforge(arch, work, out.mapping, einsum)},
+                      AF_EVAL, ["arch.yaml", "workload.yaml", "mapping.yaml"])
+    if "skipped" in theirs:
+        print(f"  storeloop's mapping in AccelForge's model: {theirs['skipped']}")
+    else:
+        than = "" if "skipped" in ffm else f" ({theirs['energy_pJ'] / ffm['energy_pJ'] - 1:+.3%} against FFM's answer)"
+        print(f"  storeloop's mapping in AccelForge's model: {theirs['energy_pJ'] / 1e6:.3f} uJ, "
+              f"{theirs['cycles']:,} cycles{than}")
+    if "skipped" in ffm:
+        return
+    line = next((x for x in ffm["out"].splitlines() if x.startswith("NODES ")), None)
+    mine = from_accelforge(arch, work, json.loads(line[6:])) if line else "AccelForge printed no mapping"
+    if isinstance(mine, str):
+        print(f"  FFM's mapping in storeloop's model: not priced: {mine}")
+        return
+    r = evaluate(arch, work, mine, table)
+    print(f"  FFM's mapping in storeloop's model: {r.energy_pJ / 1e6:.3f} uJ, {r.cycles:,} cycles "
+          f"({r.energy_pJ / sl['energy_pJ'] - 1:+.3%} against storeloop's answer)")
 
 
 def main() -> None:
