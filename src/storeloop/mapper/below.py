@@ -247,19 +247,21 @@ class BelowBounds:
         so far (whose accesses more units can share), or a level between L1 and R; at least its
         size and the words the node already moves for it, whose energy the node counted (and is
         subtracted here, with what :meth:`_below_cost` added). Asked again, it returns the bound
-        it raised."""
+        it raised; ``ch.elb`` is left as it was."""
         info = ch.refill
         if info is None:
             return float(ch.elb[i])
-        done = info.setdefault("done", np.zeros(len(ch.row), bool))      # each child is raised once
-        if done[i]:
-            return float(ch.elb[i])
-        done[i] = True
+        # each child is raised once, and kept apart: ch.elb stays sorted, which the walk relies on
+        # to stop at the first child whose bound loses (a child raised ahead of it must not stop it)
+        raised = info.setdefault("raised", np.full(len(ch.row), np.nan))
+        if not np.isnan(raised[i]):
+            return float(raised[i])
+        raised[i] = ch.elb[i]
         n, rows, L1, T = ch.node, ch.rows, ch.node.depth + 1, self.T
         j, c, mk = int(ch.row[i]), int(info["col"][i]), int(ch.mask[i])
         cases = self._refill_cases(L1, tuple(int(x) for x in rows["rem"][j]), bool(rows["P"][j] > 1))
         if cases is None:
-            return float(ch.elb[i])
+            return float(raised[i])
         at_r, words = cases
         total = at_r.copy()
         for t in range(T):
@@ -275,5 +277,5 @@ class BelowBounds:
             total += p_w * x + p_r * np.maximum(x - self.sizes[t] * self.inst_above, 0.0) if self.rw[t] else p_r * x
         gain = float(total.min()) - info["counted"][j, c] - info["below"][j, c]
         if gain > 0:
-            ch.elb[i] += gain * SAFE
-        return float(ch.elb[i])
+            raised[i] += gain * SAFE
+        return float(raised[i])
