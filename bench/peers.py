@@ -192,14 +192,24 @@ PEER_TIMEOUT = float(os.environ.get("STORELOOP_PEER_TIMEOUT", 1800))   # seconds
 ZZ_MAPPING = """- name: default
   memory_operand_links: {O: O, W: I2, I: I1}
 """
-ZZ_RUN = """import sys, logging
+ZZ_RUN = """import sys, json, logging
 logging.disable(logging.CRITICAL)
 from zigzag.api import get_hardware_performance_zigzag
-E, L, _ = get_hardware_performance_zigzag(sys.argv[2], sys.argv[1], sys.argv[3], opt="energy",
+E, L, cmes = get_hardware_performance_zigzag(sys.argv[2], sys.argv[1], sys.argv[3], opt="energy",
     temporal_mapping_search_engine="loma", lpf_limit=6, nb_spatial_mappings_generated=3,
     dump_folder=sys.argv[4], loma_show_progress_bar=False)
 print(f"RESULT energy_pJ={E:.6f} cycles={L:.0f}")
+cme = cmes[0][1][0][0]
+def plain(m):
+    return {str(op): [[(str(d), int(f)) for d, f in level] for level in levels] for op, levels in m.items()}
+print("ZZMAP " + json.dumps({"temporal": plain(cme.temporal_mapping.mapping_dic_origin),
+                             "spatial": plain(cme.spatial_mapping.mapping_dict_origin)}))
 """
+# ZigZag's operands and loop dimensions as storeloop's tensors and dimensions, per problem
+ZZ_NAMES = {"matmul": ({"I": "A", "W": "B", "O": "Z"}, {"B": "m", "C": "k", "K": "n"}),
+            "conv3x": ({"I": "I", "W": "W", "O": "O"},
+                       {"B": "n", "K": "k", "C": "c", "OY": "p", "OX": "q", "FY": "r", "FX": "s"})}
+ZZ_LEVELS = ["RF", "GLB", "DRAM"]               # its memories per operand, innermost first
 
 
 def to_accelforge(arch, workload, mapping, einsum: str) -> str:
@@ -233,6 +243,46 @@ def to_accelforge(arch, workload, mapping, einsum: str) -> str:
                      f"tile_shape: {tile[x.dim] // x.factor}{spatial}}}")
     lines.reverse()
     return "mapping:\n  nodes:\n" + "\n".join(lines) + f"\n  - !Compute {{einsum: {einsum}, component: MAC}}\n"
+
+
+def zigzag_nodes(zz: dict, names: tuple[dict, dict]) -> list[dict] | str:
+    """ZigZag's mapping (per operand, per memory innermost first, its temporal loops innermost
+    first; its spatial unrolling under the GLB) as AccelForge-style nodes for
+    :func:`from_accelforge`: one loop order, each operand's storage nodes at its own boundaries,
+    the spatial loops just above the outermost RF node. A string says why it has none."""
+    tensors, dims = names
+    loops = None
+    stores = {}                                            # loops inside -> [(level, tensor)]
+    for op, levels in zz["temporal"].items():
+        flat = [lp for level in levels for lp in level]
+        if loops is not None and flat != loops:
+            return "its operands' loop orders differ"
+        loops, inside = flat, 0
+        for L, level in enumerate(levels[:len(ZZ_LEVELS)]):
+            inside += len(level)
+            stores.setdefault(inside, []).append((ZZ_LEVELS[L], tensors[op]))
+    spatial = {(d, f) for levels in zz["spatial"].values() for level in levels for d, f in level}
+    rf = max(k for k, v in stores.items() if any(lv == "RF" for lv, _ in v))
+    if any(lv != "RF" for k, v in stores.items() if k < rf for lv, _ in v):
+        return "a GLB boundary inside an RF one"
+    tile: dict[str, int] = {}
+    nodes = []                                             # innermost first, reversed at the end
+
+    def loop(kind: str, d: str, f: int) -> None:
+        tile[d] = tile.get(d, 1) * f
+        nodes.append({"node": kind, "rank_variable": dims[d], "tile_shape": tile[d] // f})
+
+    for i in range(len(loops) + 1):
+        here = stores.get(i, [])
+        nodes.extend({"node": "Storage", "tensors": [t], "component": lv} for lv, t in here if lv == "RF")
+        if i == rf:
+            for d, f in sorted(spatial):
+                loop("Spatial", d, f)
+        nodes.extend({"node": "Storage", "tensors": [t], "component": lv}
+                     for lv, t in sorted(here, key=lambda x: ZZ_LEVELS.index(x[0])) if lv != "RF")
+        if i < len(loops):
+            loop("Temporal", *loops[i])
+    return nodes[::-1]
 
 
 def from_accelforge(arch, workload, nodes: list[dict]):
@@ -353,9 +403,25 @@ def compare(key: str) -> None:
                                     f"energy {r['energy_pJ'] / sl['energy_pJ'] - 1:+.2%} against storeloop's"
         print(f"{tool:38s} {r['wall']:8.2f} {r['energy_pJ'] / 1e6:10.3f} {r['cycles']:11,}  {r['claim']}{ratio}")
     one_model(arch, work, table, out, sl, rows["AccelForge FFM (energy, 2 jobs)"], af_files, einsum)
+    zz = rows["ZigZag LOMA (energy, lpf 6)"]
+    if "skipped" not in zz:
+        line = next((x for x in zz["out"].splitlines() if x.startswith("ZZMAP ")), None)
+        in_storeloop(arch, work, table, zigzag_nodes(json.loads(line[6:]), ZZ_NAMES[key]) if line
+                     else "ZigZag printed no mapping", "ZigZag", sl)
     ran = [(n, r) for n, r in rows.items() if r is not sl and "skipped" not in r]
     print(f"peers on the {title}: " + ("; ".join(f"{n.split()[0]} {r['wall'] / sl['wall']:.1f}x storeloop's time"
                                                     for n, r in ran) if ran else "none ran here"))
+
+
+def in_storeloop(arch, work, table, nodes, who: str, sl: dict) -> None:
+    """A peer's mapping (AccelForge-style nodes, or why it has none) priced by storeloop's model."""
+    mine = nodes if isinstance(nodes, str) else from_accelforge(arch, work, nodes)
+    if isinstance(mine, str):
+        print(f"  {who}'s mapping in storeloop's model: not priced: {mine}")
+        return
+    r = evaluate(arch, work, mine, table)
+    print(f"  {who}'s mapping in storeloop's model: {r.energy_pJ / 1e6:.3f} uJ, {r.cycles:,} cycles "
+          f"({r.energy_pJ / sl['energy_pJ'] - 1:+.3%} against storeloop's answer)")
 
 
 def one_model(arch, work, table, out, sl: dict, ffm: dict, af_files: dict, einsum: str) -> None:
@@ -374,13 +440,7 @@ def one_model(arch, work, table, out, sl: dict, ffm: dict, af_files: dict, einsu
     if "skipped" in ffm:
         return
     line = next((x for x in ffm["out"].splitlines() if x.startswith("NODES ")), None)
-    mine = from_accelforge(arch, work, json.loads(line[6:])) if line else "AccelForge printed no mapping"
-    if isinstance(mine, str):
-        print(f"  FFM's mapping in storeloop's model: not priced: {mine}")
-        return
-    r = evaluate(arch, work, mine, table)
-    print(f"  FFM's mapping in storeloop's model: {r.energy_pJ / 1e6:.3f} uJ, {r.cycles:,} cycles "
-          f"({r.energy_pJ / sl['energy_pJ'] - 1:+.3%} against storeloop's answer)")
+    in_storeloop(arch, work, table, json.loads(line[6:]) if line else "AccelForge printed no mapping", "FFM", sl)
 
 
 def main() -> None:
