@@ -286,23 +286,24 @@ def zigzag_nodes(zz: dict, names: tuple[dict, dict]) -> list[dict] | str:
 
 
 def from_accelforge(arch, workload, nodes: list[dict]):
-    """AccelForge's mapping nodes as a storeloop mapping, or why it has none: a loop between two
-    storage nodes of one level belongs to the level above if no tensor stored above it at that
-    level has its dimension (Timeloop reuses a tile across such loops); else the mapping keeps
-    tensors at different loop positions within a level, which storeloop's format cannot write."""
+    """AccelForge's mapping nodes as a storeloop mapping. A loop between two storage nodes of one
+    level belongs to the level above if no tensor stored above it at that level has its dimension
+    (Timeloop reuses a tile across such loops: the mapping stays even); else it stays in the level
+    and the tensors stored below it there lie below it (uneven positions, ``below:``)."""
     level = {lvl.name: L for L, lvl in enumerate(arch.levels)}
     dim = {d.lower(): i for i, d in enumerate(workload.dims)}
     tile = list(workload.bounds)
     temporal, spatial = [[] for _ in arch.levels], [[] for _ in arch.levels]
-    keep = [set() for _ in arch.levels]
-    L, above = 0, []                                       # the deepest level so far, its tensors so far
+    keep, above = [set() for _ in arch.levels], [{} for _ in arch.levels]
+    L, stored = 0, []                                      # the deepest level so far, its tensors so far
     for i, n in enumerate(nodes):
         if n["node"] == "Storage":
             lv = level[n["component"]]
             if lv > L:
-                L, above = lv, []
+                L, stored = lv, []
             keep[lv].update(n["tensors"])
-            above += [workload.tensor(t) for t in n["tensors"]]
+            stored += [workload.tensor(t) for t in n["tensors"]]
+            above[lv].update({t: len(temporal[lv]) for t in n["tensors"] if temporal[lv]})
             continue
         if n["node"] not in ("Temporal", "Spatial"):
             continue
@@ -312,14 +313,14 @@ def from_accelforge(arch, workload, nodes: list[dict]):
             continue
         if n["node"] == "Spatial":
             spatial[L].append(Loop(d, f, True, "X"))
-        elif not any(m["node"] == "Storage" and level[m["component"]] == L for m in nodes[i + 1:]):
-            temporal[L].append(Loop(d, f))
-        elif any(d in t.dims() for t in above):
-            return f"tensors at different loop positions within {arch.levels[L].name} (not in storeloop's format)"
-        else:
+        elif any(m["node"] == "Storage" and level[m["component"]] == L for m in nodes[i + 1:]) \
+                and not any(d in t.dims() for t in stored):
             temporal[L - 1].append(Loop(d, f))
-    return Mapping(tuple(LevelMapping(tuple(temporal[L]), tuple(spatial[L]), frozenset(keep[L]))
-                         for L in range(len(arch.levels))), name="AccelForge FFM's mapping")
+        else:
+            temporal[L].append(Loop(d, f))
+    return Mapping(tuple(LevelMapping(tuple(temporal[L]), tuple(spatial[L]), frozenset(keep[L]),
+                                      tuple(sorted(above[L].items())))
+                         for L in range(len(arch.levels))), name="a peer's mapping")
 
 
 def venv(tool: str) -> tuple[Path | None, str]:

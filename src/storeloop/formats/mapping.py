@@ -20,6 +20,9 @@ class LevelMappingSpec(Strict):
     spatial_y: str | list[str] = Field("", description="spatial loops along Y")
     keep: list[str] | None = None
     bypass: list[str] | None = None
+    below: dict[str, str] | None = Field(
+        None, description="uneven positions: {tensor: DIM}, the tensor's tile here lies below this level's "
+                          "temporal loop over DIM and the loops outside it (they refill it)")
 
 
 class MappingSpec(Strict):
@@ -77,11 +80,21 @@ def mapping_from_native(doc: LDict, arch: Arch, workload: Workload) -> Mapping:
             keep = frozenset(lm.keep)
         elif lm.bypass is not None:
             keep = frozenset(set(tensors) - set(lm.bypass))
+        temporal = _loops(lm.temporal, workload, doc, loc + ("temporal",), spatial=False)
+        dims = [workload.dims[lp.dim].upper() for lp in temporal]
+        above = []
+        for t, d in (lm.below or {}).items():
+            if t not in tensors:
+                raise error_at(doc, loc + ("below",), f"unknown tensor '{t}'", allowed=", ".join(tensors))
+            if str(d).upper() not in dims:
+                raise error_at(doc, loc + ("below", t), f"{lm.level} has no temporal loop over {d!r}",
+                               allowed="one of this level's temporal loops: " + (", ".join(dims) or "none"))
+            above.append((t, dims.index(str(d).upper()) + 1))
         per_level[li] = LevelMapping(
-            temporal=_loops(lm.temporal, workload, doc, loc + ("temporal",), spatial=False),
+            temporal=temporal,
             spatial=_loops(lm.spatial, workload, doc, loc + ("spatial",), spatial=True, axis="X")
             + _loops(lm.spatial_y, workload, doc, loc + ("spatial_y",), spatial=True, axis="Y"),
-            keep=keep)
+            keep=keep, above=tuple(sorted(above, key=lambda a: tensors.index(a[0]))))
         locs[li] = loc
     mapping = Mapping(levels=tuple(per_level.get(li, LevelMapping()) for li in range(len(names))), name=spec.name)
     validate_mapping(doc, mapping, arch, workload, locs, ("mapping", "levels"))
@@ -94,6 +107,11 @@ def validate_mapping(doc: LDict, mapping: Mapping, arch: Arch, workload: Workloa
     try:
         check_mapping(arch, workload, mapping)
     except MappingError as exc:
+        if exc.level is not None and exc.kind == "uneven":
+            li = arch.level_index(exc.level)
+            raise error_at(doc, locs[li] + ("below",) if li in locs else root, exc.reason,
+                           allowed="tensors this level keeps, below one of its temporal loops; not on the outermost, "
+                                   "a paged or an SSD-backed level") from None
         if exc.level is not None:
             li = arch.level_index(exc.level)
             loc = locs[li] + ("spatial",) if li in locs else root
@@ -129,6 +147,8 @@ def mapping_to_native(mapping: Mapping, arch: Arch, workload: Workload) -> dict:
             entry["spatial_y"] = loops(ys)
         if lm.keep is not None:
             entry["keep"] = [t.name for t in workload.tensors if t.name in lm.keep]
+        if any(n for _, n in lm.above):
+            entry["below"] = {t: workload.dims[lm.temporal[n - 1].dim] for t, n in lm.above if n}
         levels.append(entry)
     doc = {"levels": levels}
     if mapping.name:

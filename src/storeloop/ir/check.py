@@ -23,6 +23,18 @@ def check_mapping(arch: Arch, workload: Workload, mapping: Mapping) -> None:
         if p != b:
             raise MappingError(f"factors of {workload.dims[d]} multiply to {p}, the bound is {b}",
                                kind="factors")
+    for li, (lvl, lm) in enumerate(zip(arch.levels, mapping.levels)):
+        for name, n in lm.above:            # uneven positions (LevelMapping.above)
+            where = dict(level=lvl.name, kind="uneven")
+            if not lm.keeps(name):
+                raise MappingError(f"{name} has a position at {lvl.name}, which does not keep it", **where)
+            if li == 0 or lvl.page_bytes or lvl.ssd is not None:
+                raise MappingError(f"{name}'s tile at {lvl.name} cannot lie below its loops: "
+                                   + ("nothing is above the outermost level" if li == 0 else
+                                      "a paged or SSD-backed level's tiles are not modeled that way"), **where)
+            if not 0 <= n <= len(lm.temporal):
+                raise MappingError(f"{name} lies below {n} of the {len(lm.temporal)} temporal loops of {lvl.name}",
+                                   **where)
     for li, lm in enumerate(mapping.levels):
         total, fx, fy = arch.fanout(li)
         child = arch.below(li).name

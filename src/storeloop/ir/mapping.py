@@ -23,6 +23,9 @@ class LevelMapping:
     temporal: tuple[Loop, ...] = ()
     spatial: tuple[Loop, ...] = ()
     keep: frozenset[str] | None = None   # None: every tensor is kept
+    # uneven positions: (tensor, n) where the tensor's tile here lies below this level's n
+    # outermost temporal loops (they refill it, as loops of the level above would); others: 0
+    above: tuple[tuple[str, int], ...] = ()
 
     def spatial_nest(self) -> tuple[Loop, ...]:
         """The spatial loops in nest order, outer->inner: Y loops, then X loops."""
@@ -32,8 +35,17 @@ class LevelMapping:
     def keeps(self, tensor: str) -> bool:
         return self.keep is None or tensor in self.keep
 
+    def outside(self, tensor: str) -> int:
+        """How many of this level's outermost temporal loops lie above ``tensor``'s tile here."""
+        return dict(self.above).get(tensor, 0)
+
 
 @dataclass(frozen=True)
 class Mapping:
     levels: tuple[LevelMapping, ...]     # aligned with Arch.levels (outermost first)
     name: str | None = None
+
+    @property
+    def uneven(self) -> bool:
+        """Some tensor's tile lies below some of its level's temporal loops (:attr:`LevelMapping.above`)."""
+        return any(n for lm in self.levels for _, n in lm.above)

@@ -80,13 +80,16 @@ def _unit_nest(arch: Arch, mapping: Mapping) -> tuple[list, int]:
     return list(reversed(mapping.levels[nlev - 1].spatial_nest())), _grid_width(arch, mapping, nlev - 1)
 
 
-def _flatten(mapping: Mapping) -> list[tuple[int, int, int, bool]]:
-    """(level, dim, factor, spatial) for every loop with factor > 1, outermost first."""
+def _flatten(mapping: Mapping, tensor: str | None = None) -> list[tuple[int, int, int, bool]]:
+    """(level, dim, factor, spatial) for every loop with factor > 1, outermost first. For
+    ``tensor``, a level's outermost temporal loops that lie above its tile there (an uneven
+    position, :meth:`LevelMapping.outside`) count as loops of the level above: they refill it."""
     loops = []
     for li, lm in enumerate(mapping.levels):
-        for lp in lm.temporal:
+        out = lm.outside(tensor) if tensor is not None else 0
+        for k, lp in enumerate(lm.temporal):
             if lp.factor > 1:
-                loops.append((li, lp.dim, lp.factor, False))
+                loops.append((li - 1 if k < out else li, lp.dim, lp.factor, False))
         for lp in lm.spatial_nest():
             if lp.factor > 1:
                 loops.append((li, lp.dim, lp.factor, True))
@@ -130,11 +133,16 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
     units_under_spatial = bool(loops) and loops[-1][3] and loops[-1][0] == nlev - 1
     unit_nest, width = _unit_nest(arch, mapping)
     levels = [LevelStats(lvl.name, utilized[L], {}) for L, lvl in enumerate(arch.levels)]
+    even_loops, even_inner = loops, inner
     for t in workload.tensors:
         kept = [L for L in range(nlev) if mapping.levels[L].keeps(t.name)]
         relevant = t.dims()
         for L in range(nlev):
             levels[L].tensors[t.name] = TensorLevelStats(kept=L in kept)
+        # this tensor's view of the nest: with uneven positions, the loops above its tile at a level
+        # belong to the level above (the same order and strides)
+        loops, inner = (even_loops, even_inner) if not mapping.uneven else \
+            (_flatten(mapping, t.name), _spans(_flatten(mapping, t.name), nlev, ndims))
         partition = _partitions(t, loops, inner, nlev)
         arrivals: dict[int, int] = {}
         for L in kept:
@@ -183,7 +191,7 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
                 fills += peer - Fraction(fanned[L][1], fanout)
             reads, fills, st.updates = costs.keeper_accesses(t.read_write, content, fills, st.partition, k > 0)
             st.reads, st.fills = _round(reads + peer), _round(fills)
-    for (L, name), ratio in page_factors(arch, workload, mapping, inner).items():
+    for (L, name), ratio in page_factors(arch, workload, mapping, even_inner).items():
         st = levels[L].tensors[name]            # a paged level moves whole pages (see page_factors)
         st.reads, st.updates = costs.paged(st.reads, ratio), costs.paged(st.updates, ratio)
     return NestAnalysis(compute_cycles, workload.macs, utilized[nlev], levels)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from storeloop.errors import SpecError
+from storeloop.errors import MappingError, SpecError
 from storeloop.formats.quantities import number
 from storeloop.ir import Arch, EnergyTable, Loop, Mapping, StorageLevel, Workload
 
@@ -165,6 +165,11 @@ def workload_to_timeloop(w: Workload) -> dict:
 
 
 def mapping_to_timeloop(m: Mapping, arch: Arch, w: Workload) -> dict:
+    if m.uneven:
+        lvl, name = next((a.name, t) for a, lm in zip(arch.levels, m.levels) for t, n in lm.above if n)
+        raise MappingError(f"Timeloop's mapping format has no uneven positions ({name}'s tile at {lvl} lies below "
+                           f"some of that level's loops); write it as an even mapping to export it",
+                           level=lvl, kind="uneven")
     out = []
     for lvl, lm in zip(arch.levels, m.levels):
         def entry(kind: str, loops: tuple[Loop, ...]) -> dict:
