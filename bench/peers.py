@@ -9,8 +9,9 @@ so their answers are priced alike. The peers are installed on demand, each into 
 ``bench/.peers/`` (never a dependency of storeloop); a tool that cannot install or run here is
 skipped with the reason. Prints each tool's wall time, objective, cycles and claim, and the ratio
 of the peers' times to storeloop's, all measured in this run; then whether storeloop's and FFM's
-answers agree when priced in one model: storeloop's mapping in AccelForge's model and FFM's mapping
-in storeloop's (:func:`to_accelforge`, :func:`from_accelforge`).
+answers agree when priced in one model: storeloop's mapping in AccelForge's model, and FFM's and
+ZigZag's mappings in storeloop's (:func:`to_accelforge`, :func:`from_accelforge`, :func:`zigzag_nodes`;
+a peer's per-tensor storage positions become uneven positions, ``below:``).
 
     .venv/bin/python bench/peers.py [matmul] [conv3x]      (default: both)
 """
@@ -32,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from storeloop.energy import price                      # noqa: E402
+from storeloop.errors import MappingError               # noqa: E402
 from storeloop.ir.mapping import LevelMapping, Loop, Mapping  # noqa: E402
 from storeloop.model.evaluate import evaluate          # noqa: E402
 from storeloop.mapper import map_workload               # noqa: E402
@@ -420,14 +422,18 @@ def in_storeloop(arch, work, table, nodes, who: str, sl: dict) -> None:
     if isinstance(mine, str):
         print(f"  {who}'s mapping in storeloop's model: not priced: {mine}")
         return
-    r = evaluate(arch, work, mine, table)
+    try:
+        r = evaluate(arch, work, mine, table)
+    except MappingError as exc:
+        print(f"  {who}'s mapping in storeloop's model: refused: {exc.reason}")
+        return
     print(f"  {who}'s mapping in storeloop's model: {r.energy_pJ / 1e6:.3f} uJ, {r.cycles:,} cycles "
           f"({r.energy_pJ / sl['energy_pJ'] - 1:+.3%} against storeloop's answer)")
 
 
 def one_model(arch, work, table, out, sl: dict, ffm: dict, af_files: dict, einsum: str) -> None:
     """Whether storeloop's and FFM's answers agree when priced in one model: storeloop's mapping in
-    AccelForge's model, FFM's mapping in storeloop's (where storeloop's format can write it)."""
+    AccelForge's model, FFM's mapping in storeloop's."""
     if shutil.which("dot") is None:
         return
     theirs = run_peer("accelforge", {**af_files, "mapping.yaml": to_accelforge(arch, work, out.mapping, einsum)},

@@ -141,8 +141,8 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
             levels[L].tensors[t.name] = TensorLevelStats(kept=L in kept)
         # this tensor's view of the nest: with uneven positions, the loops above its tile at a level
         # belong to the level above (the same order and strides)
-        loops, inner = (even_loops, even_inner) if not mapping.uneven else \
-            (_flatten(mapping, t.name), _spans(_flatten(mapping, t.name), nlev, ndims))
+        loops = _flatten(mapping, t.name) if mapping.uneven else even_loops
+        inner = _spans(loops, nlev, ndims) if mapping.uneven else even_inner
         partition = _partitions(t, loops, inner, nlev)
         arrivals: dict[int, int] = {}
         for L in kept:
