@@ -452,7 +452,9 @@ def _first_rows_in_flat_memory(spec, db):
                 peak = max(peak, *(int(line.split()[1]) for line in f if line.startswith("VmRSS")))
             if db.exists():
                 with sqlite3.connect(db, timeout=5) as con:
-                    rows = con.execute("select count(*) from points").fetchone()[0]
+                    made = con.execute("select count(*) from sqlite_master where name = 'points'").fetchone()[0]
+                    # (the sweep creates the file a moment before its tables)
+                    rows = con.execute("select count(*) from points").fetchone()[0] if made else 0
     finally:
         proc.kill()
         proc.wait()
