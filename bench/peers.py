@@ -10,7 +10,7 @@ so their answers are priced alike. The peers are installed on demand, each into 
 skipped with the reason. Prints each tool's wall time, objective, cycles and claim, and the ratio
 of the peers' times to storeloop's, all measured in this run; then whether storeloop's and FFM's
 answers agree when priced in one model: storeloop's mapping in AccelForge's model, and FFM's and
-ZigZag's mappings in storeloop's (:func:`to_accelforge`, :func:`from_accelforge`, :func:`zigzag_nodes`;
+ZigZag's mappings in storeloop's (:func:`accelforge_nodes`, :func:`from_accelforge`, :func:`zigzag_nodes`;
 a peer's per-tensor storage positions become uneven positions, ``below:``).
 
     .venv/bin/python bench/peers.py [matmul] [conv3x]      (default: both)
@@ -214,19 +214,34 @@ ZZ_NAMES = {"matmul": ({"I": "A", "W": "B", "O": "Z"}, {"B": "m", "C": "k", "K":
 ZZ_LEVELS = ["RF", "GLB", "DRAM"]               # its memories per operand, innermost first
 
 
-def to_accelforge(arch, workload, mapping, einsum: str) -> str:
-    """storeloop's ``mapping`` as AccelForge mapping nodes with the same reuse. Timeloop keeps a
-    level's tile across the loops just above it that do not index the tensor; AccelForge keeps a
-    tile across the loops below its storage node, so each storage node is moved above those loops
-    (a level's temporal loops are written below its spatial fanout for that: the same iteration
-    space). Each loop's tile shape is the product of its dimension's factors below it."""
+def accelforge_nodes(arch, workload, mapping) -> list[dict]:
+    """storeloop's ``mapping`` as AccelForge mapping nodes (outer to inner) with the same reuse.
+    Timeloop keeps a level's tile across the loops just above it that do not index the tensor;
+    AccelForge keeps a tile across the loops below its storage node, so each storage node is moved
+    above those loops (a level's temporal loops are written below its spatial fanout for that: the
+    same iteration space); a tensor at an uneven position stays below its level's loops that lie
+    above its tile, and a windowed tensor where Timeloop keeps it. Each loop's tile shape is the product of its dimension's factors below it."""
     items = []                                             # (kind, level, loop or tensor), outer -> inner
     for L, lm in enumerate(mapping.levels):
-        items += [("store", L, t) for t in workload.tensors if lm.keeps(t.name)]
+        kept = [t for t in workload.tensors if lm.keeps(t.name)]
+        last = max((lm.outside(t.name) for t in kept), default=0)
+        for k in range(last + 1):                          # the level's stores at their positions
+            items += [("store", L, t) for t in kept if lm.outside(t.name) == k]
+            items += [("temporal", L, lm.temporal[k])] if k < last and lm.temporal[k].factor > 1 else []
+        rest = [lp for lp in lm.temporal[last:] if lp.factor > 1]
+        fanned = {lp.dim for lp in lm.spatial if lp.factor > 1}
+        # the innermost loops over other dimensions than the fanout's go below it (the same
+        # iteration space), where a child's storage node can be moved above them
+        cut = len(rest)
+        while cut > 0 and rest[cut - 1].dim not in fanned:
+            cut -= 1
+        items += [("temporal", L, lp) for lp in rest[:cut]]
         items += [("spatial", L, lp) for lp in lm.spatial_nest() if lp.factor > 1]
-        items += [("temporal", L, lp) for lp in lm.temporal if lp.factor > 1]
+        items += [("temporal", L, lp) for lp in rest[cut:]]
     for j in range(len(items)):
-        if items[j][0] != "store" or items[j][1] == 0:
+        # (a windowed tensor stays: a loop that does not index it still ends its tile's run of
+        # equal moves, so Timeloop's deltas for it change if the loop moves below its tile)
+        if items[j][0] != "store" or items[j][1] == 0 or any(len(r) > 1 for r in items[j][2].ranks):
             continue
         k, (_, L, t) = j, items[j]
         while k > 0 and (items[k - 1][0] == "temporal" and items[k - 1][2].dim not in t.dims()
@@ -234,16 +249,26 @@ def to_accelforge(arch, workload, mapping, einsum: str) -> str:
             items[k - 1], items[k] = items[k], items[k - 1]
             k -= 1
     tile = [1] * len(workload.dims)
-    lines = []
+    nodes = []
     for kind, L, x in reversed(items):
         if kind == "store":
-            lines.append(f"  - !Storage {{tensors: [{x.name}], component: {arch.levels[L].name}}}")
+            nodes.append({"node": "Storage", "tensors": [x.name], "component": arch.levels[L].name})
             continue
         tile[x.dim] *= x.factor
-        spatial = ", name: X, component: PE" if kind == "spatial" else ""
-        lines.append(f"  - !{kind.title()} {{rank_variable: {workload.dims[x.dim].lower()}, "
-                     f"tile_shape: {tile[x.dim] // x.factor}{spatial}}}")
-    lines.reverse()
+        nodes.append({"node": kind.title(), "rank_variable": workload.dims[x.dim].lower(),
+                      "tile_shape": tile[x.dim] // x.factor})
+    return nodes[::-1]
+
+
+def accelforge_yaml(nodes: list[dict], einsum: str) -> str:
+    """AccelForge's mapping file for ``nodes`` (one PE container, 'X')."""
+    lines = []
+    for n in nodes:
+        if n["node"] == "Storage":
+            lines.append(f"  - !Storage {{tensors: [{', '.join(n['tensors'])}], component: {n['component']}}}")
+        else:
+            spatial = ", name: X, component: PE" if n["node"] == "Spatial" else ""
+            lines.append(f"  - !{n['node']} {{rank_variable: {n['rank_variable']}, tile_shape: {n['tile_shape']}{spatial}}}")
     return "mapping:\n  nodes:\n" + "\n".join(lines) + f"\n  - !Compute {{einsum: {einsum}, component: MAC}}\n"
 
 
@@ -289,9 +314,11 @@ def zigzag_nodes(zz: dict, names: tuple[dict, dict]) -> list[dict] | str:
 
 def from_accelforge(arch, workload, nodes: list[dict]):
     """AccelForge's mapping nodes as a storeloop mapping. A loop between two storage nodes of one
-    level belongs to the level above if no tensor stored above it at that level has its dimension
-    (Timeloop reuses a tile across such loops: the mapping stays even); else it stays in the level
-    and the tensors stored below it there lie below it (uneven positions, ``below:``)."""
+    level, before any loop that stays in the level, belongs to the level above if no tensor stored
+    above it at that level has its dimension or a window, and no spatial loop above has it (Timeloop
+    reuses a plain tile across such loops: the mapping stays even); else it stays in the level and
+    the tensors stored below it there lie below it (uneven positions, ``below:``). Loops below a
+    spatial node run in the level under its fanout."""
     level = {lvl.name: L for L, lvl in enumerate(arch.levels)}
     dim = {d.lower(): i for i, d in enumerate(workload.dims)}
     tile = list(workload.bounds)
@@ -313,10 +340,16 @@ def from_accelforge(arch, workload, nodes: list[dict]):
         f, tile[d] = tile[d] // n["tile_shape"], n["tile_shape"]
         if f == 1:
             continue
-        if n["node"] == "Spatial":
-            spatial[L].append(Loop(d, f, True, "X"))
-        elif any(m["node"] == "Storage" and level[m["component"]] == L for m in nodes[i + 1:]) \
-                and not any(d in t.dims() for t in stored):
+        if n["node"] == "Spatial":        # the next fanout at or below the level so far (or the one the spatial
+            # node before this one opened); the loops below it run in its children
+            fan = L - 1 if nodes[i - 1]["node"] == "Spatial" else \
+                next(x for x in range(L, len(arch.levels)) if arch.fanout(x)[0] > 1)
+            spatial[fan].append(Loop(d, f, True, "X"))
+            if L <= fan:
+                L, stored = fan + 1, []
+        elif not temporal[L] and any(m["node"] == "Storage" and level[m["component"]] == L for m in nodes[i + 1:]) \
+                and not any(d in t.dims() or any(len(r) > 1 for r in t.ranks) for t in stored) \
+                and all(lp.dim != d for lp in spatial[L - 1]):
             temporal[L - 1].append(Loop(d, f))
         else:
             temporal[L].append(Loop(d, f))
@@ -436,7 +469,7 @@ def one_model(arch, work, table, out, sl: dict, ffm: dict, af_files: dict, einsu
     AccelForge's model, FFM's mapping in storeloop's."""
     if shutil.which("dot") is None:
         return
-    theirs = run_peer("accelforge", {**af_files, "mapping.yaml": to_accelforge(arch, work, out.mapping, einsum)},
+    theirs = run_peer("accelforge", {**af_files, "mapping.yaml": accelforge_yaml(accelforge_nodes(arch, work, out.mapping), einsum)},
                       AF_EVAL, ["arch.yaml", "workload.yaml", "mapping.yaml"])
     if "skipped" in theirs:
         print(f"  storeloop's mapping in AccelForge's model: {theirs['skipped']}")

@@ -1,0 +1,64 @@
+"""``bench/peers.py`` prices storeloop's answer in AccelForge's model and the peers' answers in
+storeloop's, through two converters: a storeloop mapping as AccelForge mapping nodes (storage nodes
+moved above the loops Timeloop reuses a tile across) and AccelForge nodes back as a storeloop
+mapping (loops between a level's storage nodes moved up where no tensor above them has their
+dimension, else uneven positions). Neither peer is needed here: a mapping taken there and back must
+price exactly as it did, every count of every tensor at every level."""
+
+import importlib.util
+import random
+
+import pytest
+
+from conftest import ROOT
+from storeloop.errors import MappingError
+from storeloop.ir import ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Mapping, StorageLevel
+from storeloop.mapper.search import sample
+from storeloop.mapper.space import MapSpace
+from storeloop.mapper.window import surrogate
+from storeloop.model.evaluate import evaluate
+from storeloop.workloads.pir import einsum_workload
+
+_spec = importlib.util.spec_from_file_location("peers", ROOT / "bench" / "peers.py")
+peers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(peers)
+
+PROBLEMS = [("Z[m,n] = A[m,k] * B[k,n]", {"M": 8, "N": 4, "K": 8}),
+            ("O[n,k,p,q] = W[k,c,r,s] * I[n,c,p+r,q+s]", {"N": 1, "K": 4, "C": 2, "P": 4, "Q": 2, "R": 3, "S": 2})]
+ENERGY = EnergyTable({"DRAM": ActionCosts(128.0, 128.0, 0.0, "t"), "GLB": ActionCosts(16.4, 11.0, 1.0, "t"),
+                      "RF": ActionCosts(0.17, 0.17, 1.0, "t")}, ActionCosts(3.8, 0.0, 1.0, "t"), "t")
+# the peers' arch in small: DRAM -> GLB -> 4 x (RF -> MAC)
+ARCH = Arch("small16", (StorageLevel("DRAM", "DRAM", 1, None, None, 16, 1),
+                        StorageLevel("GLB", "SRAM", 1, None, 4096, 16, 1),
+                        StorageLevel("RF", "regfile", 4, None, 256, 16, 1)),
+            ComputeLevel("MAC", "intmac", 4, None, 16), clock_hz=1e9)
+
+
+def _counts(m: Mapping, work):
+    r = evaluate(ARCH, work, m, ENERGY)
+    return r.cycles, r.energy_pJ, [(lv.name, name, t.tile, t.reads_total, t.fills_total, t.updates_total)
+                                   for lv in r.levels for name, t in sorted(lv.tensors.items())]
+
+
+@pytest.mark.parametrize("text, bounds", PROBLEMS, ids=["matmul", "conv"])
+def test_a_mapping_taken_to_accelforge_and_back_prices_the_same(text, bounds):
+    work = einsum_workload("p", text, bounds, bits=16)
+    space = MapSpace(ARCH, surrogate(work), exact=work) if work.windowed else MapSpace(ARCH, work)
+    rng = random.Random(7)
+    checked = uneven = 0
+    while checked < 150:
+        m = sample(space, rng, pruned=False)
+        if rng.random() < 0.5:             # some tensors below some of their level's loops
+            m = Mapping(tuple(lm if L == 0 else LevelMapping(
+                lm.temporal, lm.spatial, lm.keep,
+                tuple((t.name, rng.randint(0, len(lm.temporal))) for t in work.tensors if lm.keeps(t.name)))
+                for L, lm in enumerate(m.levels)))
+        try:
+            want = _counts(m, work)
+        except MappingError:               # a tile that does not fit
+            continue
+        back = peers.from_accelforge(ARCH, work, peers.accelforge_nodes(ARCH, work, m))
+        assert _counts(back, work) == want, (m, back)
+        checked += 1
+        uneven += m.uneven
+    assert uneven >= 30
