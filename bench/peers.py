@@ -216,11 +216,12 @@ ZZ_LEVELS = ["RF", "GLB", "DRAM"]               # its memories per operand, inne
 
 def accelforge_nodes(arch, workload, mapping) -> list[dict]:
     """storeloop's ``mapping`` as AccelForge mapping nodes (outer to inner) with the same reuse.
-    Timeloop keeps a level's tile across the loops just above it that do not index the tensor;
-    AccelForge keeps a tile across the loops below its storage node, so each storage node is moved
-    above those loops (a level's temporal loops are written below its spatial fanout for that: the
-    same iteration space); a tensor at an uneven position stays below its level's loops that lie
-    above its tile, and a windowed tensor where Timeloop keeps it. Each loop's tile shape is the product of its dimension's factors below it."""
+    Timeloop keeps a plain tile across the loops just above it that do not index the tensor;
+    AccelForge keeps a tile across the loops below its storage node, so each such storage node is
+    moved above those loops (a level's innermost loops over other dimensions than its fanout's are
+    written below the fanout for that: the same iteration space). A tensor at an uneven position
+    stays below its level's loops that lie above its tile, and a windowed tensor where Timeloop
+    keeps it. Each loop's tile shape is the product of its dimension's factors below it."""
     items = []                                             # (kind, level, loop or tensor), outer -> inner
     for L, lm in enumerate(mapping.levels):
         kept = [t for t in workload.tensors if lm.keeps(t.name)]
