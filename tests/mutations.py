@@ -23,7 +23,9 @@ NATIVE = {"arch": ROOT / "arch" / "onionchopper.yaml", "workload": ROOT / "workl
           "arch:ssd": ROOT / "arch" / "onionchopper-ssd.yaml",
           # levels declared buffering: double; a workload set with a weight
           "arch:buffered": ROOT / "tests" / "data" / "onionchopper-buffered.yaml",
-          "sweep:set": ROOT / "sweeps" / "workload-set.yaml"}
+          "sweep:set": ROOT / "sweeps" / "workload-set.yaml",
+          # a mapping with an uneven position (below:)
+          "mapping:uneven": ROOT / "tests" / "data" / "onionchopper-thesis-uneven.yaml"}
 TIMELOOP = {"arch": CASE / "arch.yaml", "workload": CASE / "problem.yaml", "mapping": CASE / "mapping.yaml",
             "ert": CASE / "ERT.yaml", "art": CASE / "ART.yaml",
             "constraints": ROOT / "mappings" / "onionchopper.timeloop-constraints.yaml"}
@@ -32,6 +34,7 @@ SYSTEMS = {f"system:{p.stem}": p for p in sorted((ROOT / "systems").glob("*.yaml
 COMMANDS = {"arch": ("model", "export"), "workload": ("model", "export"), "mapping": ("model", "export"),
             "ert": ("model",), "art": ("model",), "constraints": ("map",), "sweep": ("sweep",), "ssd": ("ssd",),
             "query": ("map-query",), "arch:ssd": ("model",), "arch:buffered": ("model",), "sweep:set": ("sweep",),
+            "mapping:uneven": ("model",),
             **{role: ("system",) for role in SYSTEMS}}
 # keys whose values are free-form (names, notes, model attributes that storeloop passes through)
 FREE = {"name", "source", "einsum", "class", "type", "technology", "version", "target", "level", "clock",
@@ -41,6 +44,9 @@ BAD_NUMBERS = ["abc", "-1", "nan", "1e400", "[1, 2]"]
 CHOICES = {"buffering", "disk_from"}
 BAD_CHOICES = ["triple", "2", "[double]", "Double"]
 BAD_FACTORS = ["{d}=-2", "{d}=0", "{d}=abc", "Z=2", "{d}=1e400"]
+# an uneven position (`below: {T: D}`): a dimension without a loop there, an unknown one, an unknown
+# tensor, a number, a list instead of the mapping
+BAD_POSITIONS = ["{{{t}: Q}}", "{{{t}: ZZ}}", "{{X: {d}}}", "{{{t}: 3}}", "[{t}, {d}]"]
 # values of the right type that mean nothing (issue 30): (role, text in the file, its replacement)
 MEANINGLESS = [
     ("workload", "read-write: True", "read-write: False"),              # Timeloop: a problem with no output
@@ -147,6 +153,13 @@ def cases() -> list[Case]:
                     new = lines[:]
                     new[i] = re.sub(rf"\b{dim}=\d+", bad.format(d=dim), lines[i], count=1)
                     out.append(Case(f"{fmt}-{role}-L{i + 1}-factor-{bad.format(d=dim)}", role, fmt, "\n".join(new) + "\n"))
+            for i, line in enumerate(lines):
+                m = re.match(r"^(\s*below:\s+)\{(\w+): (\w+)\}\s*$", line)
+                for bad in BAD_POSITIONS if m else ():
+                    new = lines[:]
+                    new[i] = m.group(1) + bad.format(t=m.group(2), d=m.group(3))
+                    out.append(Case(f"{fmt}-{role}-L{i + 1}-below-{bad.format(t=m.group(2), d=m.group(3))}", role, fmt,
+                                    "\n".join(new) + "\n"))
             for k, (r, old, bad) in enumerate(m for m in MEANINGLESS if m[0] == role):
                 if old in text:
                     out.append(Case(f"{fmt}-{role}-meaningless-{k}", role, fmt, text.replace(old, bad, 1)))
@@ -171,7 +184,7 @@ def run(case: Case, folder: Path) -> tuple[int | None, str, float, BaseException
     files = dict(NATIVE if case.fmt == "native" else TIMELOOP)
     bad = folder / f"mutated-{case.role.replace(':', '-')}.yaml"
     bad.write_text(case.text, encoding="utf-8")
-    files[case.role.split(":")[0] if case.role.startswith(("arch:", "sweep:")) else case.role] = bad
+    files[case.role.split(":")[0] if case.role.startswith(("arch:", "sweep:", "mapping:")) else case.role] = bad
     err = io.StringIO()
     t0 = time.monotonic()
     code, exc = None, None

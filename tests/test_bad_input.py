@@ -277,7 +277,8 @@ def test_at_least_300_mutated_inputs_in_both_formats():
     assert {c.fmt for c in MUTATIONS} == {"native", "timeloop"}
     assert {c.role for c in MUTATIONS if ":" not in c.role} == \
         {"arch", "workload", "mapping", "ert", "art", "constraints", "sweep", "ssd", "query"}
-    assert {"arch:ssd", "arch:buffered", "sweep:set"} <= {c.role for c in MUTATIONS}
+    assert {"arch:ssd", "arch:buffered", "sweep:set", "mapping:uneven"} <= {c.role for c in MUTATIONS}
+    assert sum("-below-" in c.id for c in MUTATIONS) == 5
     assert any("-attribute-" in c.id for c in MUTATIONS) and sum("-meaningless-" in c.id for c in MUTATIONS) >= 8
     from mutations import MEANINGLESS                 # each is applied: its text is in a file it mutates
     assert all(any(c.role == role and "-meaningless-" in c.id and bad in c.text for c in MUTATIONS)

@@ -86,10 +86,10 @@ def mapping_from_native(doc: LDict, arch: Arch, workload: Workload) -> Mapping:
         for t, d in (lm.below or {}).items():
             if t not in tensors:
                 raise error_at(doc, loc + ("below",), f"unknown tensor '{t}'", allowed=", ".join(tensors))
-            if str(d).upper() not in dims:
+            if d.upper() not in dims:
                 raise error_at(doc, loc + ("below", t), f"{lm.level} has no temporal loop over {d!r}",
                                allowed="one of this level's temporal loops: " + (", ".join(dims) or "none"))
-            above.append((t, dims.index(str(d).upper()) + 1))
+            above.append((t, dims.index(d.upper()) + 1))
         per_level[li] = LevelMapping(
             temporal=temporal,
             spatial=_loops(lm.spatial, workload, doc, loc + ("spatial",), spatial=True, axis="X")
