@@ -242,7 +242,7 @@ def accelforge_nodes(arch, workload, mapping) -> list[dict]:
     for j in range(len(items)):
         # (a windowed tensor stays: a loop that does not index it still ends its tile's run of
         # equal moves, so Timeloop's deltas for it change if the loop moves below its tile)
-        if items[j][0] != "store" or items[j][1] == 0 or any(len(r) > 1 for r in items[j][2].ranks):
+        if items[j][0] != "store" or items[j][1] == 0 or items[j][2].window:
             continue
         k, (_, L, t) = j, items[j]
         while k > 0 and (items[k - 1][0] == "temporal" and items[k - 1][2].dim not in t.dims()
@@ -349,7 +349,7 @@ def from_accelforge(arch, workload, nodes: list[dict]):
             if L <= fan:
                 L, stored = fan + 1, []
         elif not temporal[L] and any(m["node"] == "Storage" and level[m["component"]] == L for m in nodes[i + 1:]) \
-                and not any(d in t.dims() or any(len(r) > 1 for r in t.ranks) for t in stored) \
+                and not any(d in t.dims() or t.window for t in stored) \
                 and all(lp.dim != d for lp in spatial[L - 1]):
             temporal[L - 1].append(Loop(d, f))
         else:

@@ -26,6 +26,11 @@ class Tensor:
         """Problem dimensions that index this tensor (its relevant dimensions)."""
         return frozenset(d for rank in self.ranks for d, _ in rank)
 
+    @property
+    def window(self) -> bool:
+        """Some rank sums dimensions (a sliding window: neighbouring tiles overlap)."""
+        return any(len(rank) > 1 for rank in self.ranks)
+
 
 def rank_label(rank: Rank, dims: tuple[str, ...]) -> str:
     """A rank as a layout names it: its index expression in lower case ('d', 'p+r', '2*p+r')."""

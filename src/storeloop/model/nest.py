@@ -152,7 +152,7 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
             st.partition = partition[L]
             arrivals[L] = _arrivals(t, loops, stride, L, extents, st.tile)
         # a sliding window under a spatial fanout: what the fanout's level sends, walked exactly
-        window = any(len(rank) > 1 for rank in t.ranks)
+        window = t.window
         fanned = {C: _fanout_reads(t, loops, stride, inner, C - 1, _grid_width(arch, mapping, C - 1))
                   for C in kept if C > 0 and window and any(sp and li == C - 1 for li, _, _, sp in loops)}
         for k, L in enumerate(kept):
