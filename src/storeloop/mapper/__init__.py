@@ -25,7 +25,7 @@ from storeloop.mapper.merge import merge, split_mapping
 from storeloop.mapper.objective import Objective, arch_area_um2
 from storeloop.mapper.options import MapperOptions
 from storeloop.mapper.options import options as check_options
-from storeloop.mapper.search import Found, Goal, branch_and_bound, random_search
+from storeloop.mapper.search import Found, Goal, branch_and_bound, random_search, tune_malloc
 from storeloop.ir.constraints import Constraints
 from storeloop.mapper.space import MapSpace
 from storeloop.mapper.tree import Tree, pareto
@@ -127,6 +127,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         raise SpecError("a layout is searched on an SSD-backed first level, by the exhaustive search",
                         field="--search-layout", allowed=f"an ssd: block on {arch.levels[0].name} and "
                         f"--algorithm exhaustive, or no --search-layout")
+    tune_malloc()
     p = _prepare(arch, workload, energy, constraints, opts.search_layout)
     written, arch, energy, constraints, members, space, tree = \
         p.written, p.arch, p.energy, p.constraints, p.members, p.space, p.tree
