@@ -29,7 +29,7 @@ from storeloop.mapper.search import Found, Goal, branch_and_bound, random_search
 from storeloop.ir.constraints import Constraints
 from storeloop.mapper.space import MapSpace
 from storeloop.mapper.tree import Tree, pareto
-from storeloop.mapper.window import surrogate
+from storeloop.mapper.window import surrogate, without_unit_terms
 from storeloop.model.costs import layout_of, layout_runs
 from storeloop.model.disk import with_ssd_prices, word_rates
 from storeloop.model.evaluate import Result, evaluate, exact_cycles
@@ -131,7 +131,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     p = _prepare(arch, workload, energy, constraints, opts.search_layout)
     written, arch, energy, constraints, members, space, tree = \
         p.written, p.arch, p.energy, p.constraints, p.members, p.space, p.tree
-    window, free = workload.windowed, opts.search_layout
+    window, free = p.window, opts.search_layout
     obj = Objective(objective, arch_area_um2(arch, energy))
     energy_lb, energy_parts = tree.energy_bound()
     goal = Goal(tree.global_lb, energy_lb, energy_gap, converge)
@@ -219,15 +219,15 @@ class _Prepared:
     members: list                 # merged dimensions: the workload's dimensions each stands for
     space: MapSpace
     tree: Tree                    # also the lower bounds
+    window: bool                  # searched on the plain surrogate (some rank is a window or a stride)
 
 
 def _prepare(arch: Arch, workload: Workload, energy: EnergyTable, constraints: Constraints | None,
              free: bool) -> _Prepared:
     """The map space and tree of ``workload`` on ``arch`` (refusing what the mapper cannot search)."""
-    window = workload.windowed
     # a paged level's cost depends on the tile layout (rank order)
     paged = [lvl for lvl in arch.levels if lvl.page_bytes or lvl.ssd]
-    if window and paged:
+    if workload.windowed and paged:
         file, line, path = paged[0].where or (None, None, f"levels.{paged[0].name}")
         raise SpecError(f"the mapper searches sliding windows (workload {workload.name!r}) on archs without paged "
                         f"or SSD-backed levels; {paged[0].name} is one. Evaluate fixed mappings of it with "
@@ -243,15 +243,20 @@ def _prepare(arch: Arch, workload: Workload, energy: EnergyTable, constraints: C
     # the search sees the tensors in storage order; the result is priced on the arch as written
     written, arch = arch, dataclasses.replace(arch, levels=tuple(dataclasses.replace(lvl, layout={})
                                                                   for lvl in arch.levels))
-    # merge only what keeps a paged level's layout, and nothing where every layout is searched
+    # merge only what keeps a paged level's layout, and nothing where every layout is searched or a
+    # fanout has two axes (a merged dimension has one spatial loop a level, so it could not put its
+    # members along X and Y)
+    window = without_unit_terms(workload).windowed     # a 1x1 convolution is searched as a plain einsum
+    meshed = any(arch.fanout(L)[2] > 1 for L in range(len(arch.levels)))
     if window:       # bounded on its plain surrogate; the leaves that could win priced by the model
-        merged, members, mcons = surrogate(workload), [[d] for d in range(len(workload.dims))], constraints
+        merged, members, mcons = surrogate(without_unit_terms(workload)), [[d] for d in range(len(workload.dims))], \
+            constraints
     else:
-        merged, members, mcons = merge(workload if free else laid_out(written, workload), constraints,
-                                       layout="none" if free else bool(paged))
+        merged, members, mcons = merge(without_unit_terms(workload if free else laid_out(written, workload)),
+                                       constraints, layout="none" if free or meshed else bool(paged))
     space = MapSpace(arch, merged, mcons, exact=workload if window else None)
     tree = Tree(space, energy, free_layout=free, exact=workload if window else None)
-    return _Prepared(written, arch, energy, constraints, members, space, tree)
+    return _Prepared(written, arch, energy, constraints, members, space, tree, window)
 
 
 def lower_bounds(arch: Arch, workload: Workload, energy: EnergyTable,

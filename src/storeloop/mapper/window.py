@@ -35,6 +35,20 @@ import numpy as np
 from storeloop.ir import Workload, plain
 
 
+def without_unit_terms(workload: Workload) -> Workload:
+    """``workload`` with the terms of dimensions of bound 1 dropped from its ranks: a 1x1
+    convolution's ``I[n, c, p+r, q+s]`` (R = S = 1) is ``I[n, c, p, q]``. Such a term adds
+    ``c * (1 - 1) = 0`` to every tile extent and its loops are all of one step, so every mapping
+    prices the same on both (``tests/test_window_mapper.py``); a workload whose ranks all become
+    plain is searched and bounded as a plain one, with the plain bounds. A stride stays a stride
+    (``2*p+r`` with R = 1 is ``2*p``); a rank of unit dimensions only keeps its first, plain."""
+    def rank(r):
+        kept = tuple(term for term in r if workload.bounds[term[0]] > 1)
+        return kept or ((r[0][0], 1),)
+    tensors = tuple(dataclasses.replace(t, ranks=tuple(rank(r) for r in t.ranks)) for t in workload.tensors)
+    return dataclasses.replace(workload, tensors=tensors)
+
+
 def surrogate(workload: Workload) -> Workload:
     """``workload`` with each affine rank dropped: a windowed tensor keeps its plain ranks only."""
     tensors = tuple(dataclasses.replace(t, ranks=tuple(r for r in t.ranks if plain(r))) for t in workload.tensors)
