@@ -246,16 +246,15 @@ def _prepare(arch: Arch, workload: Workload, energy: EnergyTable, constraints: C
     # merge only what keeps a paged level's layout, and nothing where every layout is searched or a
     # fanout has two axes (a merged dimension has one spatial loop a level, so it could not put its
     # members along X and Y)
-    window = without_unit_terms(workload).windowed     # a 1x1 convolution is searched as a plain einsum
-    meshed = any(arch.fanout(L)[2] > 1 for L in range(len(arch.levels)))
+    lean = without_unit_terms(workload)          # a 1x1 convolution is searched as a plain einsum
+    window, meshed = lean.windowed, any(arch.fanout(L)[2] > 1 for L in range(len(arch.levels)))
     if window:       # bounded on its plain surrogate; the leaves that could win priced by the model
-        merged, members, mcons = surrogate(without_unit_terms(workload)), [[d] for d in range(len(workload.dims))], \
-            constraints
+        merged, members, mcons = surrogate(lean), [[d] for d in range(len(workload.dims))], constraints
     else:
         merged, members, mcons = merge(without_unit_terms(workload if free else laid_out(written, workload)),
                                        constraints, layout="none" if free or meshed else bool(paged))
-    space = MapSpace(arch, merged, mcons, exact=workload if window else None)
-    tree = Tree(space, energy, free_layout=free, exact=workload if window else None)
+    space = MapSpace(arch, merged, mcons, exact=lean if window else None)
+    tree = Tree(space, energy, free_layout=free, exact=lean if window else None)
     return _Prepared(written, arch, energy, constraints, members, space, tree, window)
 
 

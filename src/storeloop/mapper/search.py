@@ -121,9 +121,8 @@ class _DFS:
         self.first_only = False                  # stop at the first complete mapping (a dive)
         self.since = 0                           # candidates generated when the best last improved
         # the top-level walk: (children, the indices walked, position, candidates when it began and
-        # when the current child began),
-        # the candidates each top-level subtree walked so far took, and the projection last made
-        # (see :meth:`nearly_done`)
+        # when the current child began), the candidates each top-level subtree walked took, and the
+        # projection last made (see :meth:`nearly_done`)
         self.top: list | None = None
         self.top_costs: list[int] = []
         self._projected: tuple = (None, False)
