@@ -134,7 +134,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     window, free = p.window, opts.search_layout
     obj = Objective(objective, arch_area_um2(arch, energy))
     energy_lb, energy_parts = tree.energy_bound()
-    goal = Goal(tree.global_lb, energy_lb, energy_gap, converge)
+    goal = Goal(tree.global_lb, energy_lb, energy_gap, converge, patient=opts.budget is None)
     local, rounded = None, None
     if algorithm == "exhaustive":
         t0 = time.monotonic()

@@ -19,10 +19,14 @@ Why a search stopped is one of :data:`STOPS`, named in the report:
   improvement as before it (at least :data:`CONVERGE_MIN`), counted in candidates, not seconds,
   so the answer does not depend on the machine's load (for the random searches: Timeloop's
   victory condition); but not while the top-level subtrees left that could still beat the best,
-  at the mean cost of the later half of those walked, project to at most
-  :data:`CONVERGE_PROJECTED` times the walk's work so far (it is then likely to end with a proof),
-  nor before :data:`CONVERGE_WALKED` of them are walked to project from, unless the one being
-  walked has alone taken :data:`CONVERGE_MIN`;
+  at the mean cost of those finished, project to at most :data:`CONVERGE_PROJECTED` times the
+  walk's work so far (it is then likely to end soon with a proof), and then at most until
+  1 + :data:`CONVERGE_PROJECTED` times the usual wait. A search without a budget of candidates
+  (``Goal.patient``: ``storeloop map``'s default, whose time limit is the safety net) waits
+  longer for a proof: while the mean cost of the later half of the subtrees walked projects the
+  rest to at most :data:`CONVERGE_PATIENT` times the work so far, without that cap, and not
+  before :data:`CONVERGE_WALKED` subtrees are walked to project from, unless the one being
+  walked alone took :data:`CONVERGE_MIN`;
 * ``truncated``: the branch and bound ended, but some expansion had more children than it keeps
   (:data:`storeloop.mapper.tree.MAX_CHILDREN`, memory) and cut the ones with the worst bounds, so
   the answer is not proven;
@@ -53,8 +57,9 @@ from storeloop.ir import Mapping
 
 STOPS = ("optimal", "energy-gap", "converged", "truncated", "budget", "time-limit", "interrupted")
 CONVERGE_MIN = 5_000_000         # candidates a branch and bound spends at least before "converged"
-CONVERGE_PROJECTED = 8           # ... and not while the projected rest of its walk is at most this many times its work
-CONVERGE_WALKED = 32             # ... the projection made from at least this many top-level subtrees
+CONVERGE_PROJECTED = 4           # ... and not while the projected rest of its walk is at most this many times its work
+CONVERGE_PATIENT = 8             # ... that many without a budget (Goal.patient)
+CONVERGE_WALKED = 32             # ... projected (without a budget) from at least this many top-level subtrees
 
 
 _malloc_tuned = False
@@ -100,6 +105,7 @@ class Goal:
     energy_lb: float
     energy_gap: float = 1e-3
     converge: bool = True
+    patient: bool = False               # no budget of candidates: 'converged' waits longer for a proof
 
     def reached(self, objective: Objective, cycles: int, energy: float) -> str | None:
         """'optimal' or 'energy-gap' when (cycles, energy) provably needs no more search."""
@@ -146,7 +152,8 @@ class _DFS:
         spent = self.tree.stats["candidates"]
         quiet, limit = spent - self.since, max(CONVERGE_MIN, 2 * self.since)
         if self.goal is not None and self.goal.converge and self.best is not None and self.best[2] is not None \
-                and quiet > limit and not self.nearly_done(spent):
+                and quiet > limit and (not self.goal.patient and quiet > (1 + CONVERGE_PROJECTED) * limit
+                                       or not self.nearly_done(spent)):
             raise _Stop("converged")
         out = self.tree.expand(node, self.key(), self.obj)
         if node.depth == self.tree.nlev - 1:
@@ -167,17 +174,22 @@ class _DFS:
 
     def nearly_done(self, spent: int) -> bool:
         """Whether the top-level subtrees left that the best does not dominate, at the mean cost (in
-        candidates) of the later half of those walked, would take at most :data:`CONVERGE_PROJECTED`
-        times the walk's work so far: then 'converged' waits (the walk is likely to end with a
-        proof). The children are walked in order of their bounds, so the first subtrees are the
-        largest; the later half predicts the rest better (a 384x384x96 matmul on the peers' arch:
-        218 M projected, 195 M taken, where the mean of all said 278 M). Recomputed when the walk
-        moves on or the best changes."""
+        candidates) of those finished, would take at most :data:`CONVERGE_PROJECTED` times the
+        walk's work so far: then 'converged' waits (the walk is likely to end with a proof soon).
+        Without a budget (``Goal.patient``), from the later half of at least
+        :data:`CONVERGE_WALKED` walked subtrees and up to :data:`CONVERGE_PATIENT` times: the
+        children are walked in order of their bounds, so the first subtrees are the largest, and
+        the later ones predict the rest better (a 384x384x96 matmul on the peers' arch: 218 M
+        projected, 195 M taken, where the mean of all said 278 M). Recomputed when the walk moves
+        on or the best changes."""
         if self.top is None:
             return False
         ch, idx, k, began, child_began = self.top
-        if len(self.top_costs) < CONVERGE_WALKED:    # too few to project from: wait, unless this one is large
-            return spent - child_began < CONVERGE_MIN
+        patient = self.goal.patient
+        if patient and len(self.top_costs) < CONVERGE_WALKED:   # too few to project from: wait,
+            return spent - child_began < CONVERGE_MIN             # unless this one is large
+        if k == 0:
+            return False                         # no finished subtree to measure by
         key = (k, self.key())
         if self._projected[0] != key:
             rest = np.asarray(idx[k + 1:], np.int64)
@@ -185,9 +197,12 @@ class _DFS:
             if ch.refill is not None:            # the refill bound cuts more (each child raised once)
                 rest = [i for i in rest if not self.obj.dominated(ch.clb[i], self.tree.refine(ch, i), self.key())]
             alive = len(rest)
-            recent = self.top_costs[len(self.top_costs) // 2:]
-            per = sum(recent) / len(recent)
-            self._projected = (key, per * (alive + 1) <= CONVERGE_PROJECTED * (spent - began))
+            if patient:
+                recent = self.top_costs[len(self.top_costs) // 2:]
+                per, factor = sum(recent) / len(recent), CONVERGE_PATIENT
+            else:
+                per, factor = (child_began - began) / k, CONVERGE_PROJECTED
+            self._projected = (key, per * (alive + 1) <= factor * (spent - began))
         return self._projected[1]
 
     def walk(self, ch, indices=None, after=None) -> None:
