@@ -81,7 +81,7 @@ def tune_malloc() -> None:
     try:
         import ctypes
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):      # no C library to load, or no mallopt in it
         return
     mallopt(-3, 32 << 20)    # M_MMAP_THRESHOLD
     mallopt(-1, 1 << 30)     # M_TRIM_THRESHOLD
