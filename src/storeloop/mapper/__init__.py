@@ -40,7 +40,7 @@ from storeloop.ir import Arch, EnergyTable, Mapping, Workload, rank_label
 DEFAULT_GAP = 1e-3           # energy gap at which a cycle-first search may stop (0.1 %)
 LOCAL_BUDGET = 3000          # candidates the local search looks at before the branch and bound
 RETRY_SHARE = 0.1            # of a time limit, kept for the retry after a branch and bound it ended
-LOCAL_RETRY = 30000          # ... near the goal (_near_goal), and after a branch and bound that stopped improving
+LOCAL_RETRY = 30000          # ... near the goal (_near_goal), and after a branch and bound that stopped without a proof
 
 
 class SearchReport(dict):
@@ -153,12 +153,13 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
                 incumbent, rounded = again, r2 if r2 is not None else rounded
         trace = [(local["seconds"], incumbent[0], incumbent[1])] if incumbent else []
         # the branch and bound gets all but RETRY_SHARE of the time left: a search the time limit
-        # ends still gets its retry (a time-limited search does no worse than one that converged)
+        # ends still gets its retry (a time-limited search does no worse than one that converged);
+        # a budget bounds the branch and bound, and the retry has its own (LOCAL_RETRY)
         remaining = None if time_limit is None else \
             max(0.0, time_limit - (time.monotonic() - t0)) * (1 - RETRY_SHARE)
         found = branch_and_bound(tree, obj, time_limit=remaining, budget=opts.budget, threads=threads, progress=progress,
                                  incumbent=incumbent, goal=goal, trace=trace)
-        if found.stopped in ("converged", "time-limit") and found.mapping is not None and \
+        if found.stopped in ("converged", "time-limit", "budget") and found.mapping is not None and \
                 (time_limit is None or time.monotonic() - t0 < time_limit):
             found = _retry(found, arch, workload, members, energy, space, tree, obj, goal, seeds, local,
                            None if time_limit is None else t0 + time_limit)
@@ -302,7 +303,7 @@ def best_layout(arch: Arch, workload: Workload, mapping: Mapping, energy: Energy
 
 def _retry(found: Found, arch, workload, members, energy, space, tree, obj, goal, seeds, local,
            deadline: float | None) -> Found:
-    """After a branch and bound that stopped improving without a proof ('converged', or
+    """After a branch and bound that stopped without a proof ('converged', 'budget', or
     'time-limit' with the share of the time kept for this): a longer
     local search from the constructive starts, the seeds and the branch and bound's best (it
     stops as soon as the goal is proven). Its mapping replaces the branch and bound's when
