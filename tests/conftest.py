@@ -22,6 +22,15 @@ def validation_cases(kind: str = "valid") -> list[Path]:
     return sorted(cases.values(), key=lambda p: p.name)
 
 
+def every_count(result) -> tuple:
+    """A model result's cycles and, per level and tensor, every count it prints: whether the level
+    keeps it, its tile, partition and instances, and its reads, fills and updates per instance (two
+    results that agree on this price the same but for the per-word energies)."""
+    return result.cycles, [(lvl.name, name, t.kept, t.tile, t.partition, t.utilized_instances, t.reads_per_instance,
+                            t.fills_per_instance, t.updates_per_instance)
+                           for lvl in result.levels for name, t in sorted(lvl.tensors.items())]
+
+
 @pytest.fixture
 def root() -> Path:
     return ROOT

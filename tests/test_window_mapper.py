@@ -17,6 +17,7 @@ import random
 
 import pytest
 
+from conftest import every_count
 from storeloop.errors import MappingError
 from storeloop.mapper.window import surrogate, without_unit_terms
 from storeloop.model.evaluate import evaluate
@@ -88,11 +89,6 @@ def test_the_surrogate_never_costs_more_than_the_model():
     assert checked >= 20_000 and below >= checked // 4, (checked, below)
 
 
-def _counts(r):
-    return r.cycles, [(lvl.name, t, c.kept, c.tile, c.partition, c.utilized_instances, c.reads_per_instance,
-                       c.fills_per_instance, c.updates_per_instance) for lvl in r.levels for t, c in lvl.tensors.items()]
-
-
 def test_dimensions_of_bound_one_drop_out_of_a_window():
     """A window over a dimension of bound 1 (a 1x1 convolution's ``p+r``, R = 1) is no window:
     every mapping of the random windowed problems that have one prices the same, every count,
@@ -111,7 +107,7 @@ def test_dimensions_of_bound_one_drop_out_of_a_window():
             except MappingError:
                 continue
             q = evaluate(arch, lean, mapping, energy)
-            assert _counts(q) == _counts(r) and q.energy_pJ == pytest.approx(r.energy_pJ, rel=1e-12), \
+            assert every_count(q) == every_count(r) and q.energy_pJ == pytest.approx(r.energy_pJ, rel=1e-12), \
                 f"seed {seed}\n{work}\n{mapping}"
             checked += 1
     assert cases >= 100 and checked >= 11_000, (cases, checked)

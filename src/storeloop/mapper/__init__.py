@@ -252,7 +252,7 @@ def _prepare(arch: Arch, workload: Workload, energy: EnergyTable, constraints: C
     if window:       # bounded on its plain surrogate; the leaves that could win priced by the model
         merged, members, mcons = surrogate(lean), [[d] for d in range(len(workload.dims))], constraints
     else:
-        merged, members, mcons = merge(without_unit_terms(workload if free else laid_out(written, workload)),
+        merged, members, mcons = merge(lean if free else without_unit_terms(laid_out(written, workload)),
                                        constraints, layout="none" if free or meshed else bool(paged))
     space = MapSpace(arch, merged, mcons, exact=lean if window else None)
     tree = Tree(space, energy, free_layout=free, exact=lean if window else None)

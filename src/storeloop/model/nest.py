@@ -133,7 +133,7 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
     units_under_spatial = bool(loops) and loops[-1][3] and loops[-1][0] == nlev - 1
     unit_nest, width = _unit_nest(arch, mapping)
     levels = [LevelStats(lvl.name, utilized[L], {}) for L, lvl in enumerate(arch.levels)]
-    even_loops, even_inner = loops, inner
+    even_loops, even_inner, uneven = loops, inner, mapping.uneven
     for t in workload.tensors:
         kept = [L for L in range(nlev) if mapping.levels[L].keeps(t.name)]
         relevant = t.dims()
@@ -141,8 +141,8 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
             levels[L].tensors[t.name] = TensorLevelStats(kept=L in kept)
         # this tensor's view of the nest: with uneven positions, the loops above its tile at a level
         # belong to the level above (the same order and strides)
-        loops = _flatten(mapping, t.name) if mapping.uneven else even_loops
-        inner = _spans(loops, nlev, ndims) if mapping.uneven else even_inner
+        loops = _flatten(mapping, t.name) if uneven else even_loops
+        inner = _spans(loops, nlev, ndims) if uneven else even_inner
         partition = _partitions(t, loops, inner, nlev)
         arrivals: dict[int, int] = {}
         for L in kept:
