@@ -71,3 +71,52 @@ def test_fast_equals_reference(case):
         assert math.isclose(got.energy_pJ, ref.energy_pJ, rel_tol=1e-12)
         compared += 1
     assert compared >= 10
+
+
+SSD_VARIANTS = [("", {}), ("layout: {B: [d, c, q, k, n, j], A: [d, c, k, p, j, m]}", {}),
+                ("", {"levels.Disk.ssd.accelerator": "host", "levels.Disk.ssd.channels": 2}),
+                ("", {"levels.Disk.ssd.channels": 32, "levels.Disk.ssd.page_size": "4 KiB"})]
+
+
+@pytest.mark.parametrize("variant", range(len(SSD_VARIANTS)))
+def test_fast_equals_reference_on_an_ssd_backed_disk(tmp_path, variant):
+    """An SSD below the Disk (request streams from each tile's runs in the layout, queue depth,
+    the host link): the fast model prices the same streams as the reference model, on random
+    mappings of two database sizes, with the Disk's layout given or declared and the accelerator
+    behind the host link."""
+    from pathlib import Path
+
+    from storeloop import price
+
+    root = Path(__file__).parents[1]
+    layout, fields = SSD_VARIANTS[variant]
+    text = (root / "arch" / "onionchopper-ssd.yaml").read_text()
+    if layout:
+        text = text.replace("      block_size: 1\n      # the Disk", f"      block_size: 1\n      {layout}\n      # the Disk", 1)
+    path = tmp_path / "ssd.yaml"
+    path.write_text(text)
+    arch = load_arch(path, fields)
+    assert arch.levels[0].ssd is not None and bool(arch.levels[0].layout) == bool(layout)
+    energy = price(arch)
+    compared = slow = 0
+    for size in ("1GiB", "64GiB"):
+        workload = load_workload(root / "workloads" / f"onionpir-{size}.yaml")
+        fast = FastModel(arch, workload, energy)
+        assert fast.simple and fast.ssd and not fast.batchable
+        rng = random.Random(f"{variant}-{size}")
+        for _ in range(150):
+            m = random_mapping(rng, arch, workload)
+            try:
+                ref = evaluate(arch, workload, m, energy)
+            except MappingError as exc:
+                with pytest.raises(MappingError) as info:
+                    fast.evaluate(m)
+                assert info.value.kind == exc.kind
+                continue
+            got = fast.evaluate(m)
+            assert got.cycles == ref.cycles
+            assert got.level_cycles == [lv.cycles for lv in ref.levels]
+            assert math.isclose(got.energy_pJ, ref.energy_pJ, rel_tol=1e-12)
+            compared += 1
+            slow += ref.levels[0].cycles > ref.compute_cycles      # the SSD's streams set the time
+    assert compared >= 150 and slow >= 30, (compared, slow)

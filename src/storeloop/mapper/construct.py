@@ -79,7 +79,7 @@ class Searcher:
     def __init__(self, space: MapSpace, model: FastModel, objective: Objective):
         self.space, self.model, self.obj = space, model, objective
         # the closed form vectorized over a step's neighbours, where the fast model uses it
-        self.batch = BatchModel(model.arch, model.workload, model.energy) if model.simple else None
+        self.batch = BatchModel(model.arch, model.workload, model.energy) if model.batchable else None
         self._structures: dict[tuple, LoopStructure] = {}
         w = space.workload
         self.nlev, self.D, self.T = space.nlev, space.ndims, len(w.tensors)

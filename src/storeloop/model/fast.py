@@ -5,9 +5,11 @@ The mapper evaluates hundreds of thousands of mappings of one (arch, workload, e
 and bandwidths) and then evaluates a mapping in closed form: for a tensor whose ranks are plain
 dimensions, the words entering a level are its tile times the iterations of every temporal loop
 above it from the innermost loop that indexes the tensor outwards. Tensors with sliding-window
-ranks and archs with paged, SSD-backed or single-buffered levels fall back to the reference model.
+ranks and archs with paged or single-buffered levels fall back to the reference model. An
+SSD-backed level prices the same counts as request streams, from the runs its child tiles occupy
+in its layout (:mod:`storeloop.model.disk`), as the reference model does.
 ``tests/test_fast_model.py`` checks that both give identical cycles, per-level cycles and energy
-on the validation corpus and on random mappings.
+on the validation corpus and on random mappings (SSD-backed archs too).
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ import math
 from dataclasses import dataclass
 
 from storeloop.errors import MappingError
-from storeloop.model import costs
+from storeloop.model import costs, disk
 from storeloop.ir.check import check_mapping
 from storeloop.model.evaluate import evaluate as reference_evaluate
+from storeloop.model.nest import check_layout, storage_order
 from storeloop.ir import Arch, EnergyTable, Mapping, Workload
 
 
@@ -35,12 +38,19 @@ class FastModel:
         self.arch, self.workload, self.energy = arch, workload, energy
         self.nlev = len(arch.levels)
         self.ndims = len(workload.dims)
-        # sliding windows, paged levels (access granularity), SSDs and single-buffered levels take the
+        # sliding windows, paged levels (access granularity) and single-buffered levels take the
         # reference model
         self.simple = not workload.windowed \
-            and not any(lvl.page_bytes or lvl.ssd or lvl.buffering == "single" for lvl in arch.levels)
+            and not any(lvl.page_bytes or lvl.buffering == "single" for lvl in arch.levels)
         self.tensors = [(t.name, sum(1 << d for d in t.dims()), t.read_write, [r[0][0] for r in t.ranks])
                         for t in workload.tensors]
+        # SSD-backed levels: each tensor's rank order in the level's layout (storage_order)
+        if self.simple and any(lvl.layout for lvl in arch.levels):
+            check_layout(arch, workload)
+        self.ssd = {L: [storage_order(arch, workload, L, t) for t in workload.tensors]
+                    for L, lvl in enumerate(arch.levels) if lvl.ssd is not None} if self.simple else {}
+        # the batch model (model.batch) prices the same closed form, without SSD streams
+        self.batchable = self.simple and not self.ssd
         self.levels = []
         for lvl in arch.levels:
             c = energy.storage[lvl.name]
@@ -120,6 +130,7 @@ class FastModel:
         used = [0] * nlev
         bounds = self.bounds
         keeps = [lm.keep for lm in mapping.levels]
+        runs = {L: {} for L in self.ssd}        # SSD-backed level -> tensor -> (run, child tile) in words
         for ti, (name, mask, rw, dims) in enumerate(self.tensors):
             # rep[L]: iterations of the temporal loops above level L, from the innermost loop
             # that indexes the tensor outwards (how often L's tile is (re)loaded)
@@ -148,6 +159,11 @@ class FastModel:
                 arrivals[L] = tile * rep[L]
             for k, L in enumerate(kept):
                 child = kept[k + 1] if k + 1 < len(kept) else nlev
+                if L in runs:                # nest.tile_runs: the compute units take one element at a time
+                    part = [inner[child][d] for d in dims] if child < nlev else [1] * len(dims)
+                    order = self.ssd[L][ti]
+                    runs[L][name] = (costs.run_words([part[i] for i in order], [inner[L][dims[i]] for i in order]),
+                                     math.prod(part))
                 scatter = 1
                 for j in range(L, child):
                     scatter *= sp_rel[j]
@@ -178,8 +194,16 @@ class FastModel:
                 raise MappingError(f"couldn't map level {self.arch.levels[L].name}: mapped tile size "
                                    f"{used[L]} exceeds buffer capacity {size}",
                                    level=self.arch.levels[L].name, kind="capacity")
-            e, c = costs.level_costs(self.arch.levels[L], er, ew, reads[L], fills[L], updates[L], compute_cycles)
-            energy += e * utilized[L]
+            if L in runs:                    # evaluate: the streams of each kept tensor, reads then writes
+                u = utilized[L]
+                streams = disk.price(self.arch.levels[L],
+                                     {name: (reads[L][ti] * u, (fills[L][ti] + updates[L][ti]) * u)
+                                      for ti, (name, *_) in enumerate(self.tensors) if name in runs[L]}, runs[L])
+                c = max(compute_cycles, disk.cycles(streams, self.arch.clock_hz))
+                energy += sum(st.energy_pJ for st in streams)
+            else:
+                e, c = costs.level_costs(self.arch.levels[L], er, ew, reads[L], fills[L], updates[L], compute_cycles)
+                energy += e * utilized[L]
             level_cycles.append(c)
             if c > cycles:
                 cycles = c
