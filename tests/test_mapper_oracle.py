@@ -18,7 +18,7 @@ import math
 import random
 
 from storeloop.errors import MappingError, StoreloopError
-from storeloop.mapper import map_workload
+from storeloop.mapper import MapTimeout, map_workload
 from storeloop.model.evaluate import evaluate
 from storeloop.ir import (ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop, Mapping,
                                   StorageLevel)
@@ -452,3 +452,65 @@ def test_the_bounds_below_a_node_never_cut_an_optimum():
             f"seed {seed} ({objective}): the tree found {got}, brute force {want}\n{work}\n{arch}"
         refilled += any(v is not None for v in tree._refills.values())
     assert refilled >= 22, refilled
+
+
+def test_a_search_stopped_early_claims_only_what_it_left_open():
+    """A branch and bound stopped by a small budget, or by an energy gap of 5 % that the bounds of
+    the subtrees it left open already meet: its cycle bound, its claim that the cycles are optimal
+    and its energy bound at those cycles hold against brute force; an 'energy-gap' stop is within
+    5 % of the optimum. Some claims must rest on what was left open (else the test is empty)."""
+    searched = early = frontier = 0
+    for seed in SEEDS:
+        arch, work, energy, _, constraints, spec = case(seed)
+        want = brute_force(arch, work, energy, "delay,energy", spec)
+        if want is None:
+            continue
+        budget = random.Random(seed).choice([1, 30, 300, None])
+        try:
+            out = map_workload(arch, work, energy, time_limit=30, energy_gap=0.05, budget=budget,
+                               constraints=constraints)
+        except MapTimeout:                 # the budget ended the search before any mapping
+            continue
+        s, r = out.search, out.result
+        msg = f"seed {seed} (budget {budget}): {s['stopped']}, {r.cycles} cycles, {r.energy_pJ} pJ, " \
+              f"bounds {s['lower_bound_cycles']}, {s['lower_bound_energy_pJ']}; brute force {want}"
+        assert s["lower_bound_cycles"] <= want[0], msg
+        if s["cycles_optimal"]:
+            assert r.cycles == want[0] and s["lower_bound_energy_pJ"] <= want[1] * (1 + 1e-9), msg
+        if s["stopped"] == "energy-gap":
+            assert r.cycles == want[0] and r.energy_pJ <= want[1] * 1.05 * (1 + 1e-9), msg
+        if s["lower_bound_energy_searched_pJ"] is not None:
+            searched += 1
+            early += s["stopped"] in ("budget", "converged")
+            frontier += s["stopped"] == "energy-gap"
+    assert searched >= 40 and early >= 10 and frontier >= 10, (searched, early, frontier)
+
+
+def test_the_bounds_of_what_a_stopped_walk_leaves_hold():
+    """The branch and bound alone (no local search before it, no retry after), stopped by a budget
+    of 30 to 300 candidates: the fewest cycles it says any mapping could have is at most brute
+    force's, and where that proves its cycles, the least energy it says a mapping at them could
+    have is at most brute force's."""
+    from storeloop.mapper import _prepare
+    from storeloop.mapper.objective import Objective
+    from storeloop.mapper.search import branch_and_bound
+
+    checked = proven = 0
+    for seed in range(400):
+        arch, work, energy, _, constraints, spec = case(seed)
+        want = brute_force(arch, work, energy, "delay,energy", spec)
+        if want is None:
+            continue
+        tree = _prepare(arch, work, energy, constraints, False).tree
+        found = branch_and_bound(tree, Objective("delay,energy"), budget=random.Random(seed).choice([30, 100, 300]),
+                                 progress=False)
+        if found.left is None:
+            continue
+        cycles, energy_pJ = found.left
+        msg = f"seed {seed}: {found.stopped} at {found.cycles}, {found.energy_pJ}; left {found.left}; brute force {want}"
+        assert cycles <= want[0], msg
+        checked += 1
+        if cycles >= found.cycles:
+            assert found.cycles == want[0] and energy_pJ <= want[1] * (1 + 1e-9), msg
+            proven += found.energy_pJ > want[1] * (1 + 1e-9)       # a claim the answer alone would break
+    assert checked >= 60 and proven >= 5, (checked, proven)

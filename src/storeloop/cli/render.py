@@ -110,9 +110,13 @@ def map_report(out, arch: Arch, workload, written: str | None = None) -> str:
           + ("; cycles optimal" if s["cycles_optimal"] else "")
           + (" (the exact time is the bound; Timeloop's floating-point throttling adds 1 cycle)"
              if s.get("cycles_rounding") else ""))
-    lines.append(f"lower bound {s['lower_bound_energy_pJ'] / 1e12:.6g} J (" + ", ".join(
-        f"{k} {v / 1e12:.6g} J" for k, v in s["lower_bound_energy_parts"].items())
-          + f"); energy gap {100 * s['energy_gap']:.4f}%")
+    parts = ", ".join(f"{k} {v / 1e12:.6g} J" for k, v in s["lower_bound_energy_parts"].items())
+    if s.get("lower_bound_energy_searched_pJ") is not None:
+        lines.append(f"lower bound {s['lower_bound_energy_pJ'] / 1e12:.6g} J at these cycles, from the subtrees the "
+                     f"search left open (the map space's: {parts}); energy gap {100 * s['energy_gap']:.4f}%")
+    else:
+        lines.append(f"lower bound {s['lower_bound_energy_pJ'] / 1e12:.6g} J ({parts}); "
+                     f"energy gap {100 * s['energy_gap']:.4f}%")
     if "windows" in s["space"]:
         lines.append(f"sliding windows: {s['space']['windows']}; {s['exact_leaves']:,} leaves priced by the model")
     return "\n".join(lines)

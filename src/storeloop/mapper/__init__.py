@@ -49,7 +49,12 @@ class SearchReport(dict):
     ``algorithm``, ``objective``; ``candidates`` (partial and complete mappings bounded or priced),
     ``valid`` (complete mappings priced), ``pruned`` ({capacity, bound}); ``seconds`` (wall time);
     ``lower_bound_cycles`` with its ``lower_bound_parts`` and ``gap`` (cycles over the bound, minus
-    1); ``lower_bound_energy_pJ`` with its ``lower_bound_energy_parts`` and ``energy_gap``;
+    1); ``lower_bound_energy_pJ`` with the map space's ``lower_bound_energy_parts`` and
+    ``energy_gap``. A branch and bound that stops before covering its space leaves subtrees open
+    whose bounds no mapping in them can beat (:meth:`storeloop.mapper.search._DFS.left_bound`):
+    where they are higher, ``lower_bound_parts`` adds them ('subtrees left open') and, once the
+    cycles are proven, ``lower_bound_energy_searched_pJ`` (else None) is the least energy a mapping
+    at these cycles could have, and ``lower_bound_energy_pJ`` equals it;
     ``cycles_optimal`` and ``optimal`` (proven over the complete map space under the user's
     constraints); ``space`` (``complete``: the proof covers Timeloop's whole map space, with every
     order of the last level's spatial loops; ``user_constraints``); ``stopped`` (optimal,
@@ -419,14 +424,20 @@ def infeasible(arch: Arch, workload: Workload, constraints: Constraints) -> str 
 
 def _search_json(found: Found, tree: Tree, obj: Objective, result: Result, algorithm: str,
                  energy_lb: float, energy_parts: dict) -> SearchReport:
-    lb = tree.global_lb
-    gap = (result.cycles - lb) / lb if lb else 0.0
     s = found.stats
     # a sliding window's surrogate priced above the model would void the proof (never seen: the
     # window oracle checks the inequality mapping by mapping); the report then claims nothing
     sound = not s.get("bound_violations")
-    cycles_optimal = result.cycles == lb or (found.complete and algorithm == "exhaustive" and sound
-                                              and obj.name in ("delay", "delay,energy"))
+    lb, parts = tree.global_lb, {k: int(v) for k, v in tree.bound_parts.items()}
+    left = found.left if sound and found.left is not None else None
+    if left is not None and left[0] > lb:     # what the search left open cannot be faster
+        lb = parts["subtrees left open"] = min(int(left[0]), result.cycles)
+    gap = (result.cycles - lb) / lb if lb else 0.0
+    cycles_optimal = result.cycles <= lb or (found.complete and algorithm == "exhaustive" and sound
+                                             and obj.name in ("delay", "delay,energy"))
+    searched = None        # the least energy a mapping at these cycles could have, from what was left
+    if left is not None and cycles_optimal and min(left[1], result.energy_pJ) > energy_lb:
+        searched = energy_lb = min(float(left[1]), result.energy_pJ)
     return SearchReport({
         "algorithm": algorithm,
         "objective": obj.name,
@@ -435,10 +446,11 @@ def _search_json(found: Found, tree: Tree, obj: Objective, result: Result, algor
         "pruned": {"capacity": int(s.get("pruned_capacity", 0)), "bound": int(s.get("pruned_bound", 0))},
         "seconds": round(float(s.get("seconds", 0.0)), 3),
         "lower_bound_cycles": int(lb),
-        "lower_bound_parts": {k: int(v) for k, v in tree.bound_parts.items()},
+        "lower_bound_parts": parts,
         "gap": gap,
         "lower_bound_energy_pJ": float(energy_lb),
         "lower_bound_energy_parts": {k: float(v) for k, v in energy_parts.items()},
+        "lower_bound_energy_searched_pJ": searched,
         "energy_gap": (result.energy_pJ - energy_lb) / energy_lb if energy_lb else 0.0,
         "cycles_optimal": bool(cycles_optimal),
         "optimal": bool(found.complete and algorithm == "exhaustive" and sound),

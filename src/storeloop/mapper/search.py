@@ -95,6 +95,10 @@ class Found:
     complete: bool = False           # the whole space was covered (exhaustively or by bounds)
     stopped: str | None = None       # one of STOPS
     stats: dict = field(default_factory=dict)
+    # a branch and bound that stopped before covering its space: the fewest cycles any mapping
+    # could have, and the least energy one at the best's cycles could have, from the subtrees it
+    # left open (_DFS.left_bound; None: not known)
+    left: tuple[int, float] | None = None
 
 
 @dataclass
@@ -132,6 +136,10 @@ class _DFS:
         self.top: list | None = None
         self.top_costs: list[int] = []
         self._projected: tuple = (None, False)
+        # the walk's open expansions, outermost first: [children, indices walked, position, the
+        # suffix minima of their bounds for the best's cycles (left_bound)]
+        self.stack: list[list] = []
+        self.left: tuple | None = None
         tree.halt = lambda: self.halted() is not None
 
     def key(self):
@@ -145,16 +153,50 @@ class _DFS:
             return "budget"
         return None
 
+    def stop(self, why: str, current: bool = True) -> _Stop:
+        """The exception that ends the walk early, after noting the bounds of what it leaves
+        (``current``: the child being visited in the innermost expansion is left too)."""
+        self.left = self.left_bound(current)
+        return _Stop(why)
+
+    def left_bound(self, current: bool = False) -> tuple[int, float] | None:
+        """For the lexicographic objective: the fewest cycles any mapping could have, and the least
+        energy a mapping with at most the best's cycles could have, from what the walk has not
+        excluded. Every subtree it pruned was dominated by a best at least as good as the current
+        one, so a mapping that beats these is the best itself or lies in a subtree still open on
+        the stack (the children not yet visited; with ``current``, the one being visited in the
+        innermost expansion too), whose bounds it cannot beat. None where that does not hold:
+        another objective, no mapping yet, children cut without a bound (``truncated``)."""
+        if self.best is None or self.best[2] is None or not self.obj.lexicographic \
+                or self.tree.stats.get("truncated"):
+            return None
+        bc = self.best[0]
+        cycles, energy = int(bc), float(self.best[1])
+        for depth, entry in enumerate(self.stack):
+            ch, idx, k, cached = entry
+            start = k if current and depth == len(self.stack) - 1 else k + 1
+            if start >= len(idx):
+                continue
+            if cached is None or cached[0] != bc:       # suffix minima, once per expansion and best cycles
+                sel = np.asarray(idx, np.int64)
+                clb = ch.clb[sel]
+                elb = np.where(clb <= bc, ch.elb[sel], np.inf)
+                entry[3] = cached = (bc, np.minimum.accumulate(clb[::-1])[::-1],
+                                     np.minimum.accumulate(elb[::-1])[::-1])
+            cycles = min(cycles, int(cached[1][start]))
+            energy = min(energy, float(cached[2][start]))
+        return cycles, energy
+
     def visit(self, node) -> None:
         why = self.halted()
         if why:
-            raise _Stop(why)
+            raise self.stop(why)
         spent = self.tree.stats["candidates"]
         quiet, limit = spent - self.since, max(CONVERGE_MIN, 2 * self.since)
         if self.goal is not None and self.goal.converge and self.best is not None and self.best[2] is not None \
                 and quiet > limit and (not self.goal.patient and quiet > (1 + CONVERGE_PROJECTED) * limit
                                        or not self.nearly_done(spent)):
-            raise _Stop("converged")
+            raise self.stop("converged")
         out = self.tree.expand(node, self.key(), self.obj)
         if node.depth == self.tree.nlev - 1:
             if out:
@@ -168,7 +210,7 @@ class _DFS:
                     raise _Stop(why)
             why = self.halted()                   # a leaf's exact pricing stopped part-way
             if why:
-                raise _Stop(why)
+                raise self.stop(why)
             return
         self.walk(out)
 
@@ -212,13 +254,17 @@ class _DFS:
         if top:
             idx = list(idx)
             began = self.tree.stats["candidates"]
+        entry = [ch, idx, 0, None]
+        self.stack.append(entry)
+        gap = self.goal is not None and self.goal.energy_gap > 0 and self.obj.lexicographic
         for k, i in enumerate(idx):
+            entry[2] = k
             if top:
                 self.top = [ch, idx, k, began, self.tree.stats["candidates"]]
             if self.best is not None and self.obj.dominated(ch.clb[i], ch.elb[i], self.key()):
                 if indices is None:              # sorted by bound: everything after is dominated too
                     self.tree.stats["pruned_bound"] += len(ch.row) - i
-                    return
+                    break
                 self.tree.stats["pruned_bound"] += 1
                 continue
             if self.best is not None and ch.refill is not None and \
@@ -230,6 +276,13 @@ class _DFS:
                 self.top_costs.append(self.tree.stats["candidates"] - self.top[4])
             if after is not None:
                 after(i)
+            if gap and self.best is not None and self.best[2] is not None:
+                # what is left may already be unable to beat the best by more than the gap
+                left = self.left_bound()
+                why = left and self.obj.proven(self.best[0], self.best[1], *left, self.goal.energy_gap)
+                if why:
+                    raise self.stop(why, current=False)
+        self.stack.pop()
 
 
 def _progress(done: int, total: int, best, start: float) -> None:
@@ -260,7 +313,7 @@ def _worker(args):
         stopped = str(exc)
     except KeyboardInterrupt:
         stopped = "interrupted"
-    return dfs.best, stopped, tree.stats
+    return dfs.best, stopped, tree.stats, dfs.left
 
 
 def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | None = None,
@@ -376,25 +429,31 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
         elif threads <= 1 or total < 2:
             dfs.walk(ch, after=(lambda i: _progress(i + 1, total, dfs.best, start)) if progress else None)
         else:
+            dfs.stack.append([ch, range(total), 0, None])   # (the other subtrees are still open)
             dfs.visit(tree.child(ch, 0))             # a first incumbent every process starts from
+            dfs.stack.pop()
             _WORKER.update(tree=tree, objective=objective, goal=goal)
             ctx = multiprocessing.get_context("fork")
             with ctx.Pool(threads) as pool:
                 each = None if limit is None else max(1, (limit - tree.stats["candidates"]) // threads)
                 outs = pool.map(_worker, [(s, threads, dfs.best, deadline, each) for s in range(threads)])
-            for best, why, stats in outs:                # earliest share first: ties keep the first
+            lefts = []
+            for best, why, stats, left in outs:          # earliest share first: ties keep the first
                 stopped = stopped or why
+                if why:                                  # a share that ended covered all of its own
+                    lefts.append(left)
                 for k, v in stats.items():
                     tree.stats[k] = tree.stats.get(k, 0) + v
                 if best is not None and (dfs.best is None or objective.better(best[0], best[1], dfs.key())):
                     dfs.best = best
+            dfs.left = None if not lefts or None in lefts else (min(c for c, _ in lefts), min(e for _, e in lefts))
     except _Stop as exc:
         stopped = str(exc)
     except KeyboardInterrupt:
         stopped = "interrupted"
     if progress and sys.stderr.isatty():
         sys.stderr.write("\n")
-    found = Found(stats=dict(tree.stats), stopped=stopped)
+    found = Found(stats=dict(tree.stats), stopped=stopped, left=dfs.left if stopped else None)
     found.stats["improvements"] = dfs.trace
     if dfs.best is not None and dfs.best[2] is not None and dfs.best is not given:
         found.cycles, found.energy_pJ = dfs.best[:2]
