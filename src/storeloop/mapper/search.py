@@ -14,7 +14,9 @@ Why a search stopped is one of :data:`STOPS`, named in the report:
 * ``optimal``: the whole space is covered (or the cycles equal their lower bound under the
   ``delay`` objective), so nothing can beat the answer;
 * ``energy-gap``: the cycles equal their lower bound and the objective (energy, for the
-  lexicographic one) is within ``energy_gap`` of its lower bound;
+  lexicographic one) is within ``energy_gap`` of its lower bound: the map space's, or, for the
+  lexicographic objective, the bounds of the subtrees the walk has left open (checked after each
+  child it finishes, :meth:`_DFS.left_bound`), which rise as it goes;
 * ``converged``: the branch and bound generated twice as many candidates since its last
   improvement as before it (at least :data:`CONVERGE_MIN`), counted in candidates, not seconds,
   so the answer does not depend on the machine's load (for the random searches: Timeloop's
