@@ -170,7 +170,8 @@ class BelowBounds:
             return None
         sizes = self.sizes
         not_rel = ~self.rel                                                       # (T, D)
-        share = np.stack([np.where(not_rel[t][None, :], sp, 1).prod(axis=1) for t in range(self.T)], axis=1)
+        others = [np.nonzero(r)[0] for r in not_rel]                              # each tensor's other dimensions
+        share = np.stack([sp[:, d].prod(axis=1) for d in others], axis=1)
         at_r, words, work = [], [], 0
         for mask in self.space.keep_masks[R]:
             kept = [t for t in range(self.T) if mask >> t & 1]
@@ -199,7 +200,7 @@ class BelowBounds:
             moved = np.full((len(f), self.T, 2), macs)
             for t in kept:
                 per = (self.wpw if self.rw[t] else self.rpw)[R] * macs
-                refilled = np.maximum(macs / np.where(not_rel[t][None, :], f, 1).prod(axis=1), sizes[t])
+                refilled = np.maximum(macs / f[:, others[t]].prod(axis=1), sizes[t])
                 for k, x in enumerate((np.full(len(f), sizes[t]), refilled)):
                     at[:, t, k] = self.wpw[R] * (np.maximum(x - sizes[t], 0.0) if self.rw[t] else x) + per
                     moved[:, t, k] = x

@@ -193,6 +193,7 @@ class Tree(BelowBounds):
         self.T, self.D, self.nlev = len(w.tensors), len(w.dims), space.nlev
         self.bounds = np.array(w.bounds, dtype=np.int64)
         self.rel = np.array(space.relevant, dtype=bool)                  # (T, D)
+        self.rel_dims = [np.nonzero(r)[0] for r in self.rel]              # each tensor's dimensions
         self.rw = np.array([t.read_write for t in w.tensors], dtype=bool)
         self.costs = [energy.storage[lvl.name] for lvl in self.arch.levels]
         # single-buffered levels: the leaves serialize their fills with use; every bound, made for
@@ -583,9 +584,10 @@ class Tree(BelowBounds):
         s = sx * sy
         rem = n.rem[None, :] // (tf * s)
         above = n.above[None, :] * s
-        scat = n.scat[None, :] * np.stack([np.where(self.rel[t], s, 1).prod(axis=1) for t in range(self.T)], axis=1)
-        tile = np.stack([np.where(self.rel[t], rem, 1).prod(axis=1) for t in range(self.T)], axis=1)
-        part = np.stack([np.where(self.rel[t], self.bounds // above, 1).prod(axis=1) for t in range(self.T)], axis=1)
+        rd, left = self.rel_dims, self.bounds // above       # (each tensor's dimensions; what one instance owns)
+        scat = n.scat[None, :] * np.stack([s[:, d].prod(axis=1) for d in rd], axis=1)
+        tile = np.stack([rem[:, d].prod(axis=1) for d in rd], axis=1)
+        part = np.stack([left[:, d].prod(axis=1) for d in rd], axis=1)
         return dict(tf=tf, sx=sx, sy=sy, oid=order_ids, perms=perms, P=P, rep=rep, rem=rem, above=above,
                     scat=scat, tile=tile, arr=tile * rep, part=part, util=above.prod(axis=1))
 
@@ -673,21 +675,23 @@ class Tree(BelowBounds):
         lvl1 = self.arch.levels[L1]
         m, T = len(rows["P"]), self.T
         kept = ((masks[:, None] >> np.arange(T)[None, :]) & 1).astype(bool)          # (K, T)
+        keptf = kept.T.astype(np.float64)              # (T, K): per-tensor columns summed into (m, K) by one product
         arr, part, scat = rows["arr"], rows["part"], rows["scat"]
         # what each tensor adds, kept at L1 or not: per level traffic (reads, writes) and energy
         fill = np.where(self.rw[None, :], arr - part, arr)                            # (m, T)
         true_tiles = self._true_tiles(rows)
-        used = (true_tiles[:, None, :] * kept[None, :, :]).sum(axis=2)                  # (m, K)
+        used = true_tiles.astype(np.float64) @ keptf                                    # (m, K), exact integers
         # a windowed tensor kept at L1: its fills and the parent's reads of it, from its true tile
         w_fill, w_read = self._window_arrivals(n, rows, true_tiles)
         ok = np.ones((m, len(masks)), bool) if lvl1.size_words is None else used <= lvl1.size_words
         self.stats["candidates"] += ok.size
         self.stats["pruned_capacity"] += int((~ok).sum())
         util1 = rows["util"].astype(np.float64)
-        tr_r = {l: np.full((m, len(masks)), float(n.cnt[l, :, RD].sum())) for l in range(L1 + 1)}
-        tr_w = {l: np.full((m, len(masks)), float(n.cnt[l, :, FL].sum() + n.cnt[l, :, UP].sum())) for l in range(L1 + 1)}
+        # per level, the words read and written so far (numbers until a tensor adds its (m, K) share)
+        tr_r = {l: float(n.cnt[l, :, RD].sum()) for l in range(L1 + 1)}
+        tr_w = {l: float(n.cnt[l, :, FL].sum() + n.cnt[l, :, UP].sum()) for l in range(L1 + 1)}
         e = np.full((m, len(masks)), n.e_acc + self.compute_pJ)
-        ssd_s = np.full((m, len(masks)), n.ssd_s)
+        ssd_s = np.full((m, len(masks)), n.ssd_s) if self.ssd is not None else None
         innermost = L1 == self.nlev - 1 and self.cap_below[L1] == 1
         cc_lb = (rows["P"] * -(-rows["rem"].prod(axis=1) // self.cap_below[L1])
                  * self.arch.compute.cycles_per_op).astype(np.float64)
@@ -704,6 +708,8 @@ class Tree(BelowBounds):
         arrived, moved = [], []                    # per tensor: words arriving at L1, moved below it
         refill = deep and not self.pages and self.ssd is None and self.arch.levels[-1].size_words is not None
         counted = np.zeros((m, len(masks))) if refill else None   # the node's energy of those words
+        # per tensor, what L1 adds where it keeps it: fills, reads, their energy (and the refill's share)
+        w1s, r1s, e1s, owns = (np.zeros((m, T)) for _ in range(4))
         for t in range(T):
             pl = int(n.last[t])
             k = kept[None, :, t]
@@ -743,15 +749,19 @@ class Tree(BelowBounds):
                 w1, r1 = (fill[:, t] if pl >= 0 else 0.0) + a, a - part[:, t]
             else:
                 w1, r1 = w_fill[:, t] * (pl >= 0), np.maximum(a, cc_lb) if innermost else a
-            tr_w[L1] += np.where(k, w1[:, None], 0.0)
-            tr_r[L1] += np.where(k, r1[:, None], 0.0)
-            e += np.where(k, ((w1 * self.wpw[L1] + r1 * self.rpw[L1]) * util1)[:, None], 0.0)
+            w1s[:, t], r1s[:, t] = w1, r1
+            e1s[:, t] = (w1 * self.wpw[L1] + r1 * self.rpw[L1]) * util1
             if refill:
                 own = a * self.wpw[L1] + (a - part[:, t]) * self.rpw[L1] if self.rw[t] else r1 * self.rpw[L1]
-                counted += np.where(k, (own * util1)[:, None], 0.0)
+                owns[:, t] = own * util1
             if deep:
                 arrived.append(a)
                 moved.append(np.where(k, (a * util1)[:, None], via * float(n.util[pl]) if pl >= 0 else 0.0))
+        tr_w[L1] += w1s @ keptf
+        tr_r[L1] += r1s @ keptf
+        e += e1s @ keptf
+        if refill:
+            counted += owns @ keptf
         below = keeper = None
         if deep:
             keeper = self._keepers(n, rows)
