@@ -562,7 +562,7 @@ class Tree(BelowBounds):
                     perms.append(perm)
                 idx.append(sel)
                 oids.append(np.full(len(sel), ids[perm]))
-                blocks.append((start, start + len(sel), perm))
+                blocks.append((start, start + len(sel), perm, int(p)))
                 start += len(sel)
         if not idx:
             return None
@@ -572,14 +572,13 @@ class Tree(BelowBounds):
         m = len(idx)
         P = np.full(m, n.P, np.int64)
         rep = np.broadcast_to(n.rep, (m, self.T)).copy()
-        for a, b, perm in blocks:
+        for a, b, perm, p in blocks:      # one pattern a block: the same classes have loops in every row
             run = P[a:b].copy()
-            r = rep[a:b]
+            r = rep[a:b]                  # (a view: written in place)
             for ci in perm:
-                run = run * cp[a:b, ci]
-                hit = (cp[a:b, ci] > 1)[:, None] & self.class_rel[:, ci][None, :]
-                r = np.where(hit, run[:, None], r)
-            rep[a:b] = r
+                if p >> ci & 1:           # this class has a loop: it is the innermost so far for its tensors
+                    run = run * cp[a:b, ci]
+                    r[:, self.class_rel[:, ci]] = run[:, None]
             P[a:b] = run
         s = sx * sy
         rem = n.rem[None, :] // (tf * s)
