@@ -435,8 +435,9 @@ def _search_json(found: Found, tree: Tree, obj: Objective, result: Result, algor
     gap = (result.cycles - lb) / lb if lb else 0.0
     cycles_optimal = result.cycles <= lb or (found.complete and algorithm == "exhaustive" and sound
                                              and obj.name in ("delay", "delay,energy"))
-    searched = None        # the least energy a mapping at these cycles could have, from what was left
-    if left is not None and cycles_optimal and min(left[1], result.energy_pJ) > energy_lb:
+    # the least energy a mapping at these cycles could have, from what was left (where it is tighter)
+    searched = None
+    if left is not None and cycles_optimal and min(left[1], result.energy_pJ) > energy_lb * (1 + 1e-6):
         searched = energy_lb = min(float(left[1]), result.energy_pJ)
     return SearchReport({
         "algorithm": algorithm,

@@ -709,39 +709,56 @@ class Tree(BelowBounds):
         counted = np.zeros((m, len(masks))) if refill else None   # the node's energy of those words
         # per tensor, what L1 adds where it keeps it: fills, reads, their energy (and the refill's share)
         w1s, r1s, e1s, owns = (np.zeros((m, T)) for _ in range(4))
+        # a parent level's reads (updates) of t and their energy are linear in them: their value
+        # where L1 does not keep t (for every keep mask), plus the difference where it does (per
+        # tensor, summed over the tensors by one product at the end)
+        lin = {}                   # parent level -> [reads, writes, (m, T) differences]
+        base_e, d_e = 0.0, np.zeros((m, T))
+        base_c, d_c = 0.0, (np.zeros((m, T)) if refill else None)
         for t in range(T):
             pl = int(n.last[t])
             k = kept[None, :, t]
             # the parent's reads (updates) of t: final if L1 keeps t, else a lower bound -- the same value
             via0 = (arr[:, t] * scat[:, t]).astype(np.float64)
+            kept_v = (w_read[:, t] * scat[:, t]).astype(np.float64)
             # where L1 does not keep t: bypassing a last level without fanout, one access per
             # compute; above it, the reuse the capacities below force
-            via = np.where(k, (w_read[:, t] * scat[:, t]).astype(np.float64)[:, None],
-                           (np.maximum(via0, cc_lb * scat[:, t]) if innermost
-                                              else via0 * forced_reuse(t))[:, None])
+            free_v = np.maximum(via0, cc_lb * scat[:, t]) if innermost else via0 * forced_reuse(t)
             if pl < 0:
                 pass                       # no keeper above yet: nothing is read from above
             elif pl == 0 and self.ssd is not None:
-                self._ssd_traffic(n, rows, t, k, via0, via, innermost, ssd_s, e)
-            else:
-                fac = 1.0
-                if pl in self.pages:       # whole pages: exact if L1 keeps t, else bounded over sub-tiles
-                    runs = self._runs(t, n.spans[pl], rows["rem"])
-                    # a later keeper's run fits in its capacity; the compute units take single words
-                    longest = np.minimum(runs, self.cap_after[L1]) if self.cap_after[L1] < np.inf else runs
-                    other = np.full(m, self._page_factor(pl, np.ones(1, np.int64))[0]) if innermost \
-                        else self._page_factor(pl, np.maximum(longest, 1), bound=True)
-                    fac = np.where(k, self._page_factor(pl, runs)[:, None], other[:, None])
+                self._ssd_traffic(n, rows, t, k, via0, np.where(k, kept_v[:, None], free_v[:, None]), innermost,
+                                  ssd_s, e)
+            elif pl in self.pages:         # whole pages: exact if L1 keeps t, else bounded over sub-tiles
+                via = np.where(k, kept_v[:, None], free_v[:, None])
+                runs = self._runs(t, n.spans[pl], rows["rem"])
+                # a later keeper's run fits in its capacity; the compute units take single words
+                longest = np.minimum(runs, self.cap_after[L1]) if self.cap_after[L1] < np.inf else runs
+                other = np.full(m, self._page_factor(pl, np.ones(1, np.int64))[0]) if innermost \
+                    else self._page_factor(pl, np.maximum(longest, 1), bound=True)
+                fac = np.where(k, self._page_factor(pl, runs)[:, None], other[:, None])
                 if self.rw[t]:
                     tr_r[pl] += (via - n.partl[t]) * fac
                     tr_w[pl] += via * fac
-                    at_pl = ((via - n.partl[t]) * self.rpw[pl] + via * self.wpw[pl]) * fac * float(n.util[pl])
+                    e += ((via - n.partl[t]) * self.rpw[pl] + via * self.wpw[pl]) * fac * float(n.util[pl])
                 else:
                     tr_r[pl] += via * fac
-                    at_pl = via * fac * (self.rpw[pl] * float(n.util[pl]))
-                e += at_pl
-                if refill:
-                    counted += np.where(k, 0.0, at_pl)
+                    e += via * fac * (self.rpw[pl] * float(n.util[pl]))
+            else:
+                u = float(n.util[pl])
+                acc = lin.setdefault(pl, [0.0, 0.0, np.zeros((m, T))])
+                acc[2][:, t] = kept_v - free_v
+                if self.rw[t]:             # updates, and reads of all but the partition
+                    acc[0], acc[1] = acc[0] + (free_v - n.partl[t]), acc[1] + free_v
+                    per, fixed = (self.rpw[pl] + self.wpw[pl]) * u, n.partl[t] * self.rpw[pl] * u
+                else:
+                    acc[0] = acc[0] + free_v
+                    per, fixed = self.rpw[pl] * u, 0.0
+                at_free = free_v * per - fixed
+                base_e = base_e + at_free
+                d_e[:, t] = (kept_v - free_v) * per
+                if refill:                 # the node's energy of the words L1 does not keep
+                    base_c, d_c[:, t] = base_c + at_free, -at_free
             # kept at L1: its fill (final) and its own later reads (updates) >= what arrives (bound)
             a = arr[:, t].astype(np.float64)
             if self.rw[t]:             # (the outermost keeper is never filled)
@@ -755,12 +772,15 @@ class Tree(BelowBounds):
                 owns[:, t] = own * util1
             if deep:
                 arrived.append(a)
-                moved.append(np.where(k, (a * util1)[:, None], via * float(n.util[pl]) if pl >= 0 else 0.0))
+                moved.append(np.where(k, (a * util1)[:, None], (free_v * float(n.util[pl]))[:, None] if pl >= 0 else 0.0))
+        for pl, (rd, wr, diff) in lin.items():          # (updates: the outputs' only)
+            tr_r[pl] = tr_r[pl] + np.asarray(rd)[..., None] + diff @ keptf
+            tr_w[pl] = tr_w[pl] + np.asarray(wr)[..., None] + diff @ (keptf * self.rw[:, None])
         tr_w[L1] += w1s @ keptf
         tr_r[L1] += r1s @ keptf
-        e += e1s @ keptf
+        e += np.asarray(base_e)[..., None] + d_e @ keptf + e1s @ keptf
         if refill:
-            counted += owns @ keptf
+            counted += np.asarray(base_c)[..., None] + d_c @ keptf + owns @ keptf
         below = keeper = None
         if deep:
             keeper = self._keepers(n, rows)
