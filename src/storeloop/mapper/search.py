@@ -441,13 +441,16 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
                 outs = pool.map(_worker, [(s, threads, dfs.best, deadline, each) for s in range(threads)])
             lefts = []
             for best, why, stats, left in outs:          # earliest share first: ties keep the first
-                stopped = stopped or why
                 if why:                                  # a share that ended covered all of its own
                     lefts.append(left)
                 for k, v in stats.items():
                     tree.stats[k] = tree.stats.get(k, 0) + v
                 if best is not None and (dfs.best is None or objective.better(best[0], best[1], dfs.key())):
                     dfs.best = best
+            # a share's proof from what it left open covers that share only: a share that stopped
+            # without a proof decides the stop
+            whys = [why for _, why, _, _ in outs if why]
+            stopped = next((w for w in whys if w not in ("optimal", "energy-gap")), whys[0] if whys else None)
             dfs.left = None if not lefts or None in lefts else (min(c for c, _ in lefts), min(e for _, e in lefts))
     except _Stop as exc:
         stopped = str(exc)
