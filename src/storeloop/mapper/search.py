@@ -441,7 +441,7 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
                 outs = pool.map(_worker, [(s, threads, dfs.best, deadline, each) for s in range(threads)])
             lefts = []
             for best, why, stats, left in outs:          # earliest share first: ties keep the first
-                if why:                                  # a share that ended covered all of its own
+                if why:                                  # stopped early: it left subtrees open
                     lefts.append(left)
                 for k, v in stats.items():
                     tree.stats[k] = tree.stats.get(k, 0) + v
