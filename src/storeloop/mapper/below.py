@@ -169,8 +169,7 @@ class BelowBounds:
             self.stats["candidates"] += self.REFILL_WORK
             return None
         sizes = self.sizes
-        not_rel = ~self.rel                                                       # (T, D)
-        others = [np.nonzero(r)[0] for r in not_rel]                              # each tensor's other dimensions
+        others = self.other_dims
         share = np.stack([sp[:, d].prod(axis=1) for d in others], axis=1)
         at_r, words, work = [], [], 0
         for mask in self.space.keep_masks[R]:

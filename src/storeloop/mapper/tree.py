@@ -194,6 +194,7 @@ class Tree(BelowBounds):
         self.bounds = np.array(w.bounds, dtype=np.int64)
         self.rel = np.array(space.relevant, dtype=bool)                  # (T, D)
         self.rel_dims = [np.nonzero(r)[0] for r in self.rel]              # each tensor's dimensions
+        self.other_dims = [np.nonzero(~r)[0] for r in self.rel]           # and the others
         self.rw = np.array([t.read_write for t in w.tensors], dtype=bool)
         self.costs = [energy.storage[lvl.name] for lvl in self.arch.levels]
         # single-buffered levels: the leaves serialize their fills with use; every bound, made for
