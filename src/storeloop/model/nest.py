@@ -255,34 +255,46 @@ def _fanout_reads(t: Tensor, loops, stride, inner, L: int, width: int) -> tuple[
     temporal = [(d, f, s) for (li, d, f, sp), s in zip(loops, stride) if li <= L and not sp]
     spans = inner[L + 1]
     npe = math.prod(f for _, f, _ in spatial)
-    pe_offsets = []                                   # per child instance, its origin per dim
+    # a child's tile is the origin's translated by the child's offset in rank space (the ranks are
+    # affine in the dimensions), so every child sees the same shifts, keeps the same translation,
+    # and its delta is the origin's delta translated by its offset: one walk serves them all
+    offsets = []
     for p in range(npe):
         off, rest = {}, p
         for d, f, s in reversed(spatial):
             off[d] = off.get(d, 0) + (rest % f) * s
             rest //= f
-        pe_offsets.append(off)
-    neighbours = costs.grid_neighbours(npe, width)
+        offsets.append(tuple(sum(c * off.get(d, 0) for d, c in rank) for rank in t.ranks))
+    distinct = len(set(offsets))
+    # child p's delta equals neighbour q's of the step before iff this step's delta is the last
+    # one translated by offsets[q] - offsets[p]
+    near = [{tuple(a - b for a, b in zip(offsets[q], offsets[p])) for q in nbrs}
+            for p, nbrs in enumerate(costs.grid_neighbours(npe, width))]
+    by_shift: dict = {}                             # translation -> (linked children, distinct unlinked)
+
+    def linked_by(v):
+        if v not in by_shift:
+            linked = [v in near[p] for p in range(npe)]
+            by_shift[v] = (sum(linked), len({o for o, ln in zip(offsets, linked) if not ln}))
+        return by_shift[v]
+
     widths = [sum(c * (spans[d] - 1) for d, c in rank) for rank in t.ranks]
+    last = kept = None                  # the origin's previous tile, and the translation it keeps
 
-    def box(origin):
-        lows = [sum(c * origin.get(d, 0) for d, c in rank) for rank in t.ranks]
-        return tuple((lo, lo + w) for lo, w in zip(lows, widths))
-
-    def delta(new, p):
-        """The words instance p lacks, by Timeloop's SaveAndSubtractIfSameStride (as _arrivals):
-        the tile minus the previous one while the translation stays the kept one (or after a
-        reset), else the whole tile (and a reset). As a point set: None (empty), a box, or
+    def delta(new):
+        """The words the origin child lacks, by Timeloop's SaveAndSubtractIfSameStride (as
+        _arrivals): the tile minus the previous one while the translation stays the kept one (or
+        after a reset), else the whole tile (and a reset). As a point set: None (empty), a box, or
         ("minus", tile, overlap) when the difference is not a box."""
-        old = last[p]
-        last[p] = new
+        nonlocal last, kept
+        old, last = last, new
         if old is None:
             return new
         shift = tuple(n[0] - o[0] for n, o in zip(new, old))
-        if kept[p] is not None and shift != kept[p]:
-            kept[p] = None
+        if kept is not None and shift != kept:
+            kept = None
             return new
-        kept[p] = shift
+        kept = shift
         overlap = tuple((max(n[0], o[0]), min(n[1], o[1])) for n, o in zip(new, old))
         if any(lo > hi for lo, hi in overlap):
             return new
@@ -300,9 +312,19 @@ def _fanout_reads(t: Tensor, loops, stride, inner, L: int, width: int) -> tuple[
             return size(b[1]) - size(b[2])
         return math.prod(hi - lo + 1 for lo, hi in b)
 
-    last: list = [None] * npe                      # per instance: its previous tile
-    kept: list = [None] * npe                      # ... and the translation it keeps (None: reset)
-    prev = [None] * npe
+    def boxes(b):
+        return b[1:] if b[0] == "minus" else (b,)
+
+    def translation(b, a):
+        """v with b == a translated by v, or None."""
+        if (b[0] == "minus") != (a[0] == "minus"):
+            return None
+        pairs = list(zip(boxes(b), boxes(a)))
+        v = tuple(nb[0] - na[0] for nb, na in zip(*pairs[0]))
+        ok = all(nb[0] - na[0] == x and nb[1] - na[1] == x for pb, pa in pairs for nb, na, x in zip(pb, pa, v))
+        return v if ok else None
+
+    prev = None
     reads = transfers = 0
     for idx in itertools.product((0, 1), repeat=len(temporal)):
         weight, origin = 1, {}
@@ -310,22 +332,19 @@ def _fanout_reads(t: Tensor, loops, stride, inner, L: int, width: int) -> tuple[
             if i:
                 weight *= f - 1
                 origin[d] = origin.get(d, 0) + s
-        cur = []
-        for p in range(npe):
-            here = dict(origin)
-            for d, o in pe_offsets[p].items():
-                here[d] = here.get(d, 0) + o
-            cur.append(delta(box(here), p))
-        # the parent sends each distinct delta once, to every instance that needs exactly it
-        # (ComputeAccurateMulticastedAccesses); links are used in a step only when they lower that
-        without = sum(size(b) for b in {b for b in cur if b is not None})
-        linked = [b is not None and any(prev[q] == b for q in neighbours[p]) for p, b in enumerate(cur)]
-        with_links = sum(size(b) for b in {b for b, ln in zip(cur, linked) if b is not None and not ln})
-        if with_links < without:
-            reads += with_links * weight
-            transfers += sum(size(b) for b, ln in zip(cur, linked) if ln) * weight
-        else:
-            reads += without * weight
+        lows = [sum(c * origin.get(d, 0) for d, c in rank) for rank in t.ranks]
+        cur = delta(tuple((lo, lo + w) for lo, w in zip(lows, widths)))
+        if cur is not None:
+            # the parent sends each distinct delta once, to every child that needs exactly it
+            # (ComputeAccurateMulticastedAccesses); links are used in a step only when they lower that
+            v = translation(cur, prev) if prev is not None else None
+            linked, unlinked = linked_by(v) if v is not None else (0, distinct)
+            words = size(cur)
+            if unlinked < distinct:
+                reads += words * unlinked * weight
+                transfers += words * linked * weight
+            else:
+                reads += words * distinct * weight
         prev = cur
     return reads, transfers
 
