@@ -1,8 +1,8 @@
-"""The branch and bound with and without :func:`storeloop.mapper.search.tune_malloc`, in one run.
+"""The branch and bound with and without :func:`storeloop.model.heap.tune_malloc`, in one run.
 
 The same proof (a 200x300x400 matmul on the peers' arch, ``tests/data/arch16.yaml``, the
 defaults: it ends ``optimal``) is searched in fresh processes, alternately with glibc's default
-allocation (``tune_malloc`` replaced by a no-op before the search) and with the tuning the mapper
+allocation (``tune_malloc`` marked as done before the search, so it never runs) and with the tuning the mapper
 applies. Each prints wall, user and system seconds and the candidates (the same in both: the
 tuning changes where memory comes from, not the search). The ratio is default / tuned wall time;
 the system time is where the difference lives (page faults of freshly mapped arrays).
@@ -25,11 +25,10 @@ import json, os, sys, time
 sys.path.insert(0, sys.argv[2])
 from storeloop.formats.load import energy_table, load_arch
 from storeloop.mapper import map_workload
-from storeloop.mapper import search
+from storeloop.model import heap
 from storeloop.workloads.pir import einsum_workload
-import storeloop.mapper as mapper
 if sys.argv[1] == "default":
-    search.tune_malloc = mapper.tune_malloc = lambda: None
+    heap._malloc_tuned = True
 arch = load_arch(sys.argv[3])
 work = einsum_workload("mm", "Z[m,n] = A[m,k] * B[k,n]", {"M": 200, "N": 400, "K": 300}, bits=16)
 energy = energy_table(arch, None)

@@ -6,6 +6,8 @@ factorizations of the thesis's loop structure: the reference model (readable Pyt
 fast model (what the mapper's local search prices with) and the NumPy batch model (the column-wise
 use of the cost kernel, as the mapper's tree prices its leaves). The ratio is against Timeloop
 v3.0.3's own model, ~600 evaluations/s (about 14 ms each) measured on a machine of this kind.
+The batch model keeps its short-lived arrays in the heap (:func:`storeloop.model.heap.tune_malloc`,
+which constructing it applies, as the mapper does); ``bench/heap.py`` measures what that is worth.
 """
 
 from __future__ import annotations

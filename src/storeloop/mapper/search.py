@@ -54,6 +54,7 @@ from storeloop.mapper.objective import Objective
 from storeloop.mapper.space import MapSpace, divisors
 from storeloop.mapper.tree import Tree
 from storeloop.model.fast import FastModel
+from storeloop.model.heap import tune_malloc
 from storeloop.ir import Mapping
 
 
@@ -62,31 +63,6 @@ CONVERGE_MIN = 5_000_000         # candidates a branch and bound spends at least
 CONVERGE_PROJECTED = 4           # ... and not while the projected rest of its walk is at most this many times its work
 CONVERGE_PATIENT = 8             # ... that many without a budget (Goal.patient)
 CONVERGE_WALKED = 32             # ... projected (without a budget) from at least this many top-level subtrees
-
-
-_malloc_tuned = False
-
-
-def tune_malloc() -> None:
-    """Keep the branch and bound's short-lived NumPy arrays in the heap (glibc only; elsewhere a no-op).
-
-    An expansion allocates and frees arrays of a few hundred KiB to a few MiB per node. glibc's
-    defaults serve those from fresh ``mmap`` pages or trim the heap after each free, so the search
-    spent about a fifth of its time in the kernel faulting pages in (384x384x96 matmul on the
-    peers' arch, proven: 44.6 s with 8.9 s system time; 32.6 s with 0.6 s after this). Raising the
-    mmap threshold to glibc's maximum (32 MiB) and the trim threshold to 1 GiB keeps freed memory
-    for reuse; the peak resident size is unchanged, it is just not returned while the process runs."""
-    global _malloc_tuned
-    if _malloc_tuned:
-        return
-    _malloc_tuned = True
-    try:
-        import ctypes
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError, TypeError):      # no C library to load, or no mallopt in it
-        return
-    mallopt(-3, 32 << 20)    # M_MMAP_THRESHOLD
-    mallopt(-1, 1 << 30)     # M_TRIM_THRESHOLD
 
 
 @dataclass

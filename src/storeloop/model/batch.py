@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from storeloop.model import costs
+from storeloop.model import costs, heap
 from storeloop.ir import Arch, EnergyTable, LevelMapping, Loop, Mapping, Workload
 
 
@@ -92,71 +92,84 @@ class BatchModel:
         self.costs = [energy.storage[lvl.name] for lvl in arch.levels]
         self.compute_pJ = workload.macs * energy.compute.read_pJ
         self.fanouts = [arch.fanout(i) for i in range(self.nlev)]
+        heap.tune_malloc()                  # its arrays are short-lived: keep them in the heap
 
     def evaluate(self, structure: LoopStructure, factors: np.ndarray) -> BatchResult:
         F = np.asarray(factors, dtype=np.int64)
         if F.ndim == 1:
             F = F[None, :]
         rows, nslots = F.shape
+        FT = np.ascontiguousarray(F.T)          # slot-major: each slot's factors are contiguous
         slots = structure.slots
         nlev, ndims = self.nlev, len(self.workload.dims)
-        lv = np.array([s.level for s in slots])
-        dm = np.array([s.dim for s in slots])
+        lv = np.array([s.level for s in slots], dtype=np.int64)
+        dm = np.array([s.dim for s in slots], dtype=np.int64)
         sp = np.array([s.spatial for s in slots], dtype=bool)
-        big = F > 1
+        is_x = np.array([s.axis == "X" for s in slots], dtype=bool)
+        big = FT > 1
         valid = np.ones(rows, dtype=bool)
         for d, b in enumerate(self.workload.bounds):
-            valid &= F[:, dm == d].prod(axis=1) == b
+            valid &= FT[dm == d].prod(axis=0) == b
         for li in range(nlev):
             total, fx, fy = self.fanouts[li]
-            x = F[:, (lv == li) & sp & np.array([s.axis == "X" for s in slots])].prod(axis=1)
-            y = F[:, (lv == li) & sp & np.array([s.axis == "Y" for s in slots])].prod(axis=1)
+            x = FT[(lv == li) & sp & is_x].prod(axis=0)
+            y = FT[(lv == li) & sp & ~is_x].prod(axis=0)
             valid &= (x <= fx) & (y <= fy) & (x * y <= total)
 
-        temporal_f = np.where(sp[None, :], 1, F)
-        prefix = np.ones((rows, nslots + 1), dtype=np.int64)
-        np.cumprod(temporal_f, axis=1, out=prefix[:, 1:])
-        compute_cycles = prefix[:, nslots]
+        prefix = np.empty((nslots + 1, rows), dtype=np.int64)     # products of the temporal factors before
+        prefix[0] = 1
+        for j in range(nslots):
+            if sp[j]:
+                prefix[j + 1] = prefix[j]
+            else:
+                np.multiply(prefix[j], FT[j], out=prefix[j + 1])
+        compute_cycles = prefix[nslots]
         first = [int(np.searchsorted(lv, L, side="left")) for L in range(nlev)] + [nslots]
         inner = np.ones((nlev + 1, ndims, rows), dtype=np.int64)
         above = np.ones((nlev + 1, ndims, rows), dtype=np.int64)
         for L in range(nlev - 1, -1, -1):
             inner[L] = inner[L + 1]
             for j in range(first[L], first[L + 1]):
-                inner[L, dm[j]] *= F[:, j]
+                inner[L, dm[j]] *= FT[j]
         for L in range(1, nlev + 1):
             above[L] = above[L - 1]
             for j in range(first[L - 1], first[L]):
                 if sp[j]:
-                    above[L, dm[j]] *= F[:, j]
+                    above[L, dm[j]] *= FT[j]
         utilized = above.prod(axis=1)                           # (nlev+1, rows)
-        at = np.arange(rows)
         # Timeloop's compute-level deltas: the innermost slot with factor > 1, if spatial at the
         # innermost level (see nest.py); none where no factor exceeds 1
-        last_s = _last_true(big, [nslots])[0]
-        inner_sp = (last_s > 0) & sp[last_s - 1] & (lv[last_s - 1] == nlev - 1)
+        inner_sp = np.zeros(rows, dtype=bool)
+        for j in range(nslots):
+            inner_sp = np.where(big[j], bool(sp[j] and lv[j] == nlev - 1), inner_sp)
         # the units' grid (costs.unshared_operands): the innermost level's spatial slots in nest order
         # (Y outside X, as LevelMapping.spatial_nest), inner first
         unit_slots = np.array(sorted(np.flatnonzero((lv == nlev - 1) & sp), key=lambda j: slots[j].axis != "Y")[::-1],
                               dtype=np.int64)
-        unit_x = np.array([slots[j].axis == "X" for j in unit_slots], dtype=bool)
-        width = np.maximum(self.fanouts[nlev - 1][1], F[:, unit_slots[unit_x]].prod(axis=1))
+        unit_f = FT[unit_slots].T
+        width = np.maximum(self.fanouts[nlev - 1][1], FT[unit_slots[is_x[unit_slots]]].prod(axis=0))
 
         used = np.zeros((nlev, rows), dtype=np.int64)
         reads = np.zeros((nlev, len(self.tensors), rows), dtype=np.int64)
-        fills = np.zeros_like(reads)
-        updates = np.zeros_like(reads)
+        fills = np.zeros(reads.shape, dtype=np.int64)
+        updates = np.zeros(reads.shape, dtype=np.int64)
         for ti, (name, rel, rw, dims) in enumerate(self.tensors):
             relevant = np.array([s.dim in rel for s in slots], dtype=bool)
-            rel_t = big & (relevant & ~sp)[None, :]
             # the loops above a level that reload its tile: every temporal loop outside the innermost
-            # relevant one with a factor > 1 (prefix[:, i]: the product of the temporal factors before i)
-            rep = [prefix[at, pos] for pos in _last_true(rel_t, first)]
+            # relevant one with a factor > 1. rep[L] is prefix[first[L]] over the factors of the
+            # temporal loops after that one (``trail``: irrelevant, or relevant with factor 1)
+            rep, trail, j = [], np.ones(rows, dtype=np.int64), 0
+            for end in first:
+                for j in range(j, end):
+                    if not sp[j]:
+                        trail = np.where(big[j], 1, trail) if relevant[j] else trail * FT[j]
+                j = end
+                rep.append(prefix[end] // trail)
             # the compute units (costs.unit_content): the distinct elements under one innermost
             # instance, and those held by units without a neighbour holding the same one
-            unit_f, unit_rel = F[:, unit_slots], np.broadcast_to(relevant[unit_slots], (rows, len(unit_slots)))
-            shared = np.where(unit_rel, unit_f, 1).prod(axis=1)
-            unshared = costs.unshared_operands(unit_f, unit_rel, width)
+            unit_rel = relevant[unit_slots]
+            shared = FT[unit_slots[unit_rel]].prod(axis=0)
+            unshared = costs.unshared_operands(unit_f, np.broadcast_to(unit_rel, unit_f.shape), width)
             sp_rel = np.flatnonzero(sp & relevant)            # the spatial loops over the tensor's dims
             kept = [L for L in range(nlev) if structure.keep[L] is None or name in structure.keep[L]]
             arrivals = {}
@@ -168,7 +181,7 @@ class BatchModel:
                 arrivals[L] = tile * rep[L]
             for k, L in enumerate(kept):
                 child = kept[k + 1] if k + 1 < len(kept) else nlev
-                scatter = F[:, sp_rel[(sp_rel >= first[L]) & (sp_rel < first[child])]].prod(axis=1)
+                scatter = FT[sp_rel[(sp_rel >= first[L]) & (sp_rel < first[child])]].prod(axis=0)
                 if child < nlev:
                     served = arrivals[child] * scatter
                 else:

@@ -140,6 +140,8 @@ def keeper_accesses(read_write: bool, served, arrivals, partition, has_parent):
 
 def access_energy(reads, fills, updates, block: int, read_pJ: float, write_pJ: float):
     """Energy (pJ) of one instance's accesses of one tensor, charged per block."""
+    if block == 1:
+        return reads * read_pJ + fills * write_pJ + updates * write_pJ
     return (-(-reads // block)) * read_pJ + (-(-fills // block)) * write_pJ + (-(-updates // block)) * write_pJ
 
 
@@ -163,6 +165,8 @@ def throttle(level, reads, fills, updates, compute_cycles):
     per cycle (None: unlimited)."""
     vec = isinstance(compute_cycles, np.ndarray)
     cc = compute_cycles.astype(np.float64) if vec else compute_cycles
+    if level.read_bandwidth is None and level.write_bandwidth is None and level.shared_bandwidth is None:
+        return (cc.astype(np.int64) if vec else int(math.ceil(cc / 1.0))), (np.ones(np.shape(cc)) if vec else 1.0)
     rb = wb = 0.0
     for rd, fl, up in zip(reads, fills, updates):
         rb = rb + rd / cc
