@@ -315,7 +315,8 @@ def _retry(found: Found, arch, workload, members, energy, space, tree, obj, goal
     better, and the stop becomes the goal's when it reaches it."""
     best = split_mapping(found.mapping, members, workload)
     again, more, _ = _incumbent(arch, members, energy, space, tree, obj, goal, list(seeds) + [best],
-                                budget=LOCAL_RETRY, deadline=deadline)
+                                budget=None if goal.patient else LOCAL_RETRY,
+                                patience=LOCAL_RETRY if goal.patient else None, deadline=deadline)
     local["retry"] = more
     local["seconds"] = round(local["seconds"] + more["seconds"], 3)
     if again is None or not obj.better(again[0], again[1], (found.cycles, found.energy_pJ)):
@@ -340,7 +341,8 @@ def _near_goal(incumbent, goal: Goal, obj: Objective) -> bool:
         and incumbent[1] <= goal.energy_lb * (1 + NEAR_GOAL * goal.energy_gap)
 
 
-def _incumbent(arch, members, energy, space, tree, obj, goal, seeds, budget: int = LOCAL_BUDGET,
+def _incumbent(arch, members, energy, space, tree, obj, goal, seeds, budget: int | None = LOCAL_BUDGET,
+               patience: int | None = None,
                deadline: float | None = None):
     """The local search's best mapping as (cycles, energy, merged Mapping) or None, its report,
     and the cycle count that is at the bound up to floating-point rounding (or None)."""
@@ -356,7 +358,7 @@ def _incumbent(arch, members, energy, space, tree, obj, goal, seeds, budget: int
     if ready:
         state, cost = seeded[ready[0][1]], ready[0][0]
     else:
-        state, cost = searcher.search(searcher.starts() + seeded, budget, good, deadline=deadline)
+        state, cost = searcher.search(searcher.starts() + seeded, budget, good, deadline=deadline, patience=patience)
     incumbent = (int(cost[-2]), float(cost[-1]), searcher.mapping(state)) if cost[0] == 0 else None
     rounded = None
     if incumbent and incumbent[0] == tree.global_lb + 1 and \

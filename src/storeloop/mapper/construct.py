@@ -48,6 +48,7 @@ from storeloop.model.fast import FastModel
 from storeloop.ir import Mapping
 
 INF = math.inf
+KICK, KICK_MAX = 3, 12          # random moves in a kick of the iterated local search, first and longest
 
 
 @dataclass
@@ -307,7 +308,7 @@ class Searcher:
         cheapest, if it is cheaper."""
         best, bc = s, self.cost(s)
         while not self.spent(budget):
-            near = list(itertools.islice(self.moves(best), budget - self.calls))
+            near = list(itertools.islice(self.moves(best), None if budget == INF else budget - self.calls))
             step, sc = None, bc
             for t, c in zip(near, self.costs(near)):
                 if c < sc:
@@ -317,14 +318,21 @@ class Searcher:
             best, bc = step, sc
         return best, bc
 
-    def search(self, starts: list[State], budget: int, good=lambda cost: False, seed: int = 0,
-               deadline: float | None = None) -> tuple[State | None, tuple]:
+    def search(self, starts: list[State], budget: int | None, good=lambda cost: False, seed: int = 0,
+               deadline: float | None = None, patience: int | None = None) -> tuple[State | None, tuple]:
         """Iterated local search: steepest descent from the three best starts, then from seeded
-        random kicks (three moves) of the best; it stops at a local optimum whose cost is
-        ``good(cost)``, or after ``budget`` candidates looked at (priced or cached), or at
-        ``deadline`` (time.monotonic()). Deterministic for given starts, budget and seed unless the
-        deadline cuts it short."""
+        random kicks of the best. A kick is :data:`KICK` random moves; each kick that does not
+        lead to a better local optimum makes the next one a move longer, up to :data:`KICK_MAX`
+        and around again (a variable neighbourhood search: the descents from short kicks fall
+        back into the best's basin). It stops at a local optimum whose cost is ``good(cost)``,
+        after ``budget`` candidates looked at (priced or cached; None: no budget), at ``deadline``
+        (time.monotonic()), or, with ``patience``, once the candidates looked at since its last
+        improvement are at least ``patience`` and at least those it took to reach it (a search
+        that keeps finding better optima keeps going; one that has not in as long as it has run
+        stops). Deterministic for given starts, budget, patience and seed unless the deadline cuts
+        it short."""
         rng, self.deadline = random.Random(seed), deadline
+        budget = math.inf if budget is None else budget
         ranked = sorted(((self.cost(s), i, s) for i, s in enumerate(starts)), key=lambda x: x[:2])
         best, bc = None, (INF,)
         for c, _, s in ranked[:3]:
@@ -333,14 +341,18 @@ class Searcher:
                 best, bc = s2, c2
             if good(bc):
                 return best, bc
-        while best is not None and not self.spent(budget) and not good(bc):
+        length, found = KICK, self.calls
+        while best is not None and not self.spent(budget) and not good(bc) and \
+                (patience is None or self.calls - found < max(patience, found)):
             kick = best
-            for _ in range(3):
+            for _ in range(length):
                 opts = list(self.moves(kick))
                 kick = opts[rng.randrange(len(opts))] if opts else kick
             s2, c2 = self.descend(kick, budget)
             if c2 < bc:
-                best, bc = s2, c2
+                best, bc, length, found = s2, c2, KICK, self.calls
+            else:
+                length = KICK + (length + 1 - KICK) % (KICK_MAX + 1 - KICK)
         return best, bc
 
     def starts(self) -> list[State]:

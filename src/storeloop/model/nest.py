@@ -279,33 +279,31 @@ def _fanout_reads(t: Tensor, loops, stride, inner, L: int, width: int) -> tuple[
         return by_shift[v]
 
     widths = [sum(c * (spans[d] - 1) for d, c in rank) for rank in t.ranks]
-    last = kept = None                  # the origin's previous tile, and the translation it keeps
+    tile = tuple((0, w) for w in widths)          # the origin child's tile at a step's origin
 
-    def delta(new):
-        """The words the origin child lacks, by Timeloop's SaveAndSubtractIfSameStride (as
-        _arrivals): the tile minus the previous one while the translation stays the kept one (or
-        after a reset), else the whole tile (and a reset). As a point set: None (empty), a box, or
-        ("minus", tile, overlap) when the difference is not a box."""
-        nonlocal last, kept
-        old, last = last, new
+    def delta(old, kept):
+        """The words the origin child lacks at a step whose tile is ``tile`` (after ``old``), by
+        Timeloop's SaveAndSubtractIfSameStride (as _arrivals): the tile minus the previous one
+        while the translation stays the kept one (or after a reset), else the whole tile (and a
+        reset). As a point set: None (empty), a box, or ("minus", tile, overlap) when the
+        difference is not a box; and the translation kept after the step."""
+        new = tile
         if old is None:
-            return new
+            return new, kept
         shift = tuple(n[0] - o[0] for n, o in zip(new, old))
         if kept is not None and shift != kept:
-            kept = None
-            return new
-        kept = shift
+            return new, None
         overlap = tuple((max(n[0], o[0]), min(n[1], o[1])) for n, o in zip(new, old))
         if any(lo > hi for lo, hi in overlap):
-            return new
+            return new, shift
         if overlap == new:
-            return None
+            return None, shift
         moved = [r for r in range(len(new)) if overlap[r] != new[r]]
         if len(moved) == 1:                          # a slab: still a box
             r = moved[0]
             (nlo, nhi), (olo, ohi) = new[r], overlap[r]
-            return new[:r] + (((ohi + 1, nhi) if olo == nlo else (nlo, olo - 1)),) + new[r + 1:]
-        return ("minus", new, overlap)
+            return new[:r] + (((ohi + 1, nhi) if olo == nlo else (nlo, olo - 1)),) + new[r + 1:], shift
+        return ("minus", new, overlap), shift
 
     def size(b):
         if b[0] == "minus":
@@ -314,6 +312,14 @@ def _fanout_reads(t: Tensor, loops, stride, inner, L: int, width: int) -> tuple[
 
     def boxes(b):
         return b[1:] if b[0] == "minus" else (b,)
+
+    def moved(b, v):
+        """``b`` (None, a box or a "minus" form) translated by ``v``."""
+        if b is None:
+            return None
+        if b[0] == "minus":
+            return ("minus", moved(b[1], v), moved(b[2], v))
+        return tuple((lo + x, hi + x) for (lo, hi), x in zip(b, v))
 
     def translation(b, a):
         """v with b == a translated by v, or None."""
@@ -324,28 +330,42 @@ def _fanout_reads(t: Tensor, loops, stride, inner, L: int, width: int) -> tuple[
         ok = all(nb[0] - na[0] == x and nb[1] - na[1] == x for pb, pa in pairs for nb, na, x in zip(pb, pa, v))
         return v if ok else None
 
-    prev = None
-    reads = transfers = 0
-    for idx in itertools.product((0, 1), repeat=len(temporal)):
-        weight, origin = 1, {}
-        for i, (d, f, s) in zip(idx, temporal):
-            if i:
-                weight *= f - 1
-                origin[d] = origin.get(d, 0) + s
-        lows = [sum(c * origin.get(d, 0) for d, c in rank) for rank in t.ranks]
-        cur = delta(tuple((lo, lo + w) for lo, w in zip(lows, widths)))
-        if cur is not None:
-            # the parent sends each distinct delta once, to every child that needs exactly it
-            # (ComputeAccurateMulticastedAccesses); links are used in a step only when they lower that
-            v = translation(cur, prev) if prev is not None else None
-            linked, unlinked = linked_by(v) if v is not None else (0, distinct)
-            words = size(cur)
-            if unlinked < distinct:
-                reads += words * unlinked * weight
-                transfers += words * linked * weight
-            else:
-                reads += words * distinct * weight
-        prev = cur
+    # Timeloop's steps: every temporal loop at iteration 0, then iteration 1 standing for the other
+    # f - 1 (innermost fastest). A walk of the loops from k inward depends only on the state it
+    # enters with (the previous tile and delta, in its own frame, and the kept translation), so
+    # each distinct one is walked once.
+    steps = [(tuple(sum(c * s for dd, c in rank if dd == d) for rank in t.ranks), f - 1) for d, f, s in temporal]
+    memo: dict = {}
+
+    def walk(k, last, kept, prev):
+        """(reads, link words, and the state after) of the steps of loops k.. from this state."""
+        key = (k, last, kept, prev)
+        if key in memo:
+            return memo[key]
+        if k == len(steps):
+            cur, kept = delta(last, kept)
+            reads = transfers = 0
+            if cur is not None:
+                # the parent sends each distinct delta once, to every child that needs exactly it
+                # (ComputeAccurateMulticastedAccesses); links are used in a step only when they lower that
+                v = translation(cur, prev) if prev is not None else None
+                linked, unlinked = linked_by(v) if v is not None else (0, distinct)
+                words = size(cur)
+                if unlinked < distinct:
+                    reads, transfers = words * unlinked, words * linked
+                else:
+                    reads = words * distinct
+            out = reads, transfers, tile, kept, cur
+        else:
+            v, weight = steps[k]
+            r0, t0, last, kept, prev = walk(k + 1, last, kept, prev)
+            back = tuple(-x for x in v)             # the second iteration's frame is moved by v
+            r1, t1, last, kept, prev = walk(k + 1, moved(last, back), kept, moved(prev, back))
+            out = r0 + r1 * weight, t0 + t1 * weight, moved(last, v), kept, moved(prev, v)
+        memo[key] = out
+        return out
+
+    reads, transfers, *_ = walk(0, None, None, None)
     return reads, transfers
 
 
