@@ -17,8 +17,8 @@ first incumbent is. :class:`Searcher` therefore builds, in a fixed number of can
    neighbouring points -- re-validated and re-priced on this architecture.
 3. **Local search** from the best of those: steepest descent over single moves (one prime
    factor of a rank to another level or to a spatial axis, one loop to another position in its
-   level, one tensor kept or bypassed at one level), with a few seeded random kicks out of local
-   optima. Costs are the exact model's (:class:`~storeloop.model.fast.FastModel`); a candidate
+   level, one tensor kept or bypassed at one level), with seeded random kicks out of local
+   optima that grow after each failure (:meth:`Searcher.search`). Costs are the exact model's (:class:`~storeloop.model.fast.FastModel`); a candidate
    that overflows a buffer is ranked by its overflow first, so the descent walks toward validity.
    Where the closed form applies (plain indices; no paged, SSD or single-buffered level), a
    step's neighbours that share their parent's loop orders and keep sets -- every factor move --
