@@ -459,12 +459,11 @@ def test_converged_projects_from_enough_subtrees(monkeypatch):
     assert budgeted.search["stopped"] == "converged" and budgeted.search["candidates"] < proven.search["candidates"] / 2
 
 
-def test_a_patient_local_search_follows_the_budgeted_one_and_then_goes_on():
-    """The local search without a budget but with a patience P walks exactly the path of the one
-    with a budget of P candidates (the same starts, seed and kicks) and does not stop before it
-    has looked at P: its answer is never worse; and it stops once it has gone as long without an
-    improvement as it took to reach its last one. On the windowed and plain problems of the
-    oracles and the peers' 256^3 matmul."""
+def test_a_patient_local_search_stops_when_it_has_waited_as_long_as_it_searched():
+    """The local search without a budget but with a patience P (a default search's retry) looks
+    at P candidates at least, and stops once it has gone as long without an improvement as it
+    took to reach its last one, so a search that keeps improving goes on. On the windowed and
+    plain problems of the oracles and the peers' 256^3 matmul."""
     from storeloop.mapper import _prepare
     from storeloop.mapper.construct import Searcher
     from storeloop.mapper.objective import Objective
@@ -473,11 +472,11 @@ def test_a_patient_local_search_follows_the_budgeted_one_and_then_goes_on():
     cases = [window_case(seed)[:3] for seed in range(12)] + [(a, w, table(a)) for a, w in SMALL]
     a = load_arch(ROOT / "tests/data/arch16.yaml")
     cases.append((a, load_workload(ROOT / "tests/data/mm256.yaml"), energy_table(a, None)))
-    longer = 0
+    went_on = 0
     for a, w, e in cases:
         p = _prepare(a, w, e, None, False)
         obj = Objective("delay,energy")
-        budgeted, patient = (Searcher(p.space, FastModel(p.arch, p.tree.priced, p.energy), obj) for _ in range(2))
+        patient = Searcher(p.space, FastModel(p.arch, p.tree.priced, p.energy), obj)
         improved = []
         descend = patient.descend
 
@@ -487,10 +486,8 @@ def test_a_patient_local_search_follows_the_budgeted_one_and_then_goes_on():
                 improved.append((patient.calls, out[1]))
             return out
         patient.descend = tracked
-        _, want = budgeted.search(budgeted.starts(), 600)
-        _, got = patient.search(patient.starts(), None, patience=600)
-        assert got <= want and patient.calls >= 600
+        patient.search(patient.starts(), None, patience=600)
         last = improved[-1][0]
-        assert patient.calls - last >= max(600, last)            # it stopped by its patience ...
-        longer += got < want
-    assert longer >= 1                                            # ... and going on paid somewhere
+        assert patient.calls >= 600 and patient.calls - last >= max(600, last)
+        went_on += last > 600
+    assert went_on >= 1
