@@ -491,3 +491,21 @@ def test_a_patient_local_search_stops_when_it_has_waited_as_long_as_it_searched(
         assert patient.calls >= 600 and patient.calls - last >= max(600, last)
         went_on += last > 600
     assert went_on >= 1
+
+
+def test_the_mapper_runs_blas_on_one_thread_and_gives_it_back():
+    """The branch and bound's matrix products run on one BLAS thread (a second one gives them no
+    wall time and takes a core from the other sweep worker); the caller's setting is back after."""
+    from threadpoolctl import threadpool_info
+    from storeloop.mapper import map_workload
+    from storeloop.mapper.search import branch_and_bound
+    from storeloop.model.heap import single_blas_thread
+
+    def blas():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas()
+    assert before                                             # NumPy's BLAS is there to limit
+    assert single_blas_thread(blas)() == [1] * len(before)
+    assert blas() == before
+    assert map_workload.__wrapped__ and branch_and_bound.__wrapped__      # both run inside it

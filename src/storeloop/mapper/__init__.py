@@ -26,6 +26,7 @@ from storeloop.mapper.objective import Objective, arch_area_um2
 from storeloop.mapper.options import MapperOptions
 from storeloop.mapper.options import options as check_options
 from storeloop.mapper.search import Found, Goal, branch_and_bound, random_search, tune_malloc
+from storeloop.model.heap import single_blas_thread
 from storeloop.ir.constraints import Constraints
 from storeloop.mapper.space import MapSpace
 from storeloop.mapper.tree import Tree, pareto
@@ -100,6 +101,7 @@ def laid_out(arch: Arch, workload: Workload) -> Workload:
     return dataclasses.replace(workload, tensors=tensors)
 
 
+@single_blas_thread
 def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constraints: Constraints | None = None,
                  objective: str = "delay,energy", algorithm: str = "exhaustive", time_limit: float | None = None,
                  budget: int | None = None, threads: int = 1, seed: int = 0, victory: int = 500, progress: bool = False,

@@ -54,7 +54,7 @@ from storeloop.mapper.objective import Objective
 from storeloop.mapper.space import MapSpace, divisors
 from storeloop.mapper.tree import Tree
 from storeloop.model.fast import FastModel
-from storeloop.model.heap import tune_malloc
+from storeloop.model.heap import single_blas_thread, tune_malloc
 from storeloop.ir import Mapping
 
 
@@ -294,6 +294,7 @@ def _worker(args):
     return dfs.best, stopped, tree.stats, dfs.left
 
 
+@single_blas_thread
 def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | None = None,
                      budget: int | None = None, threads: int = 1, progress: bool = True,
                      incumbent: tuple | None = None, goal: Goal | None = None, trace: list | None = None) -> Found:

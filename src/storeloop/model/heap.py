@@ -1,6 +1,11 @@
-"""Where the models' short-lived NumPy arrays come from."""
+"""The process resources the column-wise models use: where their short-lived NumPy arrays come
+from (:func:`tune_malloc`) and how many BLAS threads their matrix products get
+(:func:`single_blas_thread`)."""
 
 from __future__ import annotations
+
+import contextlib
+import functools
 
 _malloc_tuned = False
 
@@ -26,3 +31,31 @@ def tune_malloc() -> None:
         return
     mallopt(-3, 32 << 20)    # M_MMAP_THRESHOLD
     mallopt(-1, 1 << 30)     # M_TRIM_THRESHOLD
+
+
+_blas = None
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """BLAS (NumPy's matrix products) on one thread inside the block, as it was outside after it.
+
+    The branch and bound's matrix products (:mod:`storeloop.mapper.tree`) are a few hundred rows
+    each: OpenBLAS's second thread gives them no wall time (a 100 M-candidate SSD point: 24.8 s on
+    one thread, 25.5 s with 49 % more CPU time; a matmul proof 5.3 s against 5.4 s) and takes the
+    core a second sweep worker or search process needs."""
+    global _blas
+    if _blas is None:
+        from threadpoolctl import ThreadpoolController
+        _blas = ThreadpoolController()
+    with _blas.limit(limits=1, user_api="blas"):
+        yield
+
+
+def single_blas_thread(fn):
+    """``fn`` run inside :func:`one_blas_thread`."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with one_blas_thread():
+            return fn(*args, **kwargs)
+    return wrapped
