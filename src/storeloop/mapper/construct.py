@@ -18,8 +18,9 @@ first incumbent is. :class:`Searcher` therefore builds, in a fixed number of can
 3. **Local search** from the best of those: steepest descent over single moves (one prime
    factor of a rank to another level or to a spatial axis, one loop to another position in its
    level, one tensor kept or bypassed at one level), with seeded random kicks out of local
-   optima (growing after each failure where the search has no budget, :meth:`Searcher.search`). Costs are the exact model's (:class:`~storeloop.model.fast.FastModel`); a candidate
-   that overflows a buffer is ranked by its overflow first, so the descent walks toward validity.
+   optima (growing after each failure where the search has no budget, :meth:`Searcher.search`).
+   Costs are the exact model's (:class:`~storeloop.model.fast.FastModel`); a candidate that
+   overflows a buffer is ranked by its overflow first, so the descent walks toward validity.
    Where the closed form applies (plain indices; no paged, SSD or single-buffered level), a
    step's neighbours that share their parent's loop orders and keep sets -- every factor move --
    are priced in one call of :class:`~storeloop.model.batch.BatchModel`, which gives the same
@@ -330,10 +331,13 @@ class Searcher:
         (a variable neighbourhood search: descents from short kicks fall back into the best's
         basin), and it stops once the candidates looked at since its last improvement are at
         least ``patience`` and at least those it took to reach it (a search that keeps finding
-        better optima keeps going; one that has not in as long as it has run stops). Measured:
-        ResNet-50 conv3_x's retry reaches 721.5 uJ where fixed kicks stay at 761.5-844 uJ however
-        long they run; under a fixed budget the growing kicks spent it worse (three SSD sweep
-        points ended 0.4-1.2 % slower, none faster), so a budgeted search keeps its kicks short.
+        better optima keeps going; one that has not in as long as it has run stops). Measured on
+        ResNet-50 conv3_x from the constructive starts: six seeds end at 754.7-803.6 uJ this way,
+        where three seeds of fixed kicks end at 769.4-844.3 uJ with 30,000 candidates (two of them
+        unchanged with 100,000 and 300,000); the default retry improved two of four small convs
+        by 3.6 % and 6.8 % and left conv3_x 0.2 % worse (`docs/windows.md`). Under a
+        fixed budget the growing kicks spent it worse (three SSD sweep points ended 0.4-1.2 %
+        slower, none faster), so a budgeted search keeps its kicks short.
         Deterministic for given starts, budget, patience and seed unless the deadline cuts it
         short."""
         rng, self.deadline = random.Random(seed), deadline

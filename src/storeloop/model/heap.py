@@ -18,8 +18,9 @@ def tune_malloc() -> None:
     per node. glibc's defaults serve those from fresh ``mmap`` pages or trim the heap after each
     free, so the time goes to the kernel faulting pages in: a fifth of a proof (384x384x96 matmul on
     the peers' arch: 44.6 s with 8.9 s system time; 32.6 s with 0.6 s after this), and about 40 % of
-    the batch model's time (``bench/model_rate.py``). Raising the mmap threshold to glibc's maximum (32 MiB) and the trim threshold to 1 GiB keeps freed memory
-    for reuse; the peak resident size is unchanged, it is just not returned while the process runs."""
+    the batch model's time (``bench/model_rate.py``). Raising the mmap threshold to glibc's maximum
+    (32 MiB) and the trim threshold to 1 GiB keeps freed memory for reuse; the peak resident size
+    is unchanged, it is just not returned while the process runs."""
     global _malloc_tuned
     if _malloc_tuned:
         return
@@ -41,9 +42,9 @@ def one_blas_thread():
     """BLAS (NumPy's matrix products) on one thread inside the block, as it was outside after it.
 
     The branch and bound's matrix products (:mod:`storeloop.mapper.tree`) are a few hundred rows
-    each: OpenBLAS's second thread gives them no wall time (a 100 M-candidate SSD point: 24.8 s on
-    one thread, 25.5 s with 49 % more CPU time; a matmul proof 5.3 s against 5.4 s) and takes the
-    core a second sweep worker or search process needs."""
+    each: OpenBLAS's second thread gives them no wall time (a 100 M-candidate SSD point: 24.8 s
+    and 24.7 s of CPU on one thread, 25.5 s and 45.7 s of CPU on two; a matmul proof 5.3 s against
+    5.4 s) and takes the core a second sweep worker or search process needs."""
     global _blas
     if _blas is None:
         from threadpoolctl import ThreadpoolController

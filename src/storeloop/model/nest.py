@@ -30,7 +30,6 @@ number of utilized instances. The semantics, checked against real Timeloop v3.0.
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
