@@ -66,20 +66,6 @@ class BatchResult:
     level_cycles: np.ndarray    # (rows, levels) int64
 
 
-def _last_true(mask: np.ndarray, ends: list[int]) -> list[np.ndarray]:
-    """For each column ``e`` of ``ends`` (ascending), per row: 1 + the column of the last True of
-    ``mask`` before ``e``; 0 where none. One pass over the columns, in small integers."""
-    rows, cols = mask.shape
-    numbered = mask * np.arange(1, cols + 1, dtype=np.int16)         # column + 1 where True, else 0
-    out, pos, start = [], np.zeros(rows, dtype=np.int16), 0
-    for end in ends:
-        if end > start:
-            pos = np.maximum(pos, numbered[:, start:end].max(axis=1))
-            start = end
-        out.append(pos.astype(np.intp))
-    return out
-
-
 class BatchModel:
     def __init__(self, arch: Arch, workload: Workload, energy: EnergyTable):
         if workload.windowed:
@@ -158,18 +144,18 @@ class BatchModel:
             # the loops above a level that reload its tile: every temporal loop outside the innermost
             # relevant one with a factor > 1. rep[L] is prefix[first[L]] over the factors of the
             # temporal loops after that one (``trail``: irrelevant, or relevant with factor 1)
-            rep, trail, j = [], np.ones(rows, dtype=np.int64), 0
+            rep, trail, start = [], np.ones(rows, dtype=np.int64), 0
             for end in first:
-                for j in range(j, end):
+                for j in range(start, end):
                     if not sp[j]:
                         trail = np.where(big[j], 1, trail) if relevant[j] else trail * FT[j]
-                j = end
                 rep.append(prefix[end] // trail)
+                start = end
             # the compute units (costs.unit_content): the distinct elements under one innermost
             # instance, and those held by units without a neighbour holding the same one
             unit_rel = relevant[unit_slots]
             shared = FT[unit_slots[unit_rel]].prod(axis=0)
-            unshared = costs.unshared_operands(unit_f, np.broadcast_to(unit_rel, unit_f.shape), width)
+            unshared = costs.unshared_operands(unit_f, unit_rel, width)
             sp_rel = np.flatnonzero(sp & relevant)            # the spatial loops over the tensor's dims
             kept = [L for L in range(nlev) if structure.keep[L] is None or name in structure.keep[L]]
             arrivals = {}
