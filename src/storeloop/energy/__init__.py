@@ -85,6 +85,10 @@ def _installed_plugins() -> tuple[tuple, tuple[str, ...]]:
     return tuple(found), tuple(failed)
 
 
+# (cache folder, plug-ins, class, attributes) -> (estimate and plug-in, warnings raised): Registry.estimate
+_ANSWERS: dict[tuple, tuple] = {}
+
+
 @dataclass
 class Registry:
     plugins: list = field(default_factory=list)
@@ -104,7 +108,26 @@ class Registry:
 
     def estimate(self, cls: str, attrs: dict, where: str = "", located: tuple | None = None) -> tuple[Estimate, str]:
         """An estimate of one component; ``located`` (file, line, field path) puts a failure at the
-        component's line in its arch file."""
+        component's line in its arch file. With a cache, an answer is kept for the process too
+        (:data:`_ANSWERS`, with the warnings it raised, raised again): a sweep prices the same
+        components at most of its points."""
+        if self.cache is None:
+            return self._estimate(cls, attrs, where, located)
+        memo = (str(self.cache), tuple(map(id, self.plugins)), cls.lower(),
+                json.dumps(attrs, sort_keys=True, default=str))
+        if memo not in _ANSWERS:
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always")
+                answer = self._estimate(cls, attrs, where, located)
+            _ANSWERS[memo] = answer, tuple((w.message, w.category) for w in said)
+        else:
+            self.hits += 1
+        answer, said = _ANSWERS[memo]
+        for message, category in said:
+            warnings.warn(message, category)
+        return answer
+
+    def _estimate(self, cls: str, attrs: dict, where: str, located: tuple | None) -> tuple[Estimate, str]:
 
         def failure(message: str, allowed: str) -> StoreloopError:
             if located is not None and located[0] is not None:

@@ -104,6 +104,18 @@ def divisors(n: int) -> list[int]:
     return sorted(divs)
 
 
+_SHARED: dict[tuple, object] = {}
+
+
+def _shared(key: tuple, make):
+    """``make()``, computed once per process for ``key`` (everything it depends on)."""
+    if key not in _SHARED:
+        if len(_SHARED) > 4096:
+            _SHARED.clear()
+        _SHARED[key] = make()
+    return _SHARED[key]
+
+
 class MapSpace:
     """The constrained map space of ``workload`` (plain indices) on ``arch``.
 
@@ -138,11 +150,18 @@ class MapSpace:
         # compute units a mapping must use: Timeloop's min parallelism (the product of the fanouts'
         # utilizations) is the share of the compute units in use
         self.min_units = self.constraints.min_parallelism * arch.compute.instances / arch.levels[0].instances
-        self.spatial_options = [self._spatial_options(L) for L in range(self.nlev)]
+        # both depend on the problem's shape and the level's constraint (and fanout) only: a sweep's
+        # points share them (_SHARED, read only)
+        shape = (tuple(workload.bounds), tuple(self.names), repr(self.classes), repr(self.indexes),
+                 self.constraints.min_spatial_utilization)
+        self.spatial_options = [_shared(("spatial", shape, self.fanouts[L], repr(self.constraints.at(L))),
+                                        lambda: self._spatial_options(L)) for L in range(self.nlev)]
         # ordered (a windowed problem): the tree searches one order per surrogate price, and its
         # leaves take every order that rep stands for (same price on the surrogate, or dominated)
         self.expansions: list[dict[tuple, list[tuple]]] = [{} for _ in range(self.nlev)]
-        self.orders = [self._orders(L) for L in range(self.nlev)]
+        self.orders = [self._orders(L) if self.ordered else
+                       _shared(("orders", shape, repr(self.constraints.at(L))), lambda: self._orders(L))
+                       for L in range(self.nlev)]
         self.keep_masks = [self._keep_masks(L) for L in range(self.nlev)]
         for name in self.constraints.at(0).bypass or ():
             # a tensor homed below the outermost level: bypassed above its home and kept there

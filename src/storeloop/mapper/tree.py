@@ -86,11 +86,13 @@ def cartesian(lists: list[list[int]]) -> np.ndarray:
 
 @functools.lru_cache(maxsize=1024)
 def _capacity_cases(bounds: tuple[int, ...], rel: tuple[tuple[bool, ...], ...], keep_masks: tuple[int, ...], S: int,
-                    ratio: int) -> tuple:
-    """The cases of :meth:`Tree._capacity_bound` that depend only on the problem's shape, the
-    innermost level's keep sets and capacity ``S`` and its instances per top instance ``ratio``:
-    rows (kept mask, tile factors f at R, e; -1: no loop above R) and the splits' Pareto-largest
-    shares per tensor. Cached for the process: a sweep's points share most of them."""
+                    ratio: int, sizes: tuple[float, ...], macs: float) -> tuple:
+    """The cases of :meth:`Tree._capacity_bound` that depend only on the problem's shape (its
+    tensors' ``sizes`` and ``macs`` included), the innermost level's keep sets and capacity ``S``
+    and its instances per top instance ``ratio``: per case (kept set, tile factors f at R, e; -1:
+    no loop above R) that is open (its e has a loop left above R) and unlike the ones before it,
+    the tensors kept (n, T) and the words of each tensor that enter R (n, T); and the splits'
+    Pareto-largest shares per tensor (k, T). Cached for the process: a sweep's points share most of them."""
     T, D = len(rel), len(bounds)
     dims = [d for d in range(D) if bounds[d] > 1]
     masks, fs, es = [], [], []
@@ -135,8 +137,26 @@ def _capacity_cases(bounds: tuple[int, ...], rel: tuple[tuple[bool, ...], ...], 
     # only the splits with Pareto-largest shares can give the least total
     shares = set(shares_of(0, ratio, {}))
     shares = [a for a in shares if not any(b != a and all(x >= y for x, y in zip(b, a)) for b in shares)]
-    out = (np.array(masks), np.array(fs, np.int64).reshape(len(fs), D), np.array(es), shares)
-    for a in out[:3]:
+    # per case: the tensors kept, whether its dimension e is one R's tile leaves open, and the words
+    # of each tensor that enter R (its refills over the loops above, at least its size)
+    b = np.array(bounds, np.int64)
+    relm = np.array(rel, bool)
+    masks, fe, es = np.array(masks), np.array(fs, np.int64).reshape(len(fs), D), np.array(es)
+    kept = ((masks[:, None] >> np.arange(T)[None, :]) & 1).astype(bool)                  # (n, T)
+    has_e = es >= 0
+    e_rel = np.where(has_e[:, None], relm.T[np.maximum(es, 0)], False)                     # (n, T)
+    left = fe < b[None, :]                                                                 # (n, D)
+    ok = np.where(has_e, left[np.arange(len(es)), np.maximum(es, 0)], ~left.any(axis=1))
+    inner = fe.prod(axis=1).astype(np.float64)
+    tiles = np.stack([np.where(relm[t][None, :], fe, 1).prod(axis=1) for t in range(T)], axis=1)
+    sizes = np.array(sizes, np.float64)
+    words = np.maximum(np.where(e_rel, macs * tiles / inner[:, None], sizes[None, :]), sizes[None, :])
+    # only the open cases count, and of those with the same kept set and words the first (same price)
+    kept, words = kept[ok], words[ok]
+    _, first = np.unique(np.concatenate([kept, words], axis=1), axis=0, return_index=True)
+    first.sort()
+    out = (kept[first], words[first], np.array(shares, np.float64).reshape(len(shares), T))
+    for a in out:
         a.flags.writeable = False
     return out
 
@@ -439,34 +459,22 @@ class Tree(BelowBounds):
         ratio = lvl.instances // self.arch.levels[0].instances                # R instances per top instance
         share_c = self.arch.compute.instances / self.arch.levels[0].instances
 
-        masks, fe, es, shares = _capacity_cases(tuple(int(b) for b in bounds), tuple(map(tuple, self.rel.tolist())),
-                                                tuple(self.space.keep_masks[R]), int(S), int(ratio))
-        keptm = ((masks[:, None] >> np.arange(T)[None, :]) & 1).astype(bool)                 # (n, T)
-        rows = np.arange(len(es))
-        has_e = es >= 0
-        e_rel = np.where(has_e[:, None], self.rel.T[np.maximum(es, 0)], False)              # (n, T)
-        left = fe < bounds[None, :]                                                            # (n, D)
-        ok = np.where(has_e, left[rows, np.maximum(es, 0)], ~left.any(axis=1))
-        inner = fe.prod(axis=1).astype(np.float64)
-        tiles = np.stack([np.where(self.rel[t][None, :], fe, 1).prod(axis=1) for t in range(T)], axis=1)
-        words = np.maximum(np.where(e_rel, macs * tiles / inner[:, None], sizes[None, :]), sizes[None, :])
-        best: dict | None = None
-        best_total = math.inf
-        for sh in shares:
-            share = np.array(sh, dtype=np.float64)
-            again = np.maximum(words / share[None, :] - sizes[None, :], 0.0)      # moved above R beyond the size
-            kept_e = top * sizes + per_word_r * macs + again * above
-            kept_e = kept_e + np.where(self.rw, again * read_above + self.wpw[R] * np.maximum(words - sizes, 0.0),
-                                       self.wpw[R] * words)
-            # a tensor R does not keep: every compute takes it from above
-            by_e = top * sizes + np.maximum(macs / np.minimum(share, share_c) - sizes, 0.0) * above
-            energy = np.where(keptm, kept_e, by_e[None, :])
-            total = np.where(ok, energy.sum(axis=1), np.inf)
-            i = int(np.argmin(total))
-            if total[i] < best_total:
-                best_total = float(total[i])
-                best = {tensor.name: float(energy[i, t]) for t, tensor in enumerate(w.tensors)}
-        return best
+        keptm, words, share = _capacity_cases(tuple(int(b) for b in bounds), tuple(map(tuple, self.rel.tolist())),
+                                                  tuple(self.space.keep_masks[R]), int(S), int(ratio),
+                                                  tuple(map(float, sizes)), macs)
+        # every split (k) x case (n) x tensor at once
+        again = np.maximum(words[None] / share[:, None, :] - sizes, 0.0)         # moved above R beyond the size
+        kept_e = top * sizes + per_word_r * macs + again * above
+        kept_e = kept_e + np.where(self.rw, again * read_above + self.wpw[R] * np.maximum(words - sizes, 0.0),
+                                   self.wpw[R] * words)
+        # a tensor R does not keep: every compute takes it from above
+        by_e = top * sizes + np.maximum(macs / np.minimum(share, share_c) - sizes, 0.0) * above     # (k, T)
+        energy = np.where(keptm[None], kept_e, by_e[:, None, :])
+        total = energy.sum(axis=2)
+        if not total.size:
+            return None
+        k, i = np.unravel_index(int(np.argmin(total)), total.shape)       # the first split, then case, of the least
+        return {tensor.name: float(energy[k, i, t]) for t, tensor in enumerate(w.tensors)}
 
     def _traffic_cycles(self, L: int, r, w):
         lvl = self.arch.levels[L]
