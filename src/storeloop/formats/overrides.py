@@ -10,11 +10,10 @@ the value is then checked by the format's own schema when the document is read.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from storeloop.errors import SpecError
-from storeloop.formats.yamlio import LDict, error_at, loads
+from storeloop.formats.yamlio import LDict, copy_doc, error_at, loads
 
 
 def set_arch_field(doc: LDict, path: str, value: Any, root=None, loc=()) -> None:
@@ -25,7 +24,7 @@ def set_arch_field(doc: LDict, path: str, value: Any, root=None, loc=()) -> None
 
 def arch_with(doc: LDict, items) -> LDict:
     """A copy of the ``arch:`` document ``doc`` with each (parameter path, value) of ``items`` set."""
-    out = copy.deepcopy(doc)
+    out = copy_doc(doc)
     for path, value in items:
         set_arch_field(out, path, value)
     return out

@@ -11,6 +11,7 @@ Decimal prefixes are powers of ten (``GB`` = 10**9 bytes), binary ones powers of
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import operator
 import re
@@ -52,6 +53,15 @@ def _checked(value: int | float, text: str) -> int | float:
 def evaluate(text: str, names: dict[str, float] | None = None) -> int | float:
     """Evaluate an arithmetic expression; integers stay integers when exact. Every intermediate
     value must stay below 2**1024 and the text under 1,000 characters."""
+    return _plain(text) if names is None and isinstance(text, str) else _evaluate(text, names)
+
+
+@functools.lru_cache(maxsize=4096)          # without names, the value depends on the text alone
+def _plain(text: str) -> int | float:
+    return _evaluate(text)
+
+
+def _evaluate(text: str, names: dict[str, float] | None = None) -> int | float:
     scope = NAMES if names is None else {**NAMES, **names}
     if len(text) > MAX_TEXT:
         raise ExpressionError(f"expression of {len(text):,} characters (at most {MAX_TEXT:,}): {text[:40]!r}...")

@@ -449,7 +449,7 @@ class Tree(BelowBounds):
         lvl = self.arch.levels[R]
         if R == 0 or lvl.size_words is None or lvl.size_words > self.CAPACITY_WORDS or self.D == 0:
             return None
-        S, macs, T = lvl.size_words, float(w.macs), self.T
+        S, macs = lvl.size_words, float(w.macs)
         bounds = self.bounds
         sizes = self.sizes
         top = np.where(self.rw, self.wpw[self.back], self.rpw[self.back])
