@@ -63,6 +63,7 @@ CONVERGE_MIN = 5_000_000         # candidates a branch and bound spends at least
 CONVERGE_PROJECTED = 4           # ... and not while the projected rest of its walk is at most this many times its work
 CONVERGE_PATIENT = 8             # ... that many without a budget (Goal.patient)
 CONVERGE_WALKED = 32             # ... projected (without a budget) from at least this many top-level subtrees
+LEAF_BATCH = 256                 # last-level children priced together (Tree.prefetch)
 
 
 @dataclass
@@ -235,6 +236,9 @@ class _DFS:
         entry = [ch, idx, 0, None]
         self.stack.append(entry)
         gap = self.goal is not None and self.goal.energy_gap > 0 and self.obj.lexicographic
+        # children at the last level are priced ahead in batches (Tree.prefetch); each is still
+        # taken in its turn, so the search goes exactly as if it priced them one by one
+        ahead = {} if ch.node.depth == self.tree.nlev - 2 and self.tree.exact is None else None
         for k, i in enumerate(idx):
             entry[2] = k
             if top:
@@ -249,7 +253,17 @@ class _DFS:
                     self.obj.dominated(ch.clb[i], self.tree.refine(ch, i), self.key()):
                 self.tree.stats["pruned_bound"] += 1
                 continue
-            self.visit(self.tree.child(ch, i))
+            if ahead is None:
+                node = self.tree.child(ch, i)
+            else:
+                if i not in ahead:
+                    key = self.key()
+                    nxt = [j for j in idx[k:k + LEAF_BATCH]
+                           if self.best is None or not self.obj.dominated(ch.clb[j], ch.elb[j], key)]
+                    ahead = {j: self.tree.child(ch, j) for j in nxt}
+                    self.tree.prefetch(list(ahead.values()), self.obj)
+                node = ahead.pop(i)
+            self.visit(node)
             if top:
                 self.top_costs.append(self.tree.stats["candidates"] - self.top[4])
             if after is not None:

@@ -184,6 +184,9 @@ class Node:
     # with a free layout (Tree(free_layout=True)): per tensor whose runs had several layouts none of
     # which beats the others in both, their (extra seconds, extra pJ) over ssd_s and ssd_pJ (the least)
     pending: tuple = ()
+    # a last-level node priced ahead with its siblings (Tree.prefetch): (candidates, complete, its
+    # best leaf or ()), taken by Tree.expand as if it priced the node then
+    leaf: tuple | None = None
 
 
 @dataclass
@@ -639,9 +642,14 @@ class Tree(BelowBounds):
         A large level is expanded in pieces (:meth:`_chunks`) and keeps at most
         :data:`MAX_CHILDREN` children, the best bounds first (``stats['truncated']`` counts the
         others: a search that leaves some out proves nothing by completing)."""
-        combos = self._combos(n)
         last = n.depth == self.nlev - 1
+        combos = None if last and n.leaf is not None else self._combos(n)
         if last:
+            if n.leaf is not None:
+                cand, complete, out = n.leaf
+                self.stats["candidates"] += cand
+                self.stats["complete"] += complete
+                return () if not out or best is not None and not objective.better(out[0], out[1], best) else out
             rows = self._rows(n, *combos)
             return () if rows is None else self._leaves(n, rows, best, objective)
         masks = np.array(self.space.keep_masks[n.depth + 1], dtype=np.int64)
@@ -902,19 +910,15 @@ class Tree(BelowBounds):
         return Node(L1, rows["rem"][j], int(rows["P"][j]), rows["rep"][j], rows["above"][j], last, scat, partl,
                     cnt, util, e_acc, choice, mask, spans, ssd_s, ssd_pJ, pending)
 
-    def _leaves(self, n: Node, rows: dict, best, objective):
-        """Exact cycles and energy of every complete mapping under a last-level node; the best one."""
-        m = len(rows["P"])
-        self.stats["candidates"] += m
-        self.stats["complete"] += m
-        # The order of the last level's spatial loops on each axis decides which units have a mesh
-        # neighbour with the same operand (costs.unshared_operands), so every order of the dimensions
-        # that are spatial in a row is priced (one order when at most one is); rows are grouped by
-        # those dimensions (factor-1 loops take no place in the order).
+    def _leaf_orders(self, rows: dict) -> tuple:
+        """The leaves of last-level ``rows``: per leaf its row and order (an index into ``orders``),
+        and its nest of the last level's spatial loops (that order, then the other dimensions).
+        The order of the last level's spatial loops on each axis decides which units have a mesh
+        neighbour with the same operand (costs.unshared_operands), so every order of the dimensions
+        that are spatial in a row is priced (one order when at most one is); rows are grouped by
+        those dimensions (factor-1 loops take no place in the order), the groups in a fixed order."""
         spatial = (rows["sx"] > 1) | (rows["sy"] > 1)
         keys, inverse = np.unique(spatial, axis=0, return_inverse=True)
-        # with a free layout, every combination of the tensors' unbeaten layouts (Node.pending)
-        layouts = [(sum(x[0] for x in xs), sum(x[1] for x in xs)) for xs in itertools.product(*n.pending)]
         row, oid, orders = [], [], []            # per priced leaf: its row, its order
         for g, key in enumerate(keys):
             sel = np.nonzero(inverse.reshape(-1) == g)[0]
@@ -924,10 +928,72 @@ class Tree(BelowBounds):
                 row.append(sel)
                 oid.append(np.full(len(sel), len(orders) - 1))
         row, oid = np.concatenate(row), np.concatenate(oid)
-        # each leaf's nest of the last level's spatial loops: its order, then the other dimensions
         nests = np.array([list(o) + [d for d in range(self.D) if d not in o] for o in orders], np.int64)[oid]
+        return row, oid, orders, nests
+
+    @staticmethod
+    def _node_rows(nodes: list[Node], owner: np.ndarray) -> dict:
+        """Per leaf, the state of its node (``owner``: the node of each leaf) that pricing reads."""
+        return {"cnt": np.stack([n.cnt for n in nodes])[owner], "last": np.stack([n.last for n in nodes])[owner],
+                "partl": np.stack([n.partl for n in nodes])[owner], "util": np.stack([n.util for n in nodes])[owner],
+                "ssd_s": np.array([n.ssd_s for n in nodes])[owner], "ssd_pJ": np.array([n.ssd_pJ for n in nodes])[owner]}
+
+    def _leaf_choice(self, n: Node, rows: dict, j: int, order: tuple) -> tuple:
+        return n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["perms"][rows["oid"][j]], n.keep, order),)
+
+    def prefetch(self, nodes: list[Node], objective) -> None:
+        """Price the leaves of many last-level nodes at once (one call of the cost kernel instead of
+        one per node: a deep search's last level has a few leaves per node) and keep each node's
+        best in ``Node.leaf``, with the candidates it counts, for :meth:`expand` to take when the
+        search visits it: the same leaf, counts and order of ties as pricing the node alone. Not
+        for sliding windows' exact leaves or a free layout's pending ones (priced when visited)."""
+        if self.exact is not None:
+            return
+        todo = []
+        for n in nodes:
+            if n.depth != self.nlev - 1 or n.pending or n.leaf is not None:
+                continue
+            rows = self._rows(n, *self._combos(n))
+            if rows is None:
+                n.leaf = (0, 0, ())
+            else:
+                todo.append((n, rows))
+        if not todo:
+            return
+        rows = {k: v if k == "perms" else np.concatenate([r[k] for _, r in todo]) for k, v in todo[0][1].items()}
+        owner = np.repeat(np.arange(len(todo)), [len(r["P"]) for _, r in todo])
+        row, oid, orders, nests = self._leaf_orders(rows)
         sub = {k: v if k == "perms" else v[row] for k, v in rows.items()}
-        priced = [self._price_leaves(n, sub, nests, *extra) for extra in layouts]
+        lead = owner[row]
+        cycles, energy = self._price_leaves(self._node_rows([n for n, _ in todo], lead), sub, nests)
+        few = rows["util"] < self.space.min_units if self.space.min_units else None
+        # each node's leaves, in the order pricing it alone lists them (its groups keep their order)
+        for j in range(len(todo)):
+            n = todo[j][0]
+            mine = np.flatnonzero(lead == j)
+            complete = int((owner == j).sum())
+            c, e = cycles[mine], energy[mine]
+            if few is not None:
+                complete -= int(few[owner == j].sum())
+                if few[owner == j].all():
+                    n.leaf = (len(mine), complete, ())
+                    continue
+                c, e = np.where(few[row[mine]], np.inf, c), np.where(few[row[mine]], np.inf, e)
+            i = int(objective.argbest(c, e))
+            n.leaf = (len(mine), complete,
+                      (int(c[i]), float(e[i]), self._leaf_choice(n, rows, int(row[mine[i]]), orders[oid[mine[i]]])))
+
+    def _leaves(self, n: Node, rows: dict, best, objective):
+        """Exact cycles and energy of every complete mapping under a last-level node; the best one."""
+        m = len(rows["P"])
+        self.stats["candidates"] += m
+        self.stats["complete"] += m
+        # with a free layout, every combination of the tensors' unbeaten layouts (Node.pending)
+        layouts = [(sum(x[0] for x in xs), sum(x[1] for x in xs)) for xs in itertools.product(*n.pending)]
+        row, oid, orders, nests = self._leaf_orders(rows)
+        sub = {k: v if k == "perms" else v[row] for k, v in rows.items()}
+        nr = self._node_rows([n], np.zeros(len(row), np.int64))
+        priced = [self._price_leaves(nr, sub, nests, *extra) for extra in layouts]
         cycles, energy = (np.concatenate([p[i] for p in priced]) for i in (0, 1))
         if len(layouts) > 1:        # leaves listed per order, then per layout (ties go to the first)
             M, starts = len(row), np.flatnonzero(np.r_[True, oid[1:] != oid[:-1]])
@@ -945,9 +1011,7 @@ class Tree(BelowBounds):
             cycles, energy = np.where(few[row], np.inf, cycles), np.where(few[row], np.inf, energy)
 
         def choice(i: int) -> tuple:
-            j = row[i]
-            return n.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["perms"][rows["oid"][j]], n.keep,
-                                orders[oid[i]]),)
+            return self._leaf_choice(n, rows, row[i], orders[oid[i]])
 
         if self.exact is not None:
             return self._exact_leaves(cycles, energy, choice, best, objective)
@@ -991,15 +1055,16 @@ class Tree(BelowBounds):
                         key, out = (r.cycles, r.energy_pJ), (r.cycles, r.energy_pJ, ch)
         return out
 
-    def _price_leaves(self, n: Node, rows: dict, nests: np.ndarray, extra_s: float = 0.0,
+    def _price_leaves(self, nr: dict, rows: dict, nests: np.ndarray, extra_s: float = 0.0,
                       extra_pJ: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """Cycles and energy of the complete mappings in ``rows`` with the last level's spatial
         loops nested on each axis in each row's ``nests`` (a permutation of the dimensions, outer
-        first), the SSD level's streams taking ``extra_s`` seconds and ``extra_pJ`` more than
-        ``n``'s least."""
+        first), each row's node state in ``nr`` (:meth:`_node_rows`), the SSD level's streams
+        taking ``extra_s`` seconds and ``extra_pJ`` more than its node's least."""
         m, T = len(rows["P"]), self.T
         cc = rows["P"]
-        cnt = np.broadcast_to(n.cnt, (m,) + n.cnt.shape).copy()
+        cnt = nr["cnt"].copy()
+        at = np.arange(m)
         # Timeloop's compute-level deltas (model/costs.py): when the innermost loop is a spatial
         # loop of the last level, an operand reaches the units only when it changes (rep), except
         # at units without a mesh neighbour holding the same one (costs.unit_content). The last
@@ -1009,16 +1074,19 @@ class Tree(BelowBounds):
         units = np.concatenate([sx[:, ::-1], sy[:, ::-1]], axis=1)          # innermost first
         width = np.maximum(self.space.fanouts[-1][1], sx.prod(axis=1))
         for t in range(T):
-            pl = int(n.last[t])
+            pl = nr["last"][:, t]
             rel = np.asarray(self.rel[t])[nests][:, ::-1]
             rel_units = np.concatenate([rel, rel], axis=1)
             shared = np.where(rel_units, units, 1).prod(axis=1)
             ca = costs.unit_content(inner_sp, rows["rep"][:, t], cc, rows["scat"][:, t], shared,
                                     costs.unshared_operands(units, rel_units, width))
-            cnt[:, pl, t, RD], _, cnt[:, pl, t, UP] = costs.keeper_accesses(self.rw[t], ca, 0, n.partl[t], False)
-            if pl in self.pages:       # the compute units take one element at a time: runs of 1
-                for act in (RD, UP):
-                    cnt[:, pl, t, act] = self._paged(pl, cnt[:, pl, t, act], 1)
+            cnt[at, pl, t, RD], _, cnt[at, pl, t, UP] = costs.keeper_accesses(self.rw[t], ca, 0, nr["partl"][:, t],
+                                                                             False)
+            for pg in self.pages:      # the compute units take one element at a time: runs of 1
+                on = pl == pg
+                if on.any():
+                    for act in (RD, UP):
+                        cnt[on, pg, t, act] = self._paged(pg, cnt[on, pg, t, act], 1)
         cc = cc * self.arch.compute.cycles_per_op            # from here on: time
         energy = np.full(m, self.compute_pJ)
         level_cycles = []
@@ -1026,18 +1094,18 @@ class Tree(BelowBounds):
             if L == 0 and self.ssd is not None:      # the compute units take single words: runs of 1
                 (sr,), (er,) = self._ssd_rates([1], [1], True)
                 (sw,), (ew,) = self._ssd_rates([1], [1], False)
-                u = float(n.util[0])
-                direct = np.array([n.last[t] == 0 for t in range(T)])
-                rd = cnt[:, 0, direct, RD].sum(axis=1)
-                up = cnt[:, 0, direct, UP].sum(axis=1)
-                energy = energy + n.ssd_pJ + extra_pJ + (rd * er + up * ew) * u
-                level_cycles.append(np.maximum(cc, np.ceil((n.ssd_s + extra_s + (rd * sr + up * sw) * u)
+                u = nr["util"][:, 0].astype(np.float64)
+                direct = nr["last"] == 0
+                rd = np.where(direct, cnt[:, 0, :, RD], 0).sum(axis=1)
+                up = np.where(direct, cnt[:, 0, :, UP], 0).sum(axis=1)
+                energy = energy + nr["ssd_pJ"] + extra_pJ + (rd * er + up * ew) * u
+                level_cycles.append(np.maximum(cc, np.ceil((nr["ssd_s"] + extra_s + (rd * sr + up * sw) * u)
                                                            * self.arch.clock_hz)))
                 continue
             c = self.costs[L]
             e, lc = costs.level_costs(lvl, c.read_pJ, c.write_pJ, cnt[:, L, :, RD].T, cnt[:, L, :, FL].T,
                                       cnt[:, L, :, UP].T, cc)
-            energy = energy + e * n.util[L]
+            energy = energy + e * nr["util"][:, L]
             level_cycles.append(lc)
         if not self.single:
             return np.max([cc] + level_cycles, axis=0), energy
