@@ -120,25 +120,33 @@ class BelowBounds:
         splits, per_t = self.below[L1]
         rem, macs = rows["rem"].astype(np.int64), float(self.workload.macs)
         m, K = len(rem), kept.shape[0]
-        best = np.full((m, K), np.inf)
+        best = np.full((K, m), np.inf)                 # (keep sets by rows: a row of it is contiguous)
+        # a tensor's term takes two values per row, where a keep set keeps it at L1 and where not
+        # (its words moved below are one of two columns): priced as (2, m), then spread over K
+        side = [kept[:, t].astype(np.int64) for t in range(self.T)]
+        two = [np.ascontiguousarray(moved[t][:, [int(np.argmin(kept[:, t])), int(np.argmax(kept[:, t]))]].T)
+               for t in range(self.T)]
+        shared_dims = [[d for d in range(self.D) if not self.rel[t][d]] for t in range(self.T)]
         for s in ([None] if splits is None else splits):
             eff = np.minimum(rem, self.cap_below[L1]) if s is None else np.gcd(s[None, :], rem)
-            total = np.zeros((m, K))
+            cols = np.ascontiguousarray(eff.T)
+            total = np.zeros((K, m))
             for t, (own, opts, _) in enumerate(per_t):
-                share = np.where(self.rel[t][None, :], 1, eff).prod(axis=1).astype(np.float64)
-                share = np.minimum(share, self.cap_below[L1])
+                share = np.ones(m, np.int64)
+                for d in shared_dims[t]:
+                    share = share * cols[d]
+                share = np.minimum(share.astype(np.float64), self.cap_below[L1])
                 if keeper[t] is None:
-                    up = np.inf
+                    up = np.full(m, np.inf)
                 else:                              # read (updated) from above once per compute
                     pw, wider = keeper[t]
-                    up = pw * np.maximum((macs / (share * wider))[:, None] - moved[t], 0.0)
-                least = np.where(kept[None, :, t], (own * np.maximum(macs / share - arrived[t] * util1, 0.0))[:, None],
-                                 up)
+                    up = pw * np.maximum(macs / (share * wider) - two[t][0], 0.0)
+                least = np.stack([up, own * np.maximum(macs / share - arrived[t] * util1, 0.0)])
                 for fill_pw, acc_pw, units in opts:
-                    least = np.minimum(least, fill_pw * moved[t] + (acc_pw * macs / np.minimum(share, units))[:, None])
-                total += np.where(np.isfinite(least), least, 0.0)
+                    least = np.minimum(least, fill_pw * two[t] + acc_pw * macs / np.minimum(share, units))
+                total += np.where(np.isfinite(least), least, 0.0)[side[t]]
             best = np.minimum(best, total)
-        return best
+        return best.T
 
     REFILL_WORK = 200_000    # the most (tile shape, split, e) cases the refill bound weighs for one remainder
 
