@@ -127,9 +127,9 @@ class BelowBounds:
         two = [np.ascontiguousarray(moved[t][:, [int(np.argmin(kept[:, t])), int(np.argmax(kept[:, t]))]].T)
                for t in range(self.T)]
         shared_dims = [[d for d in range(self.D) if not self.rel[t][d]] for t in range(self.T)]
+        rem_t = {d: np.ascontiguousarray(rem[:, d]) for d in set().union(*shared_dims)}
         for s in ([None] if splits is None else splits):
-            eff = np.minimum(rem, self.cap_below[L1]) if s is None else np.gcd(s[None, :], rem)
-            cols = np.ascontiguousarray(eff.T)
+            cols = {d: np.minimum(r, self.cap_below[L1]) if s is None else np.gcd(s[d], r) for d, r in rem_t.items()}
             total = np.zeros((K, m))
             for t, (own, opts, _) in enumerate(per_t):
                 share = np.ones(m, np.int64)
@@ -144,8 +144,10 @@ class BelowBounds:
                 least = np.stack([up, own * np.maximum(macs / share - arrived[t] * util1, 0.0)])
                 for fill_pw, acc_pw, units in opts:
                     least = np.minimum(least, fill_pw * two[t] + acc_pw * macs / np.minimum(share, units))
-                total += np.where(np.isfinite(least), least, 0.0)[side[t]]
-            best = np.minimum(best, total)
+                if keeper[t] is None:              # no keeper above and none below: nothing to add
+                    least = np.where(np.isfinite(least), least, 0.0)
+                total += least[side[t]]
+            np.minimum(best, total, out=best)
         return best.T
 
     REFILL_WORK = 200_000    # the most (tile shape, split, e) cases the refill bound weighs for one remainder
