@@ -115,17 +115,22 @@ class Registry:
             return self._estimate(cls, attrs, where, located)
         memo = (str(self.cache), tuple(map(id, self.plugins)), cls.lower(),
                 json.dumps(attrs, sort_keys=True, default=str))
-        if memo not in _ANSWERS:
+        if memo in _ANSWERS:
+            self.hits += 1
+            answer, said = _ANSWERS[memo]
+            for message, category in said:
+                warnings.warn(message, category)
+            return answer
+        said = []
+        try:
             with warnings.catch_warnings(record=True) as said:
                 warnings.simplefilter("always")
                 answer = self._estimate(cls, attrs, where, located)
             _ANSWERS[memo] = answer, tuple((w.message, w.category) for w in said)
-        else:
-            self.hits += 1
-        answer, said = _ANSWERS[memo]
-        for message, category in said:
-            warnings.warn(message, category)
-        return answer
+            return answer
+        finally:                   # raised again, also when every plug-in failed (the error follows)
+            for w in said:
+                warnings.warn(w.message, w.category)
 
     def _estimate(self, cls: str, attrs: dict, where: str, located: tuple | None) -> tuple[Estimate, str]:
 

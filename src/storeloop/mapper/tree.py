@@ -463,8 +463,8 @@ class Tree(BelowBounds):
         share_c = self.arch.compute.instances / self.arch.levels[0].instances
 
         keptm, words, share = _capacity_cases(tuple(int(b) for b in bounds), tuple(map(tuple, self.rel.tolist())),
-                                                  tuple(self.space.keep_masks[R]), int(S), int(ratio),
-                                                  tuple(map(float, sizes)), macs)
+                                              tuple(self.space.keep_masks[R]), int(S), int(ratio),
+                                              tuple(map(float, sizes)), macs)
         # every split (k) x case (n) x tensor at once
         again = np.maximum(words[None] / share[:, None, :] - sizes, 0.0)         # moved above R beyond the size
         kept_e = top * sizes + per_word_r * macs + again * above
@@ -643,13 +643,13 @@ class Tree(BelowBounds):
         :data:`MAX_CHILDREN` children, the best bounds first (``stats['truncated']`` counts the
         others: a search that leaves some out proves nothing by completing)."""
         last = n.depth == self.nlev - 1
-        combos = None if last and n.leaf is not None else self._combos(n)
+        if last and n.leaf is not None:             # priced ahead (prefetch): counted now
+            cand, complete, out = n.leaf
+            self.stats["candidates"] += cand
+            self.stats["complete"] += complete
+            return () if not out or best is not None and not objective.better(out[0], out[1], best) else out
+        combos = self._combos(n)
         if last:
-            if n.leaf is not None:
-                cand, complete, out = n.leaf
-                self.stats["candidates"] += cand
-                self.stats["complete"] += complete
-                return () if not out or best is not None and not objective.better(out[0], out[1], best) else out
             rows = self._rows(n, *combos)
             return () if rows is None else self._leaves(n, rows, best, objective)
         masks = np.array(self.space.keep_masks[n.depth + 1], dtype=np.int64)
