@@ -47,7 +47,7 @@ class LList(list):
 
 def copy_doc(value: Any) -> Any:
     """A deep copy of a loaded document (LDict, LList, dicts, lists and scalars), lines kept:
-    ``copy.deepcopy``'s result, in a fifth of its time (a sweep copies its arch at every point).
+    ``copy.deepcopy``'s result in a third of its time (a sweep copies its arch at every point).
     A node the YAML shares by an alias becomes two copies."""
     if isinstance(value, dict):
         out = type(value)((k, copy_doc(v)) for k, v in value.items())
