@@ -63,9 +63,16 @@ def copy_doc(value: Any) -> Any:
 
 
 # what storeloop writes back (a sweep spec, a mapping) may hold loaded values: they dump as plain YAML
-for _dumper in {yaml.SafeDumper, getattr(yaml, "CSafeDumper", yaml.SafeDumper)}:
+# libyaml's emitter where PyYAML has it (safe_dump's text in a tenth of its time)
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+for _dumper in {yaml.SafeDumper, _Dumper}:
     _dumper.add_representer(LDict, lambda dumper, value: dumper.represent_dict(value))
     _dumper.add_representer(LList, lambda dumper, value: dumper.represent_list(value))
+
+
+def dumps(value: Any) -> str:
+    """``value`` as YAML, keys in their order (``yaml.safe_dump(value, sort_keys=False)``'s text)."""
+    return yaml.dump(value, Dumper=_Dumper, sort_keys=False)
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):

@@ -966,18 +966,19 @@ class Tree(BelowBounds):
         sub = {k: v if k == "perms" else v[row] for k, v in rows.items()}
         lead = owner[row]
         cycles, energy = self._price_leaves(self._node_rows([n for n, _ in todo], lead), sub, nests)
-        few = rows["util"] < self.space.min_units if self.space.min_units else None
+        few = rows["util"] < self.space.min_units if self.space.min_units else np.zeros(len(owner), bool)
         # each node's leaves, in the order pricing it alone lists them (its groups keep their order)
-        for j in range(len(todo)):
-            n = todo[j][0]
-            mine = np.flatnonzero(lead == j)
-            complete = int((owner == j).sum())
+        by_node = np.split(np.argsort(lead, kind="stable"), np.cumsum(np.bincount(lead, minlength=len(todo)))[:-1])
+        rows_of = np.bincount(owner, minlength=len(todo))
+        few_of = np.bincount(owner, weights=few, minlength=len(todo)).astype(np.int64)
+        for j, (n, _) in enumerate(todo):
+            mine = by_node[j]
+            complete = int(rows_of[j] - few_of[j])
+            if few_of[j] == rows_of[j]:
+                n.leaf = (len(mine), complete, ())
+                continue
             c, e = cycles[mine], energy[mine]
-            if few is not None:
-                complete -= int(few[owner == j].sum())
-                if few[owner == j].all():
-                    n.leaf = (len(mine), complete, ())
-                    continue
+            if few_of[j]:
                 c, e = np.where(few[row[mine]], np.inf, c), np.where(few[row[mine]], np.inf, e)
             i = int(objective.argbest(c, e))
             n.leaf = (len(mine), complete,

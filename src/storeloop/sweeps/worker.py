@@ -9,18 +9,14 @@ import time
 import traceback
 import warnings
 
-import yaml
 
 from storeloop.errors import StoreloopError
 from storeloop.formats.load import energy_table
 from storeloop.formats.mapping import mapping_from_native, mapping_to_native
-from storeloop.formats.yamlio import loads
+from storeloop.formats.yamlio import dumps, loads
 from storeloop.mapper import MapTimeout, map_workload
 from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT
 from storeloop.sweeps.grid import Point
-
-# libyaml's emitter where PyYAML has it (the same text as safe_dump's, a tenth of its time)
-_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 from storeloop.system import evaluate_system
 
 
@@ -93,7 +89,7 @@ def _run_point(point: Point, seeds, row: dict) -> None:
                optimal=int(s["optimal"]), cycles_optimal=int(s["cycles_optimal"]),
                seconds=s["seconds"], clock_hz=arch.clock_hz, stopped=s["stopped"],
                lower_bound_energy_pJ=s["lower_bound_energy_pJ"], energy_gap=s["energy_gap"],
-               mapping=yaml.dump(mapping_to_native(out.mapping, arch, w), Dumper=_DUMPER, sort_keys=False),
+               mapping=dumps(mapping_to_native(out.mapping, arch, w)),
                levels=json.dumps(levels), priced_by=r.priced_by)
 
 
