@@ -36,7 +36,6 @@ import itertools
 import math
 import random
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -52,25 +51,35 @@ INF = math.inf
 KICK, KICK_MAX = 3, 12          # random moves in a kick of the iterated local search, first and longest
 
 
-@dataclass
 class State:
     """A complete mapping of the (merged) workload in slot form: per level, temporal factors,
     spatial X and Y factors (one per rank), the temporal loop order (every rank, outer -> inner)
-    and the keep mask."""
+    and the keep mask. Immutable (tuples), so a neighbour shares every level it does not change
+    and the state is its own cache key."""
 
-    tf: list[list[int]]
-    sx: list[list[int]]
-    sy: list[list[int]]
-    order: list[tuple[int, ...]]
-    keep: list[int]
+    __slots__ = ("tf", "sx", "sy", "order", "keep", "_key")
 
-    def copy(self) -> "State":
-        return State([r[:] for r in self.tf], [r[:] for r in self.sx], [r[:] for r in self.sy],
-                     list(self.order), list(self.keep))
+    def __init__(self, tf, sx, sy, order, keep):
+        self.tf, self.sx, self.sy = (tuple(map(tuple, a)) for a in (tf, sx, sy))
+        self.order, self.keep = tuple(map(tuple, order)), tuple(keep)
+        self._key = (self.tf, self.sx, self.sy, self.order, self.keep)
+
+    @classmethod
+    def _of(cls, tf, sx, sy, order, keep) -> "State":
+        """A state of fields that are tuples already (no conversion)."""
+        s = cls.__new__(cls)
+        s.tf, s.sx, s.sy, s.order, s.keep = tf, sx, sy, order, keep
+        s._key = (tf, sx, sy, order, keep)
+        return s
 
     def key(self) -> tuple:
-        return (tuple(map(tuple, self.tf)), tuple(map(tuple, self.sx)), tuple(map(tuple, self.sy)),
-                tuple(self.order), tuple(self.keep))
+        return self._key
+
+
+def _set(rows: tuple, L: int, d: int, value: int) -> tuple:
+    """``rows`` (per level, per rank) with entry (L, d) replaced."""
+    row = rows[L]
+    return rows[:L] + (row[:d] + (value,) + row[d + 1:],) + rows[L + 1:]
 
 
 class Searcher:
@@ -87,6 +96,7 @@ class Searcher:
         self.nlev, self.D, self.T = space.nlev, space.ndims, len(w.tensors)
         self.bounds = list(w.bounds)
         self.rel = [[bool(r) for r in row] for row in space.relevant]
+        self.rel_dims = [[d for d in range(self.D) if row[d]] for row in self.rel]
         self.sizes = [lvl.size_words for lvl in space.arch.levels]
         self.spatial_ok = [set(opts) for opts in space.spatial_options]
         self.ranges = [[space.temporal_range(L, d) for d in range(self.D)] for L in range(self.nlev)]
@@ -95,18 +105,36 @@ class Searcher:
         self.calls = 0                   # candidates looked at (priced or cached): the budget
         self.deadline: float | None = None   # time.monotonic() at which the search stops, like the budget
         self.cache: dict[tuple, tuple] = {}
+        self._level_ok: dict[tuple, bool] = {}          # per level's choice: in the constrained space
+        self._level_maps: dict[tuple, object] = {}      # and its LevelMapping
 
     # ------------------------------------------------------------------ validity and cost
     def overflow(self, s: State) -> int:
         """Words by which the kept tiles exceed the buffers (0: fits everywhere)."""
+        return self._overflow(s.tf, s.sx, s.sy, s.keep)
+
+    def _overflows(self, states: list[State]) -> list[int]:
+        """:meth:`overflow` of many states at once (a step's neighbours)."""
+        if len(states) < 8:
+            return [self.overflow(s) for s in states]
+        f = np.array([s.tf for s in states]) * np.array([s.sx for s in states]) * np.array([s.sy for s in states])
+        inner = np.cumprod(f[:, ::-1], axis=1)[:, ::-1]                    # (N, L, D): each level's tile extents
+        keep = np.array([s.keep for s in states])
+        used = np.zeros(keep.shape, np.int64)
+        for t, rel in enumerate(self.rel):
+            used += np.where(rel, inner, 1).prod(axis=2) * (keep >> t & 1)
+        sized = [L for L in range(self.nlev) if self.sizes[L] is not None]
+        cap = np.array([self.sizes[L] for L in sized], np.int64)
+        return np.maximum(used[:, sized] - cap, 0).sum(axis=1).tolist()
+
+    def _overflow(self, tf, sx, sy, keep) -> int:
         over = 0
         inner = [1] * self.D
         for L in range(self.nlev - 1, -1, -1):
-            inner = [inner[d] * s.tf[L][d] * s.sx[L][d] * s.sy[L][d] for d in range(self.D)]
+            inner = [i * f * x * y for i, f, x, y in zip(inner, tf[L], sx[L], sy[L])]
             if self.sizes[L] is None:
                 continue
-            used = sum(math.prod(inner[d] for d in range(self.D) if self.rel[t][d])
-                       for t in range(self.T) if s.keep[L] >> t & 1)
+            used = sum(math.prod([inner[d] for d in dims]) for t, dims in enumerate(self.rel_dims) if keep[L] >> t & 1)
             over += max(0, used - self.sizes[L])
         return over
 
@@ -114,24 +142,38 @@ class Searcher:
         """In the constrained map space (factor ranges, spatial options, keep masks, orders)."""
         sp = self.space
         for L in range(self.nlev):
-            if (tuple(s.sx[L]), tuple(s.sy[L])) not in self.spatial_ok[L] or s.keep[L] not in sp.keep_masks[L]:
-                return False
-            for d, (lo, hi) in enumerate(self.ranges[L]):
-                if not lo <= s.tf[L][d] <= hi and self.bounds[d] > 1:
-                    return False
-            c = self.level_constraints[L]
-            if c.stationary is not None:          # the innermost loop must not index that tensor
-                live = [d for d in s.order[L] if s.tf[L][d] > 1]
-                if live and live[-1] in sp.indexes[sp.names.index(c.stationary)]:
-                    return False
-            if not c.allows_order([d for d in s.order[L] if s.tf[L][d] > 1]):
+            key = (L, s.tf[L], s.sx[L], s.sy[L], s.order[L], s.keep[L])   # (a neighbour changes one or two levels)
+            ok = self._level_ok.get(key)
+            if ok is None:
+                ok = self._level_ok[key] = self._admissible_level(*key)
+            if not ok:
                 return False
         return not sp.min_units or \
-            math.prod(s.sx[L][d] * s.sy[L][d] for L in range(self.nlev) for d in range(self.D)) >= sp.min_units
+            math.prod(x * y for L in range(self.nlev) for x, y in zip(s.sx[L], s.sy[L])) >= sp.min_units
+
+    def _admissible_level(self, L: int, tf, sx, sy, order, keep) -> bool:
+        sp = self.space
+        if (sx, sy) not in self.spatial_ok[L] or keep not in sp.keep_masks[L]:
+            return False
+        for d, (lo, hi) in enumerate(self.ranges[L]):
+            if not lo <= tf[d] <= hi and self.bounds[d] > 1:
+                return False
+        c = self.level_constraints[L]
+        if c.stationary is not None:          # the innermost loop must not index that tensor
+            live = [d for d in order if tf[d] > 1]
+            if live and live[-1] in sp.indexes[sp.names.index(c.stationary)]:
+                return False
+        return c.allows_order([d for d in order if tf[d] > 1])
 
     def mapping(self, s: State) -> Mapping:
-        return Mapping(tuple(self.space.level_mapping(s.order[L], s.tf[L], s.sx[L], s.sy[L], s.keep[L])
-                             for L in range(self.nlev)))
+        out = []
+        for L in range(self.nlev):
+            key = (L, s.order[L], s.tf[L], s.sx[L], s.sy[L], s.keep[L])
+            lm = self._level_maps.get(key)
+            if lm is None:
+                lm = self._level_maps[key] = self.space.level_mapping(*key[1:])
+            out.append(lm)
+        return Mapping(tuple(out))
 
     def cost(self, s: State) -> tuple:
         """(overflow, objective...): lexicographic, smaller is better; inf when not admissible."""
@@ -142,18 +184,20 @@ class Searcher:
         ones that share a loop structure are priced in one batch call."""
         self.calls += len(states)
         keys = [s.key() for s in states]
-        todo: dict[tuple, list[State]] = {}          # structure -> admissible states that fit, to price
+        new = []                                     # admissible states not seen before
         for s, k in zip(states, keys):
             if k in self.cache:
                 continue
             self.evaluations += 1
-            if not self.admissible(s):
-                self.cache[k] = (INF,)
-            elif over := self.overflow(s):
-                self.cache[k] = (float(over),)
-            else:
-                self.cache[k] = None                   # priced below
-                todo.setdefault((tuple(s.order), tuple(s.keep)), []).append(s)
+            self.cache[k] = None if self.admissible(s) else (INF,)
+            if self.cache[k] is None:
+                new.append(s)
+        todo: dict[tuple, list[State]] = {}          # structure -> admissible states that fit, to price
+        for s, over in zip(new, self._overflows(new)):
+            if over:
+                self.cache[s.key()] = (float(over),)
+            else:                                    # priced below
+                todo.setdefault((s.order, s.keep), []).append(s)
         for group in todo.values():
             if self.batch is not None and len(group) >= self.BATCH_MIN:
                 structure = self._structure(group[0])
@@ -204,7 +248,6 @@ class Searcher:
         tf = [[1] * D for _ in range(n)]
         sx = [[1] * D for _ in range(n)]
         sy = [[1] * D for _ in range(n)]
-        s = State(tf, sx, sy, [tuple(range(D))] * n, keep)         # orders are set at the end
         # ranks the streamed tensor does not index are spread first (multicast), then the rest,
         # larger bounds first
         pref = sorted(range(D), key=lambda d: (stream is not None and self.rel[stream][d], -self.bounds[d], d))
@@ -217,14 +260,11 @@ class Searcher:
                             x, y = math.prod(sx[L]), math.prod(sy[L])
                             if (x if axis is sx else y) * p > limit or x * y * p > total:
                                 break
-                            trial = s.copy()
-                            (trial.sx if axis is sx else trial.sy)[L][d] *= p
-                            if (tuple(trial.sx[L]), tuple(trial.sy[L])) not in self.spatial_ok[L] and \
-                                    not self._spatial_prefix_ok(L, trial):
+                            axis[L][d] *= p          # tried: undone if it leaves the space or overflows
+                            if (tuple(sx[L]), tuple(sy[L])) not in self.spatial_ok[L] and \
+                                    not self._spatial_prefix_ok(L, sx[L], sy[L]) or self._overflow(tf, sx, sy, keep):
+                                axis[L][d] //= p
                                 break
-                            if self.overflow(trial):
-                                break
-                            axis[L][d] *= p
                             rem[d] //= p
             if L == 0:
                 for d in range(D):
@@ -236,53 +276,52 @@ class Searcher:
                     if tf[L][d] * p > hi:
                         break
                     tf[L][d] *= p
-                    if self.overflow(s):
+                    if self._overflow(tf, sx, sy, keep):
                         tf[L][d] //= p
                         break
                     rem[d] //= p
-        self._order_for_reuse(s)
-        return s
+        return State(tf, sx, sy, self._order_for_reuse(keep), keep)
 
-    def _spatial_prefix_ok(self, L: int, s: State) -> bool:
+    def _spatial_prefix_ok(self, L: int, x, y) -> bool:
         """A partial spatial choice is still on the way to an allowed option (min utilization)."""
-        x, y = tuple(s.sx[L]), tuple(s.sy[L])
         return any(all(a % b == 0 for a, b in zip(ox, x)) and all(a % b == 0 for a, b in zip(oy, y))
                    for ox, oy in self.spatial_ok[L])
 
-    def _order_for_reuse(self, s: State) -> None:
+    def _order_for_reuse(self, keep: list[int]) -> list[tuple[int, ...]]:
         """Per level, outer -> inner: ranks that index every tensor, then ranks ordered so that the
         tensors kept below are reused (a rank a kept tensor does not index goes inside)."""
+        orders = []
         for L in range(self.nlev):
             below = 0
             for l2 in range(L + 1, self.nlev):
-                below |= s.keep[l2]
+                below |= keep[l2]
             def score(d):
                 idx = sum(self.rel[t][d] for t in range(self.T))
                 reused = sum(1 for t in range(self.T) if below >> t & 1 and not self.rel[t][d])
                 return (-idx, reused, d)
-            s.order[L] = tuple(sorted(range(self.D), key=score))
+            orders.append(tuple(sorted(range(self.D), key=score)))
+        return orders
 
     # ------------------------------------------------------------------ local search
     def moves(self, s: State):
         """Every single-move neighbour of ``s``."""
         n, D = self.nlev, self.D
-        kinds = ("t", "x", "y")
-        arr = {"t": s.tf, "x": s.sx, "y": s.sy}
-        slots = [(L, k) for L in range(n) for k in kinds if k == "t" or self.space.fanouts[L][0] > 1]
+        arrs = (s.tf, s.sx, s.sy)                 # kinds: temporal, spatial X, spatial Y
+        slots = [(L, k) for L in range(n) for k in range(3) if k == 0 or self.space.fanouts[L][0] > 1]
         for d in range(D):
             for (L, k) in slots:
-                f = arr[k][L][d]
+                f = arrs[k][L][d]
                 if f == 1:
                     continue
                 for p in sorted(set(_primes(f))):
+                    took = list(arrs)
+                    took[k] = _set(arrs[k], L, d, f // p)
                     for (L2, k2) in slots:
                         if (L2, k2) == (L, k):
                             continue
-                        t = s.copy()
-                        a = {"t": t.tf, "x": t.sx, "y": t.sy}
-                        a[k][L][d] //= p
-                        a[k2][L2][d] *= p
-                        yield t
+                        a = list(took)
+                        a[k2] = _set(a[k2], L2, d, a[k2][L2][d] * p)
+                        yield State._of(a[0], a[1], a[2], s.order, s.keep)
         for L in range(n):
             live = [d for d in s.order[L] if s.tf[L][d] > 1]
             for i, d in enumerate(live):
@@ -291,14 +330,12 @@ class Searcher:
                         continue
                     rest = [e for e in live if e != d]
                     rest.insert(j, d)
-                    t = s.copy()
-                    t.order[L] = tuple(rest) + tuple(e for e in s.order[L] if e not in rest)
-                    yield t
+                    order = tuple(rest) + tuple(e for e in s.order[L] if e not in rest)
+                    yield State._of(s.tf, s.sx, s.sy, s.order[:L] + (order,) + s.order[L + 1:], s.keep)
         for L in range(1, n):
             for ti in range(self.T):
-                t = s.copy()
-                t.keep[L] = s.keep[L] ^ (1 << ti)
-                yield t
+                keep = s.keep[:L] + (s.keep[L] ^ (1 << ti),) + s.keep[L + 1:]
+                yield State._of(s.tf, s.sx, s.sy, s.order, keep)
 
     def spent(self, budget: int) -> bool:
         return self.calls >= budget or (self.deadline is not None and time.monotonic() > self.deadline)

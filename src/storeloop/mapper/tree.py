@@ -344,10 +344,7 @@ class Tree(BelowBounds):
 
     def _ssd_rates(self, runs: np.ndarray, tiles: np.ndarray, read: bool) -> tuple[np.ndarray, np.ndarray]:
         """Seconds and picojoules per word of the SSD level's reads (writes) per row of runs and tiles."""
-        pairs = np.stack([np.asarray(runs, np.int64), np.asarray(tiles, np.int64)], axis=1)
-        uniq, inv = costs.unique_rows(pairs)
-        out = np.array([disk.word_rates(self.ssd, int(r), int(t), read) for r, t in uniq])[inv.ravel()]
-        return out[:, 0], out[:, 1]
+        return disk.word_rates_many(self.ssd, runs, tiles, read)
 
     def lower_bound(self) -> tuple[int, dict]:
         """Cycles no mapping can beat: compulsory traffic of the backing level (every element a

@@ -22,6 +22,8 @@ import functools
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from storeloop.model.ssd import Stream, joules_per_byte, performance, short_request_bounds
 from storeloop.ir import ActionCosts
 
@@ -38,23 +40,36 @@ class DiskStream:
     energy_pJ: float
 
 
-def stream_of(ssd, run_bytes: int, tile_bytes: int, read: bool) -> Stream:
+def _request(ssd, run_bytes, tile_bytes):
+    """(request bytes, queue depth) of runs and child tiles in bytes (ints or int arrays): a run of
+    a stripe or more is read in stripes (sequential), a shorter one as one request (random)."""
     stripe = ssd.page_bytes * ssd.channels
-    if run_bytes >= stripe:
-        size, pattern = stripe, "sequential"
-    else:
-        size, pattern = max(1, run_bytes), "random"
-    depth = max(1, min(ssd.queue_depth, 2 * tile_bytes // size))
-    return Stream(size, pattern, depth, 1.0 if read else 0.0)
+    size = np.where(run_bytes >= stripe, stripe, np.maximum(1, run_bytes))
+    return size, np.maximum(1, np.minimum(ssd.queue_depth, 2 * tile_bytes // size))
+
+
+def stream_of(ssd, run_bytes: int, tile_bytes: int, read: bool) -> Stream:
+    size, depth = (int(x) for x in _request(ssd, run_bytes, tile_bytes))
+    return _stream(ssd, size, depth, read)
+
+
+def _stream(ssd, size: int, depth: int, read: bool) -> Stream:
+    return Stream(size, "sequential" if size == ssd.page_bytes * ssd.channels else "random", depth,
+                  1.0 if read else 0.0)
 
 
 @functools.lru_cache(maxsize=65536)
+def _priced(ssd, size: int, depth: int, read: bool) -> tuple[Stream, float, str, float]:
+    st = _stream(ssd, size, depth, read)
+    perf = performance(ssd, st, ssd.accelerator)
+    return st, perf.bandwidth_Bps, perf.bottleneck, joules_per_byte(ssd, st, ssd.accelerator)
+
+
 def priced(ssd, run_bytes: int, tile_bytes: int, read: bool) -> tuple[Stream, float, str, float]:
     """(stream, bandwidth B/s, bottleneck, J/B) of a tensor read (written) in runs of ``run_bytes``
     as child tiles of ``tile_bytes``."""
-    st = stream_of(ssd, run_bytes, tile_bytes, read)
-    perf = performance(ssd, st, ssd.accelerator)
-    return st, perf.bandwidth_Bps, perf.bottleneck, joules_per_byte(ssd, st, ssd.accelerator)
+    size, depth = (int(x) for x in _request(ssd, run_bytes, tile_bytes))
+    return _priced(ssd, size, depth, read)
 
 
 def word_rates(level, run_words: int, tile_words: int, read: bool) -> tuple[float, float]:
@@ -62,6 +77,21 @@ def word_rates(level, run_words: int, tile_words: int, read: bool) -> tuple[floa
     wbytes = level.word_bits / 8
     _, bw, _, jpb = priced(level.ssd, int(run_words * wbytes), int(tile_words * wbytes), read)
     return wbytes / bw, wbytes * jpb * 1e12
+
+
+def word_rates_many(level, run_words: np.ndarray, tile_words: np.ndarray, read: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`word_rates` of each (run, tile) pair of two integer arrays, each distinct request
+    (size and queue depth) priced once (found by hashing: the mapper's bounds call this on
+    hundreds of thousands of rows, where a sort would cost more than the pricing)."""
+    import pandas as pd
+
+    wbytes = level.word_bits / 8
+    as_bytes = lambda words: np.floor(np.asarray(words, np.float64) * wbytes).astype(np.int64)  # int(words * wbytes)
+    size, depth = _request(level.ssd, as_bytes(run_words), as_bytes(tile_words))
+    inv, keys = pd.factorize(np.ravel(size * (level.ssd.queue_depth + 1) + depth))
+    rates = np.array([_priced(level.ssd, int(k) // (level.ssd.queue_depth + 1), int(k) % (level.ssd.queue_depth + 1),
+                              read)[1:4:2] for k in keys], np.float64).reshape(-1, 2)[inv]
+    return wbytes / rates[:, 0], wbytes * rates[:, 1] * 1e12
 
 
 def least_seconds_per_word(ssd, word_bits: int) -> tuple[float, float]:
