@@ -65,6 +65,7 @@ def _priced(ssd, size: int, depth: int, read: bool) -> tuple[Stream, float, str,
     return st, perf.bandwidth_Bps, perf.bottleneck, joules_per_byte(ssd, st, ssd.accelerator)
 
 
+@functools.lru_cache(maxsize=65536)
 def priced(ssd, run_bytes: int, tile_bytes: int, read: bool) -> tuple[Stream, float, str, float]:
     """(stream, bandwidth B/s, bottleneck, J/B) of a tensor read (written) in runs of ``run_bytes``
     as child tiles of ``tile_bytes``."""
