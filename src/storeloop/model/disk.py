@@ -80,19 +80,31 @@ def word_rates(level, run_words: int, tile_words: int, read: bool) -> tuple[floa
     return wbytes / bw, wbytes * jpb * 1e12
 
 
-def word_rates_many(level, run_words: np.ndarray, tile_words: np.ndarray, read: bool) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`word_rates` of each (run, tile) pair of two integer arrays, each distinct request
-    (size and queue depth) priced once (found by hashing: the mapper's bounds call this on
-    hundreds of thousands of rows, where a sort would cost more than the pricing)."""
-    import pandas as pd
+_RATES: dict = {}      # (ssd, read) -> the requests priced so far: sorted keys, (bandwidth B/s, J/B) each
 
-    wbytes = level.word_bits / 8
+
+def word_rates_many(level, run_words: np.ndarray, tile_words: np.ndarray, read: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`word_rates` of each (run, tile) pair of two integer arrays. The mapper's bounds call
+    this on hundreds of thousands of rows of a few thousand distinct requests (size and queue
+    depth): each request is priced once per process and the rows find theirs by a binary search
+    (sorting the rows to find their distinct requests cost more than pricing them)."""
+    ssd, wbytes = level.ssd, level.word_bits / 8
+    q = ssd.queue_depth + 1
     as_bytes = lambda words: np.floor(np.asarray(words, np.float64) * wbytes).astype(np.int64)  # int(words * wbytes)
-    size, depth = _request(level.ssd, as_bytes(run_words), as_bytes(tile_words))
-    inv, keys = pd.factorize(np.ravel(size * (level.ssd.queue_depth + 1) + depth))
-    rates = np.array([_priced(level.ssd, int(k) // (level.ssd.queue_depth + 1), int(k) % (level.ssd.queue_depth + 1),
-                              read)[1:4:2] for k in keys], np.float64).reshape(-1, 2)[inv]
-    return wbytes / rates[:, 0], wbytes * rates[:, 1] * 1e12
+    size, depth = _request(ssd, as_bytes(run_words), as_bytes(tile_words))
+    key = np.ravel(size * q + depth)
+    known, rates = _RATES.get((ssd, read), (np.zeros(0, np.int64), np.zeros((0, 2))))
+    at = np.searchsorted(known, key)
+    if len(known) == 0 or (known[np.minimum(at, len(known) - 1)] != key).any():
+        new = np.setdiff1d(key, known)
+        more = np.array([_priced(ssd, int(k) // q, int(k) % q, read)[1:4:2] for k in new], np.float64).reshape(-1, 2)
+        known, rates = np.concatenate([known, new]), np.concatenate([rates, more])
+        order = np.argsort(known)
+        known, rates = known[order], rates[order]
+        _RATES[ssd, read] = (known, rates)
+        at = np.searchsorted(known, key)
+    bw, jpb = rates[at, 0], rates[at, 1]
+    return wbytes / bw, wbytes * jpb * 1e12
 
 
 def least_seconds_per_word(ssd, word_bits: int) -> tuple[float, float]:
