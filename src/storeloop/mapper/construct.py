@@ -112,14 +112,10 @@ class Searcher:
         self._level_maps: dict[tuple, object] = {}      # and its LevelMapping
 
     # ------------------------------------------------------------------ validity and cost
-    def overflow(self, s: State) -> int:
-        """Words by which the kept tiles exceed the buffers (0: fits everywhere)."""
-        return self._overflow(s.tf, s.sx, s.sy, s.keep)
-
     def _overflows(self, states: list[State]) -> list[int]:
-        """:meth:`overflow` of many states at once (a step's neighbours)."""
+        """:meth:`_overflow` of each state, many at once (a step's neighbours) in one numpy pass."""
         if len(states) < 8:
-            return [self.overflow(s) for s in states]
+            return [self._overflow(s.tf, s.sx, s.sy, s.keep) for s in states]
         f = np.array([s.tf for s in states]) * np.array([s.sx for s in states]) * np.array([s.sy for s in states])
         inner = np.cumprod(f[:, ::-1], axis=1)[:, ::-1]                    # (N, L, D): each level's tile extents
         keep = np.array([s.keep for s in states])
@@ -131,6 +127,7 @@ class Searcher:
         return np.maximum(used[:, sized] - cap, 0).sum(axis=1).tolist()
 
     def _overflow(self, tf, sx, sy, keep) -> int:
+        """Words by which the kept tiles exceed the buffers (0: fits everywhere)."""
         over = 0
         inner = [1] * self.D
         for L in range(self.nlev - 1, -1, -1):
@@ -192,9 +189,11 @@ class Searcher:
             if k in self.cache:
                 continue
             self.evaluations += 1
-            self.cache[k] = None if self.admissible(s) else (INF,)
-            if self.cache[k] is None:
+            if self.admissible(s):
+                self.cache[k] = None                   # its overflow, or priced below
                 new.append(s)
+            else:
+                self.cache[k] = (INF,)
         todo: dict[tuple, list[State]] = {}          # structure -> admissible states that fit, to price
         for s, over in zip(new, self._overflows(new)):
             if over:

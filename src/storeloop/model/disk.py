@@ -48,19 +48,10 @@ def _request(ssd, run_bytes, tile_bytes):
     return size, np.maximum(1, np.minimum(ssd.queue_depth, 2 * tile_bytes // size))
 
 
-def stream_of(ssd, run_bytes: int, tile_bytes: int, read: bool) -> Stream:
-    size, depth = (int(x) for x in _request(ssd, run_bytes, tile_bytes))
-    return _stream(ssd, size, depth, read)
-
-
-def _stream(ssd, size: int, depth: int, read: bool) -> Stream:
-    return Stream(size, "sequential" if size == ssd.page_bytes * ssd.channels else "random", depth,
-                  1.0 if read else 0.0)
-
-
 @functools.lru_cache(maxsize=65536)
 def _priced(ssd, size: int, depth: int, read: bool) -> tuple[Stream, float, str, float]:
-    st = _stream(ssd, size, depth, read)
+    """:func:`priced` of one request size and queue depth (a stripe: sequential; less: random)."""
+    st = Stream(size, "sequential" if size == ssd.page_bytes * ssd.channels else "random", depth, 1.0 if read else 0.0)
     perf = performance(ssd, st, ssd.accelerator)
     return st, perf.bandwidth_Bps, perf.bottleneck, joules_per_byte(ssd, st, ssd.accelerator)
 
