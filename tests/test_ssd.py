@@ -197,6 +197,34 @@ def test_short_request_bounds_hold_for_every_stream():
                                 assert joules_per_byte(ssd, st, placement) >= least * (1 - 1e-12)
 
 
+def test_word_rates_of_many_rows_are_word_rates_row_by_row():
+    """The mapper's bounds price an SSD level's reads and writes for whole arrays of (run, tile)
+    pairs (model.disk.word_rates_many: each distinct request priced once, rows matched by a
+    binary search); every row gets exactly what model.disk.word_rates gives it alone, over runs
+    and tiles below, at and above a stripe, words of 64 and of 12 bits (bytes rounded down), and
+    calls that meet requests priced before and new ones."""
+    import dataclasses
+    import random
+
+    import numpy as np
+
+    from storeloop import load_arch
+    from storeloop.model.disk import word_rates, word_rates_many
+
+    disk = load_arch(Path(__file__).parents[1] / "arch" / "onionchopper-ssd.yaml").levels[0]
+    rng = random.Random(7)
+    for level in (disk, dataclasses.replace(disk, word_bits=12)):
+        stripe = level.ssd.page_bytes * level.ssd.channels * 8 // level.word_bits     # words
+        pool = [1, 2, 3, 7, 512, stripe - 1, stripe, stripe + 1, 4 * stripe, 10 ** 9]
+        for _ in range(4):
+            runs = np.array([rng.choice(pool) * rng.choice([1, 1, 3]) for _ in range(300)], np.int64)
+            tiles = np.maximum(runs * np.array([rng.choice([1, 2, 5, 64]) for _ in range(300)]), 1)
+            for read in (True, False):
+                secs, pj = word_rates_many(level, runs, tiles, read)
+                want = [word_rates(level, int(r), int(t), read) for r, t in zip(runs, tiles)]
+                assert secs.tolist() == [w[0] for w in want] and pj.tolist() == [w[1] for w in want]
+
+
 def ssd_oracle_case(seed: int):
     """A small random problem on a tiny SSD (pages of 8-32 B over 2 channels, so runs of a few
     words decide between random and sequential requests) -> SRAM [-> RF] -> MACs."""
