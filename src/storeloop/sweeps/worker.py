@@ -9,7 +9,6 @@ import time
 import traceback
 import warnings
 
-
 from storeloop.errors import StoreloopError
 from storeloop.formats.load import energy_table
 from storeloop.formats.mapping import mapping_from_native, mapping_to_native
