@@ -442,15 +442,15 @@ def test_converged_projects_from_enough_subtrees(monkeypatch):
     """The first top-level subtrees (the lowest bounds) are the largest, so a projection from a
     few of them says the walk is far from done when it is not: a 48x96x640 matmul on the peers'
     arch stopped 'converged' after 3 subtrees (5 M candidates, 2.7 s) with the proof 8 s away.
-    Projected from 32 subtrees and their later half, the defaults (no budget) prove it; with a
-    budget, the rule sweeps use, it stops early as before."""
+    Projected from 32 subtrees and their later half, the defaults (no budget) prove it (its
+    energy within the default gap); with a budget, the rule sweeps use, it stops early as before."""
     from storeloop.mapper import search
 
     a = load_arch(ROOT / "tests/data/arch16.yaml")
     w = workload("Z[m,n] = A[m,k] * B[k,n]", {"M": 48, "N": 640, "K": 96})
     e = energy_table(a, None)
     proven = map_workload(a, w, e)
-    assert proven.search["stopped"] == "optimal"
+    assert proven.search["stopped"] in ("optimal", "energy-gap") and proven.search["cycles_optimal"]
     monkeypatch.setattr(search, "CONVERGE_WALKED", 1)
     early = map_workload(a, w, e)
     assert early.search["stopped"] == "converged" and early.search["candidates"] < proven.search["candidates"] / 2

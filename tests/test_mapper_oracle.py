@@ -456,9 +456,10 @@ def test_the_bounds_below_a_node_never_cut_an_optimum():
 
 def test_a_search_stopped_early_claims_only_what_it_left_open():
     """A branch and bound stopped by a small budget, or by an energy gap of 5 % that the bounds of
-    the subtrees it left open already meet: its cycle bound, its claim that the cycles are optimal
-    and its energy bound at those cycles hold against brute force; an 'energy-gap' stop is within
-    5 % of the optimum. Some claims must rest on what was left open (else the test is empty)."""
+    the subtrees it left open already meet (or by the end of a walk that cut subtrees within that
+    gap): its cycle bound, its claim that the cycles are optimal and its energy bound at those
+    cycles hold against brute force; an 'energy-gap' stop is within 5 % of the optimum, and an
+    'optimal' one is the optimum. Some claims must rest on what was left open (else the test is empty)."""
     searched = early = frontier = 0
     for seed in SEEDS:
         arch, work, energy, _, constraints, spec = case(seed)
@@ -479,6 +480,8 @@ def test_a_search_stopped_early_claims_only_what_it_left_open():
             assert r.cycles == want[0] and s["lower_bound_energy_pJ"] <= want[1] * (1 + 1e-9), msg
         if s["stopped"] == "energy-gap":
             assert r.cycles == want[0] and r.energy_pJ <= want[1] * 1.05 * (1 + 1e-9), msg
+        if s["optimal"]:                   # (the gap cut nothing that could hold a better mapping)
+            assert r.cycles == want[0] and math.isclose(r.energy_pJ, want[1], rel_tol=1e-9), msg
         if s["lower_bound_energy_searched_pJ"] is not None:
             searched += 1
             early += s["stopped"] in ("budget", "converged")

@@ -12,7 +12,7 @@ import numpy as np
 
 from storeloop.mapper.space import divisors
 
-SAFE = 1.0 - 1e-9          # lower bounds are shaved so float rounding can never prune an optimum
+SAFE = 1.0 - 1e-12         # lower bounds are shaved so float rounding can never prune an optimum
 
 
 @functools.lru_cache(maxsize=4096)

@@ -16,7 +16,10 @@ Why a search stopped is one of :data:`STOPS`, named in the report:
 * ``energy-gap``: the cycles equal their lower bound and the objective (energy, for the
   lexicographic one) is within ``energy_gap`` of its lower bound: the map space's, or, for the
   lexicographic objective, the bounds of the subtrees the walk has left open (checked after each
-  child it finishes, :meth:`_DFS.left_bound`), which rise as it goes;
+  child it finishes, :meth:`_DFS.left_bound`), which rise as it goes. With a gap, the walk also
+  cuts every subtree whose energy bound at the best's cycles is within the gap of the best's
+  energy (:meth:`storeloop.mapper.tree.Tree.cut`, as a MIP solver's relative gap); a walk that
+  ends having cut one says ``energy-gap`` with the least energy bound it cut, not ``optimal``;
 * ``converged``: the branch and bound generated twice as many candidates since its last
   improvement as before it (at least :data:`CONVERGE_MIN`), counted in candidates, not seconds,
   so the answer does not depend on the machine's load (for the random searches: Timeloop's
@@ -150,7 +153,7 @@ class _DFS:
                 or self.tree.stats.get("truncated"):
             return None
         bc = self.best[0]
-        cycles, energy = int(bc), float(self.best[1])
+        cycles, energy = int(bc), min(float(self.best[1]), self.tree.gap_lb.get(bc, math.inf))  # (cut by the gap)
         for depth, entry in enumerate(self.stack):
             ch, idx, k, cached = entry
             start = k if current and depth == len(self.stack) - 1 else k + 1
@@ -214,9 +217,11 @@ class _DFS:
         key = (k, self.key())
         if self._projected[0] != key:
             rest = np.asarray(idx[k + 1:], np.int64)
-            rest = rest[~self.obj.dominated(ch.clb[rest], ch.elb[rest], self.key())] if len(rest) else rest
+            rest = rest[~self.tree.cut(ch.clb[rest], ch.elb[rest], self.key(), self.obj, note=False)] \
+                if len(rest) else rest
             if ch.refill is not None:            # the refill bound cuts more (each child raised once)
-                rest = [i for i in rest if not self.obj.dominated(ch.clb[i], self.tree.refine(ch, i), self.key())]
+                rest = [i for i in rest
+                        if not self.tree.cut(ch.clb[i], self.tree.refine(ch, i), self.key(), self.obj, note=False)]
             alive = len(rest)
             if patient:
                 recent = self.top_costs[len(self.top_costs) // 2:]
@@ -243,14 +248,14 @@ class _DFS:
             entry[2] = k
             if top:
                 self.top = [ch, idx, k, began, self.tree.stats["candidates"]]
-            if self.best is not None and self.obj.dominated(ch.clb[i], ch.elb[i], self.key()):
-                if indices is None:              # sorted by bound: everything after is dominated too
+            if self.best is not None and self.tree.cut(ch.clb[i], ch.elb[i], self.key(), self.obj):
+                if indices is None:              # sorted by bound: everything after is cut too
                     self.tree.stats["pruned_bound"] += len(ch.row) - i
                     break
                 self.tree.stats["pruned_bound"] += 1
                 continue
             if self.best is not None and ch.refill is not None and \
-                    self.obj.dominated(ch.clb[i], self.tree.refine(ch, i), self.key()):
+                    self.tree.cut(ch.clb[i], self.tree.refine(ch, i), self.key(), self.obj):
                 self.tree.stats["pruned_bound"] += 1
                 continue
             if ahead is None:
@@ -259,7 +264,7 @@ class _DFS:
                 if i not in ahead:
                     key = self.key()
                     nxt = [j for j in idx[k:k + LEAF_BATCH]
-                           if self.best is None or not self.obj.dominated(ch.clb[j], ch.elb[j], key)]
+                           if self.best is None or not self.tree.cut(ch.clb[j], ch.elb[j], key, self.obj, note=False)]
                     ahead = {j: self.tree.child(ch, j) for j in nxt}
                     self.tree.prefetch(list(ahead.values()), self.obj)
                 node = ahead.pop(i)
@@ -305,7 +310,7 @@ def _worker(args):
         stopped = str(exc)
     except KeyboardInterrupt:
         stopped = "interrupted"
-    return dfs.best, stopped, tree.stats, dfs.left
+    return dfs.best, stopped, tree.stats, dfs.left, tree.gap_lb
 
 
 @single_blas_thread
@@ -366,6 +371,11 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
             break
     if found.stopped is None and tree.stats.get("truncated"):
         found.stopped = "truncated"       # the walk ended, but children were cut without a bound
+    cut = tree.gap_lb.get(best[0], math.inf) if best is not None else math.inf
+    if found.stopped is None and cut < math.inf and cut < best[1]:
+        # the walk ended, but the gap cut subtrees that might hold a mapping at the best's cycles
+        # with a little less energy: its cycles are proven, its energy within the gap
+        found.stopped, found.left = "energy-gap", (best[0], cut)
     found.complete = found.stopped in (None, "optimal")
     found.stopped = found.stopped or "optimal"
     if best is not None:
@@ -405,6 +415,8 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
     covered its whole space."""
     deadline, limit = until
     dfs = _DFS(tree, objective, deadline, start, goal, limit)
+    tree.gap = goal.energy_gap if goal is not None and objective.lexicographic else 0.0
+    tree.gap_lb = {}
     if aspiration is not None:
         dfs.best = (aspiration, math.inf, None)      # a virtual incumbent: prune whatever is slower
     if incumbent is not None and (aspiration is None or incumbent[0] <= aspiration):
@@ -431,16 +443,18 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
                 each = None if limit is None else max(1, (limit - tree.stats["candidates"]) // threads)
                 outs = pool.map(_worker, [(s, threads, dfs.best, deadline, each) for s in range(threads)])
             lefts = []
-            for best, why, stats, left in outs:          # earliest share first: ties keep the first
+            for best, why, stats, left, gap_lb in outs:  # earliest share first: ties keep the first
                 if why:                                  # stopped early: it left subtrees open
                     lefts.append(left)
                 for k, v in stats.items():
                     tree.stats[k] = tree.stats.get(k, 0) + v
+                for c, e in gap_lb.items():
+                    tree.gap_lb[c] = min(tree.gap_lb.get(c, math.inf), e)
                 if best is not None and (dfs.best is None or objective.better(best[0], best[1], dfs.key())):
                     dfs.best = best
             # a share's proof from what it left open covers that share only: a share that stopped
             # without a proof decides the stop
-            whys = [why for _, why, _, _ in outs if why]
+            whys = [why for _, why, _, _, _ in outs if why]
             stopped = next((w for w in whys if w not in ("optimal", "energy-gap")), whys[0] if whys else None)
             dfs.left = None if not lefts or None in lefts else (min(c for c, _ in lefts), min(e for _, e in lefts))
     except _Stop as exc:

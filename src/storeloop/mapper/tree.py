@@ -280,6 +280,10 @@ class Tree(BelowBounds):
         if exact is not None:      # leaves priced by the model, and any whose surrogate price exceeded it
             self.stats.update(exact=0, bound_violations=0)
         self.halt = lambda: False  # the search's stop rules (deadline, budget), checked between exact leaves
+        # the energy gap the search may leave (lexicographic objective): a subtree whose energy
+        # bound is within it of the best's, at the best's cycles, is cut (:meth:`cut`); per best
+        # cycles, the least energy bound so cut
+        self.gap, self.gap_lb = 0.0, {}
         # the model's tiles of a windowed problem (rank extents sum(c * (F - 1)) + 1): a level's
         # capacity is checked on them, so no child is kept whose tiles the model would refuse
         # the read-only tensors with a windowed rank (their true tiles bound their arrivals)
@@ -356,10 +360,8 @@ class Tree(BelowBounds):
             reads = sum(int(self.sizes[i]) for i, t in enumerate(w.tensors) if not t.read_write and self.back[i] == b)
             writes = sum(int(self.sizes[i]) for i, t in enumerate(w.tensors) if t.read_write and self.back[i] == b)
             top = arch.levels[b]
-            if b == 0 and self.ssd is not None:   # the SSD's read and write streams share the device: times add
-                r, wr = disk.least_seconds_per_word(top.ssd, top.word_bits)
-                # (float time: shaved by far less than SAFE, which would cost the bound whole cycles)
-                parts[f"{top.name} compulsory traffic"] = math.ceil((reads * r + writes * wr) * arch.clock_hz * (1 - 1e-12))
+            if b == 0 and self.ssd is not None:   # with the first keepers below (_first_keepers)
+                continue
             else:                                  # (spread at best over the level's instances)
                 n = 1 if b == 0 else top.instances
                 bw = [(reads, top.read_bandwidth), (writes, top.write_bandwidth), (reads + writes, top.shared_bandwidth)]
@@ -368,6 +370,7 @@ class Tree(BelowBounds):
         # a single-buffered level L's fills wait for use (costs.buffered_cycles): the time from L down
         # is at least its fill time plus the compute's, and the fill time at least its parent's
         # reads of what the parent backs (read-only tensors leave their backing level whole)
+        parts.update(self._first_keepers(max(parts.values())))
         chain = Fraction(parts["compute"])
         for L in sorted(self.single, reverse=True):
             if L == 0:
@@ -381,6 +384,59 @@ class Tree(BelowBounds):
         if chain > parts["compute"]:
             parts["single-buffered fills, then compute"] = math.ceil(chain)
         return max(parts.values()), parts
+
+    KEEPER_CASES = 4096          # _first_keepers enumerates up to this many choices of first keepers
+
+    def _first_keepers(self, floor: int) -> dict:
+        """Cycle bounds from where each tensor is first kept below its backing level: some level K
+        (or none: the compute units take it word by word) is filled with every element at least
+        once and reads each out at least once (an output: takes each element's first update), so
+        K's bandwidth carries at least the sizes of the tensors it keeps first, spread at best over
+        its instances. An SSD top level (model.disk) streams each tensor as child tiles of its
+        first keeper, so no faster than a tile of K's capacity allows (two in flight: Little's
+        law, :func:`storeloop.model.disk.bounds_per_word`), and its streams' times add. The parts
+        are those of the first keepers, among those the constraints allow, whose largest part is
+        least; ``floor``: the bound from elsewhere (a case at or below it ends the search)."""
+        arch, nlev, T = self.arch, self.nlev, self.T
+        options = [[L for L in range(int(self.back[t]) + 1, nlev) if self.may_keep[L, t]] + [nlev] for t in range(T)]
+        if math.prod(map(len, options)) > self.KEEPER_CASES:      # each tensor's stream at the SSD's peak
+            options = [[nlev]] * T
+            unbounded = True
+        else:
+            unbounded = False
+        best, least = {}, math.inf
+        for case in itertools.product(*options):
+            parts = {}
+            if self.ssd is not None:      # the SSD's read and write streams share the device: times add
+                top, secs = self.ssd, 0.0
+                for t in range(T):
+                    if self.back[t] != 0:
+                        continue
+                    K = case[t]
+                    tile = math.inf if unbounded else 1 if K == nlev else self.arch.levels[K].size_words or math.inf
+                    read = not self.rw[t]
+                    if tile == math.inf:
+                        spw = disk.least_seconds_per_word(top.ssd, top.word_bits)[0 if read else 1]
+                    else:
+                        spw = disk.bounds_per_word(top.ssd, top.word_bits, int(tile), int(tile), read, 0.0)[0]
+                    secs += float(self.sizes[t]) * spw
+                # (float time: shaved by far less than SAFE, which would cost the bound whole cycles)
+                parts[f"{top.name} compulsory traffic"] = math.ceil(secs * arch.clock_hz * (1 - 1e-12))
+            for K in sorted(set(case) - {nlev}):
+                lvl = arch.levels[K]
+                words = Fraction(sum(int(self.sizes[t]) for t in range(T) if case[t] == K), lvl.instances)
+                fills = Fraction(sum(int(self.sizes[t]) for t in range(T) if case[t] == K and not self.rw[t]),
+                                 lvl.instances)     # read out again: the read-only ones
+                cyc = [words / Fraction(lvl.write_bandwidth) if lvl.write_bandwidth else 0,
+                       fills / Fraction(lvl.read_bandwidth) if lvl.read_bandwidth else 0,
+                       (words + fills) / Fraction(lvl.shared_bandwidth) if lvl.shared_bandwidth else 0]
+                parts[f"{lvl.name} first fills and reads"] = math.ceil(max(cyc))
+            top_part = max(parts.values(), default=0)
+            if top_part < least:
+                best, least = parts, top_part
+                if least <= floor:
+                    break
+        return {k: v for k, v in best.items() if v > 0}
 
     def energy_bound(self) -> tuple[float, dict]:
         """Energy (pJ) no mapping can beat, with its parts: every compute pays its operation; every
@@ -667,6 +723,21 @@ class Tree(BelowBounds):
             ch.refill = dict(info, col=c)
         return ch
 
+    def cut(self, clb, elb, best: tuple, objective, note: bool = True):
+        """Where subtrees with lower bounds (clb, elb) need no search: no mapping in them beats
+        ``best``, or (with :attr:`gap`, the lexicographic objective) none at the best's cycles
+        beats its energy by more than the gap. The least energy bound of those the gap alone cuts
+        is noted in :attr:`gap_lb` (unless ``note`` is false): a mapping they hold can have no less."""
+        out = objective.dominated(clb, elb, best)
+        if self.gap and objective.lexicographic:
+            near = objective.dominated(clb, np.multiply(elb, 1 + self.gap), best) & ~out
+            if np.any(near):
+                if note:
+                    least = float(np.min(np.where(near, elb, np.inf)))
+                    self.gap_lb[best[0]] = min(self.gap_lb.get(best[0], math.inf), least)
+                out = out | near
+        return out
+
     def _best_children(self, kept: tuple, objective) -> tuple:
         """Survivors sorted by their bounds (ties: in the order generated), at most MAX_CHILDREN;
         after a cut, only the rows the kept children use."""
@@ -806,11 +877,11 @@ class Tree(BelowBounds):
                 clb = np.maximum(clb, ssd_s * self.arch.clock_hz * SAFE)
             else:
                 clb = np.maximum(clb, self._traffic_cycles(l, tr_r[l], tr_w[l]) * SAFE)
-        clb = np.floor(clb)
+        clb = np.ceil(clb)          # (cycles are whole: at least the bound rounded up)
         e = e * SAFE
         keepc = ok.copy()
         if best is not None:
-            keepc &= ~objective.dominated(clb, e, best)
+            keepc &= ~self.cut(clb, np.where(ok, e, np.inf), best, objective)
             self.stats["pruned_bound"] += int((ok & ~keepc).sum())
         r, c = np.nonzero(keepc)
         # the surviving rows only (the others' arrays are dropped with this piece)
@@ -831,14 +902,15 @@ class Tree(BelowBounds):
         reads0 = via0 - n.partl[t] if self.rw[t] else via0
         secs, pj = self._ssd_costs(runs, rows["tile"][:, t], reads0, via0 if self.rw[t] else np.zeros_like(via0))
         # a later keeper's run is a sub-tile's, so no longer than the longest here nor its
-        # capacity; the compute units take single words
+        # capacity, and its tile fits its capacity; the compute units take single words
+        largest = 1 if innermost else max(self.cap_after[n.depth + 1], 1)
         longest = np.ones(len(runs), np.int64) if innermost else \
-            np.maximum(np.minimum(runs.max(axis=1), self.cap_after[n.depth + 1]), 1)
+            np.maximum(np.minimum(runs.max(axis=1), largest), 1)
 
         def bound(read: bool):
             least = self.rpw[0] if read else self.wpw[0]
             uniq, inv = np.unique(longest, return_inverse=True)
-            out = np.array([disk.bounds_per_word(self.ssd.ssd, self.ssd.word_bits, int(r), read, float(least))
+            out = np.array([disk.bounds_per_word(self.ssd.ssd, self.ssd.word_bits, int(r), largest, read, float(least))
                             for r in uniq]).reshape(-1, 2)[inv.ravel()]
             return out[:, 0][:, None], out[:, 1][:, None]
 

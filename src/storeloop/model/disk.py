@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from storeloop.model.ssd import Stream, joules_per_byte, performance, short_request_bounds
+from storeloop.model.ssd import Stream, joules_per_byte, least_latency, performance, short_request_bounds
 from storeloop.ir import ActionCosts
 
 
@@ -105,18 +105,22 @@ def least_seconds_per_word(ssd, word_bits: int) -> tuple[float, float]:
 
 
 @functools.lru_cache(maxsize=4096)
-def bounds_per_word(ssd, word_bits: int, longest_run_words: int, read: bool, least_pJ: float) -> tuple[float, float]:
+def bounds_per_word(ssd, word_bits: int, longest_run_words: int, largest_tile_words: float, read: bool,
+                    least_pJ: float) -> tuple[float, float]:
     """(seconds, picojoules) per word that no tensor read (written) in runs of at most
-    ``longest_run_words`` beats: runs shorter than a stripe are random requests, bounded by
-    :func:`storeloop.model.ssd.short_request_bounds`; longer ones by the peak streams and
-    ``least_pJ`` (the least energy per word of any stream)."""
+    ``longest_run_words`` as child tiles of at most ``largest_tile_words`` beats: runs shorter
+    than a stripe are random requests, bounded by :func:`storeloop.model.ssd.short_request_bounds`;
+    longer ones by the peak streams and ``least_pJ`` (the least energy per word of any stream).
+    And at most two child tiles are in flight (:func:`_request`), so by Little's law no stream
+    moves more than two tiles' bytes per :func:`storeloop.model.ssd.least_latency`."""
     wbytes = word_bits / 8
     peak = least_seconds_per_word(ssd, word_bits)[0 if read else 1]
     run = longest_run_words * wbytes
+    in_flight = wbytes / (2 * largest_tile_words * wbytes / least_latency(ssd, read))
     if run >= ssd.page_bytes * ssd.channels:
-        return peak, least_pJ
+        return max(peak, in_flight), least_pJ
     bw, jpb = short_request_bounds(ssd, int(run), read, ssd.accelerator)
-    return max(peak, wbytes / bw), max(least_pJ, wbytes * jpb * 1e12)
+    return max(peak, wbytes / bw, in_flight), max(least_pJ, wbytes * jpb * 1e12)
 
 
 def price(level, counts: dict[str, tuple[int, int]], runs: dict[str, tuple[int, int]]) -> list[DiskStream]:

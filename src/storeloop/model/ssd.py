@@ -136,6 +136,16 @@ def short_request_bounds(ssd: SSD, request_bytes: int, read: bool, placement: st
     return bw, array + e.channel_J_per_B + (e.host_J_per_B if placement == "host" else 0.0)
 
 
+def least_latency(ssd: SSD, read: bool) -> float:
+    """Seconds no request of any size waits alone (:func:`unloaded_latency` without its transfers
+    and host link, which only grow with the request): a read's command, sense and controller; a
+    write's command and controller, plus its program where no cache acknowledges it. By Little's
+    law a stream of at most B bytes in flight moves at most B / this per second."""
+    if read:
+        return ssd.command_s + ssd.read_s + ssd.controller_s
+    return ssd.command_s + (0.0 if ssd.write_cache_bytes else ssd.program_s) + ssd.controller_s
+
+
 @dataclass(frozen=True, slots=True)
 class Stream:
     request_bytes: int
