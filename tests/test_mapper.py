@@ -420,10 +420,10 @@ def test_a_bound_raised_ahead_of_the_walk_does_not_end_it(tmp_path):
 
 def test_converged_waits_while_the_walk_is_nearly_done(tmp_path, monkeypatch):
     """'converged' does not fire while the top-level subtrees that could still beat the best
-    (after the refill bound), at the mean cost of those finished, project to at most four times the
-    walk's work so far (the rule with a budget, a sweep's): a 128x1024x64 matmul on 32 PEs (64-word
-    RFs, 128 KiB GLB) stopped 'converged' after 5.6 M candidates, 2 subtrees short of the proof it
-    now ends with. Without a budget (the patient rule) it is proven too."""
+    (after the refill bound), at the mean cost of the later half of those walked, project to at
+    most eight times the walk's work so far: a 128x1024x64 matmul on 32 PEs (64-word RFs, 128 KiB
+    GLB) stopped 'converged' after 5.6 M candidates, 2 subtrees short of the proof it now ends
+    with, with a budget (a sweep's) or without."""
     from storeloop.mapper import search
 
     (tmp_path / "a.yaml").write_text((ROOT / "tests/data/arch16.yaml").read_text()
@@ -434,7 +434,8 @@ def test_converged_waits_while_the_walk_is_nearly_done(tmp_path, monkeypatch):
     e = energy_table(a, None)
     assert map_workload(a, w, e).search["stopped"] == "optimal"
     assert map_workload(a, w, e, budget=10 ** 9).search["stopped"] == "optimal"
-    monkeypatch.setattr(search, "CONVERGE_PROJECTED", 0)          # the rule without the projection
+    monkeypatch.setattr(search, "CONVERGE_PATIENT", 0)            # the rule without the projection
+    monkeypatch.setattr(search, "CONVERGE_WALKED", 1)
     assert map_workload(a, w, e, budget=10 ** 9).search["stopped"] == "converged"
 
 
@@ -442,8 +443,8 @@ def test_converged_projects_from_enough_subtrees(monkeypatch):
     """The first top-level subtrees (the lowest bounds) are the largest, so a projection from a
     few of them says the walk is far from done when it is not: a 48x96x640 matmul on the peers'
     arch stopped 'converged' after 3 subtrees (5 M candidates, 2.7 s) with the proof 8 s away.
-    Projected from 32 subtrees and their later half, the defaults (no budget) prove it (its
-    energy within the default gap); with a budget, the rule sweeps use, it stops early as before."""
+    Projected from 32 subtrees and their later half, the defaults prove it (its energy within the
+    default gap), with a budget (a sweep's) or without."""
     from storeloop.mapper import search
 
     a = load_arch(ROOT / "tests/data/arch16.yaml")
@@ -456,7 +457,8 @@ def test_converged_projects_from_enough_subtrees(monkeypatch):
     assert early.search["stopped"] == "converged" and early.search["candidates"] < proven.search["candidates"] / 2
     monkeypatch.undo()
     budgeted = map_workload(a, w, e, budget=10 ** 9)
-    assert budgeted.search["stopped"] == "converged" and budgeted.search["candidates"] < proven.search["candidates"] / 2
+    assert budgeted.search["stopped"] == proven.search["stopped"] and budgeted.search["cycles_optimal"]
+    assert (budgeted.result.cycles, budgeted.result.energy_pJ) == (proven.result.cycles, proven.result.energy_pJ)
 
 
 def test_a_patient_local_search_stops_when_it_has_waited_as_long_as_it_searched():
