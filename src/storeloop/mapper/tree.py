@@ -357,16 +357,15 @@ class Tree(BelowBounds):
         parts = {"compute": math.ceil(Fraction(w.macs * arch.compute.cycles_per_op,
                                                min(arch.compute.instances, self.cap_below[0])))}
         for b in sorted(set(self.back.tolist())):           # each backing level's tensors cross it once
+            if b == 0 and self.ssd is not None:   # an SSD's streams: with the first keepers below (_first_keepers)
+                continue
             reads = sum(int(self.sizes[i]) for i, t in enumerate(w.tensors) if not t.read_write and self.back[i] == b)
             writes = sum(int(self.sizes[i]) for i, t in enumerate(w.tensors) if t.read_write and self.back[i] == b)
             top = arch.levels[b]
-            if b == 0 and self.ssd is not None:   # with the first keepers below (_first_keepers)
-                continue
-            else:                                  # (spread at best over the level's instances)
-                n = 1 if b == 0 else top.instances
-                bw = [(reads, top.read_bandwidth), (writes, top.write_bandwidth), (reads + writes, top.shared_bandwidth)]
-                parts[f"{top.name} compulsory traffic"] = max(
-                    [math.ceil(Fraction(v, n) / Fraction(bb)) for v, bb in bw if bb] or [0])
+            n = 1 if b == 0 else top.instances     # (spread at best over the level's instances)
+            bw = [(reads, top.read_bandwidth), (writes, top.write_bandwidth), (reads + writes, top.shared_bandwidth)]
+            parts[f"{top.name} compulsory traffic"] = max(
+                [math.ceil(Fraction(v, n) / Fraction(bb)) for v, bb in bw if bb] or [0])
         # a single-buffered level L's fills wait for use (costs.buffered_cycles): the time from L down
         # is at least its fill time plus the compute's, and the fill time at least its parent's
         # reads of what the parent backs (read-only tensors leave their backing level whole)
@@ -399,11 +398,9 @@ class Tree(BelowBounds):
         least; ``floor``: the bound from elsewhere (a case at or below it ends the search)."""
         arch, nlev, T = self.arch, self.nlev, self.T
         options = [[L for L in range(int(self.back[t]) + 1, nlev) if self.may_keep[L, t]] + [nlev] for t in range(T)]
-        if math.prod(map(len, options)) > self.KEEPER_CASES:      # each tensor's stream at the SSD's peak
+        unbounded = math.prod(map(len, options)) > self.KEEPER_CASES
+        if unbounded:                        # each tensor's stream at the SSD's peak, no keeper's part
             options = [[nlev]] * T
-            unbounded = True
-        else:
-            unbounded = False
         best, least = {}, math.inf
         for case in itertools.product(*options):
             parts = {}
