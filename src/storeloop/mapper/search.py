@@ -205,8 +205,6 @@ class _DFS:
         ch, idx, k, began, child_began = self.top
         if len(self.top_costs) < CONVERGE_WALKED:   # too few to project from: wait,
             return spent - child_began < CONVERGE_MIN  # unless this one is large
-        if k == 0:
-            return False                         # no finished subtree to measure by
         key = (k, self.key())
         if self._projected[0] != key:
             rest = np.asarray(idx[k + 1:], np.int64)
@@ -360,11 +358,10 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
             break
     if found.stopped is None and tree.stats.get("truncated"):
         found.stopped = "truncated"       # the walk ended, but children were cut without a bound
-    cut = tree.gap_lb.get(best[0], math.inf) if best is not None else math.inf
-    if found.stopped is None and cut < math.inf and cut < best[1]:
+    if found.stopped is None and best is not None and tree.gap_lb.get(best[0], math.inf) < best[1]:
         # the walk ended, but the gap cut subtrees that might hold a mapping at the best's cycles
         # with a little less energy: its cycles are proven, its energy within the gap
-        found.stopped, found.left = "energy-gap", (best[0], cut)
+        found.stopped, found.left = "energy-gap", (best[0], tree.gap_lb[best[0]])
     found.complete = found.stopped in (None, "optimal")
     found.stopped = found.stopped or "optimal"
     if best is not None:

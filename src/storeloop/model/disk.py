@@ -116,7 +116,7 @@ def bounds_per_word(ssd, word_bits: int, longest_run_words: int, largest_tile_wo
     wbytes = word_bits / 8
     peak = least_seconds_per_word(ssd, word_bits)[0 if read else 1]
     run = longest_run_words * wbytes
-    in_flight = wbytes / (2 * largest_tile_words * wbytes / least_latency(ssd, read))
+    in_flight = least_latency(ssd, read) / (2 * largest_tile_words)      # seconds per word
     if run >= ssd.page_bytes * ssd.channels:
         return max(peak, in_flight), least_pJ
     bw, jpb = short_request_bounds(ssd, int(run), read, ssd.accelerator)
