@@ -30,6 +30,7 @@ from storeloop.model.heap import single_blas_thread
 from storeloop.ir.constraints import Constraints
 from storeloop.mapper.space import MapSpace
 from storeloop.mapper.tree import Tree, pareto
+from storeloop.mapper.uneven import split
 from storeloop.mapper.window import surrogate, without_unit_terms
 from storeloop.model.costs import layout_of, layout_runs
 from storeloop.model.disk import with_ssd_prices, word_rates
@@ -135,7 +136,10 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
                         field="--search-layout", allowed=f"an ssd: block on {arch.levels[0].name} and "
                         f"--algorithm exhaustive, or no --search-layout")
     tune_malloc()
-    p = _prepare(arch, workload, energy, constraints, opts.search_layout)
+    if opts.uneven and algorithm != "exhaustive":
+        raise SpecError("uneven positions are searched by the exhaustive search", field="--uneven",
+                        allowed="--algorithm exhaustive, or no --uneven")
+    p = _prepare(arch, workload, energy, constraints, opts.search_layout, opts.uneven)
     written, arch, energy, constraints, members, space, tree = \
         p.written, p.arch, p.energy, p.constraints, p.members, p.space, p.tree
     window, free = p.window, opts.search_layout
@@ -204,6 +208,9 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
                                       "the surrogate without the windowed ranks (mapper/window.py)")
         report["exact_leaves"] = int(found.stats.get("exact", 0))
         report["bound_violations"] = int(found.stats.get("bound_violations", 0))
+    if tree.split is not None:              # and each tensor at its own loop position on the split levels
+        report["space"]["uneven"] = (f"each tensor kept at {', '.join(tree.split.split_names) or '(no level)'} at any "
+                                     f"position among that level's temporal loops (one loop per dimension a level)")
     if free:                                # and every rank order of each tensor on the SSD level
         report["space"]["layouts"] = f"every rank order of each tensor on {written.levels[0].name}"
         report["layout"] = {k: list(v) for k, v in written.levels[0].layout.items()}
@@ -231,7 +238,7 @@ class _Prepared:
 
 
 def _prepare(arch: Arch, workload: Workload, energy: EnergyTable, constraints: Constraints | None,
-             free: bool) -> _Prepared:
+             free: bool, uneven: bool = False) -> _Prepared:
     """The map space and tree of ``workload`` on ``arch`` (refusing what the mapper cannot search)."""
     # a paged level's cost depends on the tile layout (rank order)
     paged = [lvl for lvl in arch.levels if lvl.page_bytes or lvl.ssd]
@@ -262,7 +269,12 @@ def _prepare(arch: Arch, workload: Workload, energy: EnergyTable, constraints: C
         merged, members, mcons = merge(lean if free else without_unit_terms(laid_out(written, workload)),
                                        constraints, layout="none" if free or meshed else bool(paged))
     space = MapSpace(arch, merged, mcons, exact=lean if window else None)
-    tree = Tree(space, energy, free_layout=free, exact=lean if window else None)
+    if uneven:       # the tree searches the split arch (mapper/uneven.py); the local search the even space
+        sp = split(arch, energy, mcons, len(workload.tensors) + 1)
+        tree = Tree(MapSpace(sp.virtual, merged, sp.constraints, exact=lean if window else None), sp.energy,
+                    free_layout=free, exact=lean if window else None, split=sp)
+    else:
+        tree = Tree(space, energy, free_layout=free, exact=lean if window else None)
     return _Prepared(written, arch, energy, constraints, members, space, tree, window)
 
 

@@ -126,8 +126,11 @@ def split_mapping(mapping: Mapping, members: list[list[int]], workload: Workload
 
     levels = []
     for lm in mapping.levels:
-        temporal = tuple(Loop(d, f) for lp in lm.temporal for d, f in take(lp.dim, lp.factor))
+        split = [take(lp.dim, lp.factor) for lp in lm.temporal]
+        temporal = tuple(Loop(d, f) for loops in split for d, f in loops)
         spatial = tuple(Loop(d, f, True, lp.axis) for lp in lm.spatial for d, f in take(lp.dim, lp.factor))
-        levels.append(LevelMapping(temporal, spatial, lm.keep))
+        # an uneven position below n merged loops lies below the loops they split into
+        above = tuple((t, sum(len(loops) for loops in split[:n])) for t, n in lm.above)
+        levels.append(LevelMapping(temporal, spatial, lm.keep, above))
     return Mapping(tuple(levels), mapping.name)
 

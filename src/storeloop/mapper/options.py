@@ -36,6 +36,8 @@ class MapperOptions(BaseModel):
     threads: StrictInt = Field(1, ge=1, le=1024, description="processes for the exhaustive search")
     search_layout: bool = Field(False, strict=True, description="true: the SSD-backed first level's "
                                 "layout (rank order per tensor) is searched with the mapping")
+    uneven: bool = Field(False, strict=True, description="true: each tensor a level keeps is searched at its "
+                         "own temporal loop position there (uneven mappings, mapper/uneven.py)")
 
     @field_validator("objective")
     @classmethod
@@ -53,7 +55,8 @@ class MapperOptions(BaseModel):
 
 
 FLAGS = {"objective": "--objective", "algorithm": "--algorithm", "time_limit": "--time-limit", "budget": "--budget",
-         "energy_gap": "--energy-gap", "threads": "--threads", "search_layout": "--search-layout"}
+         "energy_gap": "--energy-gap", "threads": "--threads", "search_layout": "--search-layout",
+         "uneven": "--uneven"}
 
 
 def options(**given) -> MapperOptions:

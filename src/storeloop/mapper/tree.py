@@ -27,6 +27,7 @@ import numpy as np
 
 from storeloop.mapper.below import SAFE, BelowBounds
 from storeloop.mapper.space import MapSpace, divisors
+from storeloop.mapper.uneven import Split
 from storeloop.mapper.window import touched
 from storeloop.model import costs, disk
 from storeloop.errors import MappingError
@@ -187,6 +188,10 @@ class Node:
     # a last-level node priced ahead with its siblings (Tree.prefetch): (candidates, complete, its
     # best leaf or ()), taken by Tree.expand as if it priced the node then
     leaf: tuple | None = None
+    # uneven positions (Tree.split): the words the positions of `depth`'s physical level hold so far
+    # (down to `depth`), and the tensors they keep
+    held: int = 0
+    gkept: int = 0
 
 
 @dataclass
@@ -208,8 +213,12 @@ class Tree(BelowBounds):
     best so far are priced by the reference model (:meth:`_exact_leaves`)."""
 
     def __init__(self, space: MapSpace, energy: EnergyTable, free_layout: bool = False,
-                 exact: Workload | None = None):
+                 exact: Workload | None = None, split: Split | None = None):
         self.space, self.energy, self.exact = space, energy, exact
+        # uneven positions: space.arch is the split's virtual arch; mappings and the model's
+        # prices are the physical arch's (mapper/uneven.py)
+        self.split = split
+        self.model_arch = split.arch if split is not None else space.arch
         self.priced = exact or space.workload          # the problem the model prices
         self.arch, self.workload = space.arch, space.workload
         w = self.workload
@@ -529,6 +538,17 @@ class Tree(BelowBounds):
         k, i = np.unravel_index(int(np.argmin(total)), total.shape)       # the first split, then case, of the least
         return {tensor.name: float(energy[k, i, t]) for t, tensor in enumerate(w.tensors)}
 
+    def _inner(self, L: int) -> bool:
+        """Level L is an inner position of a split level (uneven positions)."""
+        return self.split is not None and not self.split.first(L)
+
+    def _ports(self, upto: int) -> list[tuple[int, list[int]]]:
+        """The levels above ``upto`` by the bandwidth they share: (a level, the levels whose counts
+        its ports carry) -- each level alone, or a split level's positions together."""
+        if self.split is None:
+            return [(L, [L]) for L in range(upto)]
+        return [(vs[0], [v for v in vs if v < upto]) for vs in self.split.members if vs[0] < upto]
+
     def _traffic_cycles(self, L: int, r, w):
         lvl = self.arch.levels[L]
         out = 0.0
@@ -541,11 +561,30 @@ class Tree(BelowBounds):
         return out
 
     # ------------------------------------------------------------------ expansion
+    def _fixed(self, n: Node) -> int:
+        """Uneven positions: the dimensions (a bit each) whose temporal factor at level n.depth must
+        be 1 -- those an outer position of its physical level loops over (one loop per dimension a
+        level), or all where an inner position keeps nothing (its loops would belong to the one
+        above: one canonical split per mapping)."""
+        L, sp = n.depth, self.split
+        if sp is None or sp.first(L):
+            return 0
+        if n.keep == 0:
+            return (1 << self.D) - 1
+        out = 0
+        for v in sp.members[sp.group[L]]:
+            if v == L:
+                break
+            for d in np.nonzero(n.choice[v][0] > 1)[0]:
+                out |= 1 << int(d)
+        return out
+
     def _combos(self, n: Node) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every (temporal factors, X, Y) of level n.depth: per spatial option (in the map space's
         order) that divides what is left, the temporal factors the level's ranges and the levels
         below can take (the last level takes all that is left)."""
         L = n.depth
+        fixed = self._fixed(n)
         if L not in self._spatial:
             opts = self.space.spatial_options[L]
             x = np.array([o[0] for o in opts], np.int64).reshape(len(opts), self.D)
@@ -557,22 +596,24 @@ class Tree(BelowBounds):
         x, y, left = x[ok], y[ok], n.rem[None, :] // s[ok]
         if L == self.nlev - 1:
             ok = ((left >= rng[:, 0]) & (left <= rng[:, 1])).all(axis=1)
+            if fixed:
+                ok &= (left[:, [d for d in range(self.D) if fixed >> d & 1]] == 1).all(axis=1)
             return left[ok], x[ok], y[ok]
         tf, rows = [], []
         for i, key in enumerate(map(tuple, left.tolist())):
-            if (L, key) not in self._cartesian:
+            if (L, key, fixed) not in self._cartesian:
                 lists = []
                 for d in range(self.D):
                     # what is left for the levels below must be within what they can take
                     r_lo, r_hi = self.reach_lo[L + 1, d], self.reach_hi[L + 1, d]
                     lists.append([f for f in divisors(key[d]) if rng[d, 0] <= f <= rng[d, 1]
-                                  and r_lo <= key[d] // f <= r_hi])
+                                  and r_lo <= key[d] // f <= r_hi and (f == 1 or not fixed >> d & 1)])
                 if self._cached > CARTESIAN_CACHE:     # memory stays bounded on large problems
                     self._cartesian.clear()
                     self._cached = 0
-                self._cartesian[L, key] = cartesian(lists)
-                self._cached += len(self._cartesian[L, key])
-            c = self._cartesian[L, key]
+                self._cartesian[L, key, fixed] = cartesian(lists)
+                self._cached += len(self._cartesian[L, key, fixed])
+            c = self._cartesian[L, key, fixed]
             if len(c):
                 tf.append(c)
                 rows.append(np.full(len(c), i))
@@ -678,6 +719,8 @@ class Tree(BelowBounds):
             return arr, arr
         fills, reads = arr.copy(), arr.copy()
         no_fanout = (rows["sx"] * rows["sy"]).prod(axis=1) == 1
+        if self.split is not None and not self.split.first(n.depth + 1):
+            no_fanout[:] = False       # an inner position: the fanout into its physical level feeds it
         for t in self.windowed:
             pl = int(n.last[t])
             if pl < 0:
@@ -764,7 +807,13 @@ class Tree(BelowBounds):
         used = true_tiles.astype(np.float64) @ keptf                                    # (m, K), exact integers
         # a windowed tensor kept at L1: its fills and the parent's reads of it, from its true tile
         w_fill, w_read = self._window_arrivals(n, rows, true_tiles)
-        ok = np.ones((m, len(masks)), bool) if lvl1.size_words is None else used <= lvl1.size_words
+        ok = np.ones((m, len(masks)), bool) if lvl1.size_words is None else used + n.held * self._inner(L1) \
+            <= lvl1.size_words
+        if self._inner(L1):                # uneven positions (mapper/uneven.py): what the outer ones allow
+            ok &= ((masks & n.gkept) == 0)[None, :]              # one copy of a tensor a level
+            if n.keep == 0 and not self.split.first(n.depth):
+                ok &= (masks == 0)[None, :]                      # after an empty position, none
+            ok &= ~((masks != 0)[None, :] & (rows["tf"] == 1).all(axis=1)[:, None])   # a position has loops above it
         self.stats["candidates"] += ok.size
         self.stats["pruned_capacity"] += int((~ok).sum())
         util1 = rows["util"].astype(np.float64)
@@ -869,11 +918,12 @@ class Tree(BelowBounds):
             below = self._below_cost(L1, rows, kept, arrived, moved, util1, keeper)
             e += below
         clb = np.broadcast_to(np.maximum(cc_lb, self.global_lb).astype(np.float64)[:, None], e.shape)
-        for l in range(L1 + 1):
+        for l, ls in self._ports(L1 + 1):
             if l == 0 and self.ssd is not None:
                 clb = np.maximum(clb, ssd_s * self.arch.clock_hz * SAFE)
             else:
-                clb = np.maximum(clb, self._traffic_cycles(l, tr_r[l], tr_w[l]) * SAFE)
+                clb = np.maximum(clb, self._traffic_cycles(l, sum(tr_r[v] for v in ls), sum(tr_w[v] for v in ls))
+                                 * SAFE)
         clb = np.ceil(clb)          # (cycles are whole: at least the bound rounded up)
         e = e * SAFE
         keepc = ok.copy()
@@ -973,8 +1023,16 @@ class Tree(BelowBounds):
                               None),)
         spans = n.spans.copy()
         spans[L1] = rows["rem"][j]
+        held = gkept = 0
+        if self.split is not None:         # what this position holds, with the outer ones of its level
+            one = {k: v if k == "perms" else v[j:j + 1] for k, v in rows.items()}
+            tiles = self._true_tiles(one)[0]
+            held = int(sum(int(tiles[t]) for t in range(self.T) if mask >> t & 1))
+            if self._inner(L1):
+                held, gkept = held + n.held, n.gkept
+            gkept |= mask
         return Node(L1, rows["rem"][j], int(rows["P"][j]), rows["rep"][j], rows["above"][j], last, scat, partl,
-                    cnt, util, e_acc, choice, mask, spans, ssd_s, ssd_pJ, pending)
+                    cnt, util, e_acc, choice, mask, spans, ssd_s, ssd_pJ, pending, held=held, gkept=gkept)
 
     def _leaf_orders(self, rows: dict) -> tuple:
         """The leaves of last-level ``rows``: per leaf its row and order (an index into ``orders``),
@@ -1112,7 +1170,7 @@ class Tree(BelowBounds):
                                for c, o, so in zip(base, loops, inner + (base[-1][5],)))
                     self.stats["candidates"] += EXACT_COST
                     try:
-                        r = evaluate(self.arch, self.exact, self.mapping(ch), self.energy)
+                        r = evaluate(self.model_arch, self.exact, self.mapping(ch), self.energy)
                     except MappingError:            # a window's tile is larger than the surrogate's
                         continue
                     self.stats["exact"] += 1
@@ -1173,6 +1231,12 @@ class Tree(BelowBounds):
             e, lc = costs.level_costs(lvl, c.read_pJ, c.write_pJ, cnt[:, L, :, RD].T, cnt[:, L, :, FL].T,
                                       cnt[:, L, :, UP].T, cc)
             energy = energy + e * nr["util"][:, L]
+            if self._inner(L):             # a split level's ports carry every position's counts
+                vs = self.split.members[self.split.group[L]]
+                if L == vs[-1]:
+                    both = cnt[:, list(vs)].sum(axis=1)
+                    lc = costs.level_costs(lvl, c.read_pJ, c.write_pJ, both[:, :, RD].T, both[:, :, FL].T,
+                                           both[:, :, UP].T, cc)[1]
             level_cycles.append(lc)
         if not self.single:
             return np.max([cc] + level_cycles, axis=0), energy
@@ -1199,4 +1263,5 @@ class Tree(BelowBounds):
             dims = [d for ci in order for d in sorted(self.space.classes[ci][1],
                                                       key=lambda d: (pref.index(d) if d in pref else len(pref), d))]
             levels.append(self.space.level_mapping(dims, tf, sx, sy, keep, spatial_order))
-        return Mapping(tuple(levels), name)
+        out = Mapping(tuple(levels), name)
+        return out if self.split is None else self.split.to_physical(out)

@@ -1,0 +1,120 @@
+"""The mapper's search of uneven positions (``storeloop map --uneven``, mapper/uneven.py) against
+brute force: every mapping of the oracle's map space (tests/test_mapper_oracle.py) with every
+position of every tensor a level below the first keeps (0 .. its temporal loops), each priced by
+the reference model. Whenever ``map --uneven`` says optimal, it equals that minimum; and on the
+problems where an uneven mapping beats every even one, it finds it.
+
+The problems have small buffers, where uneven positions pay: a tensor whose tile would not fit
+beside the others lies below a loop that indexes it, and keeps its reuse across the loops inside."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+from test_mapper_oracle import EINSUMS, brute_force, every_mapping, score
+
+from storeloop.errors import MappingError
+from storeloop.formats.mapping import mapping_to_native
+from storeloop.ir import ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Mapping, StorageLevel
+from storeloop.mapper import map_workload
+from storeloop.mapper.options import options
+from storeloop.model.evaluate import evaluate
+from storeloop.workloads.pir import einsum_workload
+
+
+def uneven_case(seed: int):
+    """DRAM -> SRAM (5-12 words) [-> RF (2 words)] -> 1-2 MACs, a matmul of 16 or 32 computes (8
+    with the RF; each dimension 2 or 4), random bandwidths and energies, the energy objective or
+    delay then energy."""
+    rng = random.Random(seed)
+    text, dims = rng.choice(EINSUMS[1:3])
+    three = rng.random() < 0.3
+    while True:
+        bounds = {d: rng.choice([2, 4]) for d in dims}
+        if math.prod(bounds.values()) in ((8,) if three else (16, 32)):
+            break
+    work = einsum_workload(f"u{seed}", text, bounds, bits=16)
+    levels = [StorageLevel("DRAM", "DRAM", 1, None, None, 16, 1, shared_bandwidth=rng.choice([None, 1.0])),
+              StorageLevel("SRAM", "SRAM", 1, None, rng.choice([5, 7, 12]), 16, 1,
+                           read_bandwidth=rng.choice([None, 1.0]), write_bandwidth=rng.choice([None, 1.0]))]
+    if three:
+        levels.append(StorageLevel("RF", "regfile", 1, None, 2, 16, 1))
+    arch = Arch("uneven-oracle", tuple(levels), ComputeLevel("MAC", "intmac", rng.choice([1, 1, 2]), None, 16),
+                clock_hz=1e9)
+    energy = EnergyTable({"DRAM": ActionCosts(rng.uniform(50, 200), rng.uniform(50, 200), 0.0, "random"),
+                          "SRAM": ActionCosts(rng.uniform(1, 10), rng.uniform(1, 10), 100.0, "random"),
+                          "RF": ActionCosts(rng.uniform(0.1, 1), rng.uniform(0.1, 1), 10.0, "random")},
+                         ActionCosts(rng.uniform(0.5, 3), 0.0, 50.0, "random"), "random")
+    return arch, work, energy, rng.choice(["energy", "energy", "delay,energy"])
+
+
+def every_uneven_mapping(arch: Arch, work):
+    """Every mapping of the oracle's space, with every position of each tensor kept below the
+    first level: below 0 .. all of that level's temporal loops (written independently of the
+    search's split into positions)."""
+    names = [t.name for t in work.tensors]
+    for m in every_mapping(arch, work, {}):
+        options_ = [[m.levels[0]]]
+        for lm in m.levels[1:]:
+            kept = [t for t in names if lm.keeps(t)]
+            options_.append([LevelMapping(lm.temporal, lm.spatial, lm.keep,
+                                          tuple((t, p) for t, p in zip(kept, pos) if p))
+                             for pos in itertools.product(range(len(lm.temporal) + 1), repeat=len(kept))])
+        for levels in itertools.product(*options_):
+            yield Mapping(tuple(levels))
+
+
+def uneven_brute_force(arch: Arch, work, energy: EnergyTable, objective: str):
+    best = None
+    for mapping in every_uneven_mapping(arch, work):
+        try:
+            r = evaluate(arch, work, mapping, energy)
+        except MappingError:
+            continue
+        if best is None or score(objective, r) < best:
+            best = score(objective, r)
+    return best
+
+
+def test_map_uneven_matches_brute_force_and_finds_what_even_mappings_miss():
+    proven = beats_even = 0
+    for seed in range(20):
+        arch, work, energy, objective = uneven_case(seed)
+        out = map_workload(arch, work, energy, converge=False,
+                           options=options(objective=objective, time_limit=120, energy_gap=0.0, uneven=True))
+        s = out.search
+        assert s["space"]["uneven"].startswith("each tensor kept at SRAM")
+        if not s["optimal"]:
+            continue
+        proven += 1
+        want = uneven_brute_force(arch, work, energy, objective)
+        got = score(objective, out.result)
+        assert all(math.isclose(g, w, rel_tol=1e-9) for g, w in zip(got, want)), \
+            f"seed {seed} ({objective}): map --uneven says optimal at {got}, brute force finds {want}\n{work}\n{arch}"
+        even = brute_force(arch, work, energy, objective, {})
+        if even is None or want < even:
+            beats_even += 1
+            assert out.mapping.uneven
+    assert proven >= 18, f"only {proven} of 20 proven"
+    assert beats_even >= 4, f"only {beats_even} problems where an uneven mapping beats every even one"
+
+
+def test_an_uneven_answer_is_written_and_read_back_as_the_same_mapping(tmp_path):
+    """The answer's positions survive the mapping file (``below:``): loaded back, it prices the same."""
+    from storeloop.formats.load import load_mapping
+    import yaml
+
+    for seed in range(20):
+        arch, work, energy, _ = uneven_case(seed)
+        out = map_workload(arch, work, energy, converge=False,
+                           options=options(objective="energy", time_limit=60, energy_gap=0.0, uneven=True))
+        if out.mapping.uneven:
+            break
+    else:
+        raise AssertionError("no uneven answer among the cases")
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(mapping_to_native(out.mapping, arch, work)))
+    again = evaluate(arch, work, load_mapping(path, arch, work), energy)
+    assert (again.cycles, again.energy_pJ) == (out.result.cycles, out.result.energy_pJ)
