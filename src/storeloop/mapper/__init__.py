@@ -107,7 +107,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
                  objective: str = "delay,energy", algorithm: str = "exhaustive", time_limit: float | None = None,
                  budget: int | None = None, threads: int = 1, seed: int = 0, victory: int = 500, progress: bool = False,
                  energy_gap: float | None = None, seeds: list[Mapping] = (), converge: bool = True,
-                 search_layout: bool = False, options: MapperOptions | None = None) -> MapResult:
+                 search_layout: bool = False, uneven: bool = False, options: MapperOptions | None = None) -> MapResult:
     """The best mapping of ``workload`` on ``arch`` priced with ``energy``.
 
     ``objective``: see :data:`storeloop.mapper.objective.NAMES`. ``time_limit`` (seconds, None:
@@ -121,12 +121,13 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     the time limit ends the search before any valid mapping, StoreloopError when none exists.
     ``search_layout``: the SSD-backed first level stores each tensor in the rank order (layout)
     that prices it best, searched with the mapping (the arch's own ``layout`` is ignored); the
-    report's ``layout`` gives the orders chosen. ``options``: all of the search's options at once, typed
+    report's ``layout`` gives the orders chosen. ``uneven``: each tensor a level keeps is also
+    searched at its own position among that level's temporal loops (:mod:`storeloop.mapper.uneven`). ``options``: all of the search's options at once, typed
     (:class:`~storeloop.mapper.options.MapperOptions`, as ``storeloop map``, a sweep and a system
     stage give them); then the keywords it holds are not read."""
     opts = options if options is not None else check_options(
         objective=objective, algorithm=algorithm, time_limit=time_limit, budget=budget, energy_gap=energy_gap,
-        threads=threads, search_layout=search_layout)
+        threads=threads, search_layout=search_layout, uneven=uneven)
     objective, algorithm, time_limit, threads = opts.objective, opts.algorithm, opts.time_limit, opts.threads
     energy_gap = opts.energy_gap
     if energy_gap is None:

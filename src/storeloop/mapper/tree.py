@@ -542,6 +542,23 @@ class Tree(BelowBounds):
         """Level L is an inner position of a split level (uneven positions)."""
         return self.split is not None and not self.split.first(L)
 
+    def _indexed_inside(self, rows: dict) -> np.ndarray:
+        """Per row, the tensors (a bit each) its innermost temporal loop indexes (0: no loop). Only
+        those may lie at the next position of a split level: a tensor below a loop that does not
+        index it has the same tile and counts one position up (its tile does not change from one
+        step of that loop to the next), so that position stands for it (one split per mapping)."""
+        cp = self._patterns(rows["tf"])[0]
+        bits = (self.class_rel * (1 << np.arange(self.T))[:, None]).sum(axis=0)     # per class
+        out = np.zeros(len(cp), np.int64)
+        for oid in np.unique(rows["oid"]):
+            sel = np.nonzero(rows["oid"] == oid)[0]
+            got = np.zeros(len(sel), bool)
+            for ci in reversed(rows["perms"][oid]):
+                has = (cp[sel, ci] > 1) & ~got
+                out[sel[has]] = bits[ci]
+                got |= has
+        return out
+
     def _ports(self, upto: int) -> list[tuple[int, list[int]]]:
         """The levels above ``upto`` by the bandwidth they share: (a level, the levels whose counts
         its ports carry) -- each level alone, or a split level's positions together."""
@@ -814,6 +831,7 @@ class Tree(BelowBounds):
             if n.keep == 0 and not self.split.first(n.depth):
                 ok &= (masks == 0)[None, :]                      # after an empty position, none
             ok &= ~((masks != 0)[None, :] & (rows["tf"] == 1).all(axis=1)[:, None])   # a position has loops above it
+            ok &= (masks[None, :] & ~self._indexed_inside(rows)[:, None]) == 0
         self.stats["candidates"] += ok.size
         self.stats["pruned_capacity"] += int((~ok).sum())
         util1 = rows["util"].astype(np.float64)
@@ -922,8 +940,8 @@ class Tree(BelowBounds):
             if l == 0 and self.ssd is not None:
                 clb = np.maximum(clb, ssd_s * self.arch.clock_hz * SAFE)
             else:
-                clb = np.maximum(clb, self._traffic_cycles(l, sum(tr_r[v] for v in ls), sum(tr_w[v] for v in ls))
-                                 * SAFE)
+                rd, wr = (tr[l] if len(ls) == 1 else sum(tr[v] for v in ls) for tr in (tr_r, tr_w))
+                clb = np.maximum(clb, self._traffic_cycles(l, rd, wr) * SAFE)
         clb = np.ceil(clb)          # (cycles are whole: at least the bound rounded up)
         e = e * SAFE
         keepc = ok.copy()
