@@ -104,9 +104,12 @@ def test_map_uneven_matches_brute_force_and_finds_what_even_mappings_miss():
 
 
 def test_an_uneven_answer_is_written_and_read_back_as_the_same_mapping(tmp_path):
-    """The answer's positions survive the mapping file (``below:``): loaded back, it prices the same."""
-    from storeloop.formats.load import load_mapping
+    """The answer's positions are printed and survive the mapping file (``below:``): loaded back, it
+    prices the same."""
     import yaml
+
+    from storeloop.cli.render import map_report
+    from storeloop.formats.load import load_mapping
 
     for seed in range(20):
         arch, work, energy, _ = uneven_case(seed)
@@ -116,6 +119,8 @@ def test_an_uneven_answer_is_written_and_read_back_as_the_same_mapping(tmp_path)
             break
     else:
         raise AssertionError("no uneven answer among the cases")
+    below = [f"{t}: {work.dims[lm.temporal[n - 1].dim]}" for lm in out.mapping.levels for t, n in lm.above if n]
+    assert f"below: {{{below[0]}" in map_report(out, arch, work)      # what `storeloop map` prints
     path = tmp_path / "m.yaml"
     path.write_text(yaml.safe_dump(mapping_to_native(out.mapping, arch, work)))
     again = evaluate(arch, work, load_mapping(path, arch, work), energy)

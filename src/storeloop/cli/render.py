@@ -96,7 +96,9 @@ def map_report(out, arch: Arch, workload, written: str | None = None) -> str:
         loops = format_loops(lm.temporal, workload) or "-"
         sp = " ".join(f"{workload.dims[lp.dim]}={lp.factor}{'' if lp.axis == 'X' else '(Y)'}" for lp in lm.spatial)
         keep = "all" if lm.keep is None else (", ".join(sorted(lm.keep)) or "none")
-        lines.append(f"  {lvl.name:<8} {loops}{'  spatial ' + sp if sp else ''}  keep: {keep}")
+        below = ", ".join(f"{t}: {workload.dims[lm.temporal[n - 1].dim]}" for t, n in lm.above if n)
+        lines.append(f"  {lvl.name:<8} {loops}{'  spatial ' + sp if sp else ''}  keep: {keep}"
+                     + (f"  below: {{{below}}}" if below else ""))
     if "layout" in s:
         lines.append(f"layout on {arch.levels[0].name} (searched; put it in the arch's {arch.levels[0].name} level to keep it): "
               + "{" + ", ".join(f"{k}: [{', '.join(v)}]" for k, v in s["layout"].items()) + "}")
