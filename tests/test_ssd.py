@@ -511,3 +511,32 @@ def test_the_cycle_bound_from_first_keepers_holds_against_brute_force_and_binds(
         peak = sum(float(tree.sizes[t]) * (w if tree.rw[t] else r) for t in range(tree.T)) * arch.clock_hz
         raised += tree.global_lb > max(tree.bound_parts["compute"], math.ceil(peak))
     assert raised >= 10, raised                    # 20 seen
+
+
+def test_what_binds_is_read_from_each_levels_own_time_not_the_compute_floor():
+    """A level's ``cycles`` is Timeloop's: at least the compute's. Its ``busy`` cycles are what its
+    own ports (an SSD: its streams) need, so a compute-bound run names the compute units and the
+    levels that truly keep pace with them, not every level (the 3b table's 'bound by')."""
+    import math
+
+    from storeloop import load_arch, load_workload, price
+    from storeloop.formats.load import load_mapping
+    from storeloop.model import costs, disk
+    from storeloop.model.evaluate import evaluate
+    from storeloop.studies.ssd import _bound_by
+    from storeloop.sweeps.worker import level_breakdown
+
+    root = Path(__file__).parents[1]
+    arch, wl = load_arch(root / "arch" / "onionchopper-ssd.yaml"), load_workload(root / "workloads" / "onionpir-64GiB.yaml")
+    r = evaluate(arch, wl, load_mapping(root / "mappings" / "onionchopper-thesis-best.yaml", arch, wl), price(arch))
+    for lvl, lr in zip(arch.levels, r.levels):
+        ts = lr.tensors.values()
+        want = disk.cycles(lr.streams, arch.clock_hz) if lr.streams else math.ceil(costs.port_cycles(
+            lvl, sum(t.reads_per_instance for t in ts),
+            sum(t.fills_per_instance + t.updates_per_instance for t in ts)))
+        assert lr.busy == want and lr.busy <= lr.cycles
+    levels = level_breakdown(r)
+    assert _bound_by(json.dumps(levels)) == r.bound_by == "Disk"           # the thesis mapping: the SSD binds
+    floored = {"Disk": {"cycles": 10, "busy": 4}, "DRAM": {"cycles": 10, "busy": 10},
+               "SRAM": {"cycles": 10, "busy": 0}, "MAC": {"cycles": 10, "busy": 10, "compute": True}}
+    assert _bound_by(json.dumps(floored)) == "DRAM = MAC"

@@ -16,6 +16,7 @@ Beyond Timeloop (both off by default, so Timeloop inputs give Timeloop's numbers
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from dataclasses import dataclass, field
 
@@ -66,6 +67,10 @@ class LevelResult:
     tensors: dict[str, TensorResult]
     off_chip: bool = False           # the level's placement (StorageLevel.off_chip)
     streams: list = field(default_factory=list)   # an SSD-backed level's request streams (model.disk)
+    # the cycles the level's own ports (an SSD: its streams) need for its counts, without the
+    # compute floor ``cycles`` has (Timeloop's per-level cycles): what tells the levels apart when
+    # the run is compute-bound (0: unlimited bandwidth)
+    busy: int = 0
 
     @property
     def energy_pJ(self) -> float:
@@ -213,12 +218,14 @@ def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTab
                                            (t.fills + t.updates) * st.utilized_instances)
                                        for n, t in st.tensors.items() if t.kept},
                                  {n: runs[(L, n)] for n in st.tensors if (L, n) in runs})
-            cyc = max(compute_cycles, disk.cycles(streams, arch.clock_hz))
+            busy = disk.cycles(streams, arch.clock_hz)
+            cyc = max(compute_cycles, busy)
             slowdown = compute_cycles / cyc
             source = f"SSD model: {lvl.ssd.energy.source}"
         else:
             cyc, slowdown = costs.throttle(lvl, [t.reads for t in ts], [t.fills for t in ts], [t.updates for t in ts],
                                            compute_cycles)
+            busy = math.ceil(costs.port_cycles(lvl, sum(t.reads for t in ts), sum(t.fills + t.updates for t in ts)))
             source = price.source
         cycles = max(cycles, cyc)
         level_cycles.append(cyc)
@@ -238,7 +245,7 @@ def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTab
                                          st.utilized_instances,
                                          t.reads, t.fills, t.updates, e if t.kept else 0.0)
         levels.append(LevelResult(lvl.name, lvl.cls, lvl.instances, st.utilized_instances, cyc, slowdown,
-                                  price.area_um2, source, tensors, lvl.off_chip, streams))
+                                  price.area_um2, source, tensors, lvl.off_chip, streams, busy))
     single = {L for L, lvl in enumerate(arch.levels) if lvl.buffering == "single"}
     cycles = costs.buffered_cycles(level_cycles, fill, use, compute_cycles, single)
     buffering = {}

@@ -13,10 +13,12 @@ from storeloop.sweeps import mapped
 
 
 def _bound_by(levels_json: str) -> str:
-    """The levels whose cycles set the run time (a sweep row's per-level JSON)."""
+    """The levels (and compute units) whose own time sets the run time (a sweep row's per-level
+    JSON: each one's ``busy`` cycles, without the compute floor of its ``cycles``)."""
     levels = json.loads(levels_json)
-    top = max(v["cycles"] for v in levels.values())
-    return " = ".join(k for k, v in levels.items() if v["cycles"] == top)
+    busy = {k: v.get("busy", v["cycles"]) for k, v in levels.items()}
+    top = max(busy.values())
+    return " = ".join(k for k, v in busy.items() if v == top)
 
 
 def _ssd_specs(quick: bool, root: Path) -> dict[str, dict]:

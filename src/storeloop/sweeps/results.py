@@ -49,8 +49,8 @@ def read_results(db_path: str | Path, sweep: str | None = None):
 
 def _readable(df, params: list[str]):
     """The frame with Result's units (``time_s``, ``energy_J``, ``on_chip_area_mm2``), what binds
-    each point (``bound_by``: the level or compute with the most cycles; ``runner_up`` and
-    ``margin``, its cycles over the runner-up's, minus 1) and each level's cycles
+    each point (``bound_by``: the level or compute whose own ports need the most cycles; ``runner_up``
+    and ``margin``, its cycles over the runner-up's, minus 1) and each level's cycles
     (``cycles.<level>``), parameters first; the stored columns stay, after them."""
     import pandas as pd
 
@@ -64,8 +64,11 @@ def _readable(df, params: list[str]):
         parts = [json.loads(v) if isinstance(v, str) else {} for v in df["levels"]]
         bound, runner, margin, per = [], [], [], {}
         for i, p in enumerate(parts):
-            # the compute units bind on a tie: a level binds only when it is slower than them (Result.bound_by)
-            ranked = sorted(((v.get("cycles") or 0, bool(v.get("compute")), k) for k, v in p.items()), reverse=True)
+            # each by the time its own ports need (busy; rows stored before it: its cycles, which a
+            # compute-bound run floors at the compute's); the compute units bind on a tie: a level
+            # binds only when it is slower than them (Result.bound_by)
+            ranked = sorted(((v.get("busy", v.get("cycles")) or 0, bool(v.get("compute")), k) for k, v in p.items()),
+                            reverse=True)
             ranked = [(c, k) for c, _, k in ranked]
             for k, v in p.items():
                 per.setdefault(f"cycles.{k}", [None] * len(parts))[i] = v.get("cycles")

@@ -93,12 +93,14 @@ def _run_point(point: Point, seeds, row: dict) -> None:
 
 
 def level_breakdown(r) -> dict:
-    """Per level (and the compute units): cycles, energy (pJ), area (µm², all instances) and whether
-    it is off chip -- what the figures and reproduction.md break a design's totals into."""
+    """Per level (and the compute units): cycles, the cycles its own ports need (``busy``: without
+    the compute floor), energy (pJ), area (µm², all instances) and whether it is off chip -- what
+    the figures and reproduction.md break a design's totals into."""
 
-    out = {lvl.name: {"cycles": lvl.cycles, "energy_pJ": lvl.energy_pJ, "area_um2": lvl.area_total_um2,
-                      "instances": lvl.instances, "off_chip": lvl.off_chip} for lvl in r.levels}
-    out[r.compute_name] = {"cycles": r.compute_cycles, "energy_pJ": r.compute_energy_pJ,
+    out = {lvl.name: {"cycles": lvl.cycles, "busy": lvl.busy, "energy_pJ": lvl.energy_pJ,
+                      "area_um2": lvl.area_total_um2, "instances": lvl.instances, "off_chip": lvl.off_chip}
+           for lvl in r.levels}
+    out[r.compute_name] = {"cycles": r.compute_cycles, "busy": r.compute_cycles, "energy_pJ": r.compute_energy_pJ,
                            "area_um2": r.compute_area_per_instance_um2 * r.compute_instances,
                            "instances": r.compute_instances, "off_chip": False, "compute": True}
     return out
