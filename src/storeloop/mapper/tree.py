@@ -824,8 +824,8 @@ class Tree(BelowBounds):
         used = true_tiles.astype(np.float64) @ keptf                                    # (m, K), exact integers
         # a windowed tensor kept at L1: its fills and the parent's reads of it, from its true tile
         w_fill, w_read = self._window_arrivals(n, rows, true_tiles)
-        ok = np.ones((m, len(masks)), bool) if lvl1.size_words is None else used + n.held * self._inner(L1) \
-            <= lvl1.size_words
+        held = n.held if self._inner(L1) else 0         # (uneven positions: the outer ones' tiles)
+        ok = np.ones((m, len(masks)), bool) if lvl1.size_words is None else used + held <= lvl1.size_words
         if self._inner(L1):                # uneven positions (mapper/uneven.py): what the outer ones allow
             ok &= ((masks & n.gkept) == 0)[None, :]              # one copy of a tensor a level
             if n.keep == 0 and not self.split.first(n.depth):

@@ -7,7 +7,7 @@ position: the j-th holds the tensors at the j-th position from the top and the l
 position and the next; the last also the level's fanout. A tensor's loops above and below it are
 then exactly the model's (``nest._flatten`` moves the loops above a tensor's position to the level
 above, in place). What the virtual levels of one physical level share, the tree enforces where it
-decides it (:class:`Split`): one copy of each tensor (a tensor is kept at one position), one
+decides it (:class:`storeloop.mapper.tree.Tree`): one copy of each tensor (a tensor is kept at one position), one
 capacity (the tiles of all positions together), one bandwidth (the leaves' cycles and the nodes'
 traffic bounds sum their counts), one loop per dimension a level (the mapping format's), and one
 canonical split per uneven mapping (no two splits stand for the same mapping). Every bound that
@@ -15,8 +15,8 @@ reads a level's capacity or bandwidth alone sees a relaxation of those, so it st
 
 Split are the levels below the first that are neither paged, SSD-backed nor single-buffered (nor
 above a single-buffered one), and have no user constraint (a level's constraints name its loops
-as one list); a level is split into as many positions as the workload has tensors, which is every
-uneven mapping the mapping format writes."""
+as one list); a level is split into one more position than the workload has tensors (the outermost
+may keep none), which is every uneven mapping the mapping format writes."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from storeloop.ir.constraints import Constraints
 class Split:
     """The virtual arch of a split and how to read its mappings back.
 
-    ``group[v]``: the physical level of virtual level v; ``first[v]``: v is its physical level's
+    ``group[v]``: the physical level of virtual level v; ``first(v)``: v is its physical level's
     outermost position; ``members[L]``: the virtual levels of physical level L, outermost first."""
 
     arch: Arch                     # the physical arch (the model prices on it)
