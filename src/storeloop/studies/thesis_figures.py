@@ -195,10 +195,13 @@ def roofline(row, title: str = ""):
 
         row = {"levels": json.dumps(level_breakdown(row)), "cycles": row.cycles}
     levels = json.loads(row["levels"])
-    names = list(levels)
     fig, (ax,) = _fig()
-    cyc = [levels[n]["cycles"] for n in names]
-    ax.barh(names[::-1], cyc[::-1], color=["tab:orange" if c >= row["cycles"] else "tab:blue" for c in cyc[::-1]])
+    # what each level's own ports need (busy; rows stored before it: its cycles, which Timeloop
+    # floors at the compute's); a level without a bandwidth limit needs none and has no bar
+    need = {n: v.get("busy", v["cycles"]) for n, v in levels.items()}
+    names = [n if need[n] else f"{n} (no bandwidth limit)" for n in levels]
+    cyc = [need[n] or float("nan") for n in levels]
+    ax.barh(names[::-1], cyc[::-1], color=["tab:orange" if c + 1 >= row["cycles"] else "tab:blue" for c in cyc[::-1]])
     ax.axvline(row["cycles"], color="black", ls="--", lw=0.8, label=f"achieved: {row['cycles']:,} cycles")
     ax.set_xscale("log")
     ax.set_xlabel("cycles each level needs on its own (log scale)")
