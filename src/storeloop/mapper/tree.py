@@ -584,7 +584,7 @@ class Tree(BelowBounds):
         level), or all where an inner position keeps nothing (its loops would belong to the one
         above: one canonical split per mapping)."""
         L, sp = n.depth, self.split
-        if sp is None or sp.first(L):
+        if not self._inner(L):
             return 0
         if n.keep == 0:
             return (1 << self.D) - 1
@@ -736,7 +736,7 @@ class Tree(BelowBounds):
             return arr, arr
         fills, reads = arr.copy(), arr.copy()
         no_fanout = (rows["sx"] * rows["sy"]).prod(axis=1) == 1
-        if self.split is not None and not self.split.first(n.depth + 1):
+        if self._inner(n.depth + 1):
             no_fanout[:] = False       # an inner position: the fanout into its physical level feeds it
         for t in self.windowed:
             pl = int(n.last[t])
@@ -828,7 +828,7 @@ class Tree(BelowBounds):
         ok = np.ones((m, len(masks)), bool) if lvl1.size_words is None else used + held <= lvl1.size_words
         if self._inner(L1):                # uneven positions (mapper/uneven.py): what the outer ones allow
             ok &= ((masks & n.gkept) == 0)[None, :]              # one copy of a tensor a level
-            if n.keep == 0 and not self.split.first(n.depth):
+            if n.keep == 0 and self._inner(n.depth):
                 ok &= (masks == 0)[None, :]                      # after an empty position, none
             ok &= ~((masks != 0)[None, :] & (rows["tf"] == 1).all(axis=1)[:, None])   # a position has loops above it
             ok &= (masks[None, :] & ~self._indexed_inside(rows)[:, None]) == 0
@@ -999,9 +999,12 @@ class Tree(BelowBounds):
         util[L1] = rows["util"][j]
         e_acc, ssd_s, ssd_pJ, pending = n.e_acc, n.ssd_s, n.ssd_pJ, n.pending
         w_fill = w_read = rows["arr"][j:j + 1]
-        if self.extents is not None:       # a windowed tensor's true tile bounds its counts
+        one = tiles = None
+        if self.extents is not None or self.split is not None:     # this row's tiles, as the model counts them
             one = {k: v if k == "perms" else v[j:j + 1] for k, v in rows.items()}
-            w_fill, w_read = self._window_arrivals(n, one, self._true_tiles(one))
+            tiles = self._true_tiles(one)
+        if self.extents is not None:       # a windowed tensor's true tile bounds its counts
+            w_fill, w_read = self._window_arrivals(n, one, tiles)
         for t in range(self.T):
             if not mask >> t & 1:
                 continue
@@ -1043,9 +1046,7 @@ class Tree(BelowBounds):
         spans[L1] = rows["rem"][j]
         held = gkept = 0
         if self.split is not None:         # what this position holds, with the outer ones of its level
-            one = {k: v if k == "perms" else v[j:j + 1] for k, v in rows.items()}
-            tiles = self._true_tiles(one)[0]
-            held = int(sum(int(tiles[t]) for t in range(self.T) if mask >> t & 1))
+            held = int(sum(int(tiles[0, t]) for t in range(self.T) if mask >> t & 1))
             if self._inner(L1):
                 held, gkept = held + n.held, n.gkept
             gkept |= mask
@@ -1253,8 +1254,7 @@ class Tree(BelowBounds):
                 vs = self.split.members[self.split.group[L]]
                 if L == vs[-1]:
                     both = cnt[:, list(vs)].sum(axis=1)
-                    lc = costs.level_costs(lvl, c.read_pJ, c.write_pJ, both[:, :, RD].T, both[:, :, FL].T,
-                                           both[:, :, UP].T, cc)[1]
+                    lc = costs.throttle(lvl, both[:, :, RD].T, both[:, :, FL].T, both[:, :, UP].T, cc)[0]
             level_cycles.append(lc)
         if not self.single:
             return np.max([cc] + level_cycles, axis=0), energy

@@ -9,14 +9,13 @@ from pathlib import Path
 from storeloop import evaluate, load_arch, load_mapping, load_workload, map as map_, price
 from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT
 from storeloop.studies import server as studies
-from storeloop.sweeps import mapped
+from storeloop.sweeps import mapped, own_cycles
 
 
 def _bound_by(levels_json: str) -> str:
     """The levels (and compute units) whose own time sets the run time (a sweep row's per-level
-    JSON: each one's ``busy`` cycles, without the compute floor of its ``cycles``)."""
-    levels = json.loads(levels_json)
-    busy = {k: v.get("busy", v["cycles"]) for k, v in levels.items()}
+    JSON: :func:`storeloop.sweeps.own_cycles`)."""
+    busy = {k: own_cycles(v) for k, v in json.loads(levels_json).items()}
     top = max(busy.values())
     return " = ".join(k for k, v in busy.items() if v == top)
 

@@ -18,7 +18,7 @@ from matplotlib.ticker import FuncFormatter
 from storeloop.plots import pareto_front
 from storeloop.plots.common import (RF, SRAM, UNITS, _fig, frame, save,  # noqa: F401  (save, sized: the notebooks')
                                     sized)
-from storeloop.sweeps import level_breakdown
+from storeloop.sweeps import level_breakdown, own_cycles
 
 # Published numbers (thesis ch. 6). They are drawn beside storeloop's; never used to compute them.
 THESIS = {
@@ -196,9 +196,9 @@ def roofline(row, title: str = ""):
         row = {"levels": json.dumps(level_breakdown(row)), "cycles": row.cycles}
     levels = json.loads(row["levels"])
     fig, (ax,) = _fig()
-    # what each level's own ports need (busy; rows stored before it: its cycles, which Timeloop
-    # floors at the compute's); a level without a bandwidth limit needs none and has no bar
-    need = {n: v.get("busy", v["cycles"]) for n, v in levels.items()}
+    # what each level's own ports need (own_cycles); a level without a bandwidth limit needs none
+    # and has no bar
+    need = {n: own_cycles(v) for n, v in levels.items()}
     names = [n if need[n] else f"{n} (no bandwidth limit)" for n in levels]
     cyc = [need[n] or float("nan") for n in levels]
     ax.barh(names[::-1], cyc[::-1], color=["tab:orange" if c + 1 >= row["cycles"] else "tab:blue" for c in cyc[::-1]])

@@ -47,6 +47,13 @@ def read_results(db_path: str | Path, sweep: str | None = None):
     return _readable(df, list(params.columns))
 
 
+def own_cycles(level: dict) -> int:
+    """The cycles one level of a row's ``levels`` JSON needs on its own ports (an SSD: its streams;
+    the compute units: their cycles): its ``busy``, without the compute floor Timeloop puts under a
+    level's ``cycles``. Rows stored before ``busy`` give their ``cycles``."""
+    return level.get("busy", level.get("cycles")) or 0
+
+
 def _readable(df, params: list[str]):
     """The frame with Result's units (``time_s``, ``energy_J``, ``on_chip_area_mm2``), what binds
     each point (``bound_by``: the level or compute whose own ports need the most cycles; ``runner_up``
@@ -64,11 +71,9 @@ def _readable(df, params: list[str]):
         parts = [json.loads(v) if isinstance(v, str) else {} for v in df["levels"]]
         bound, runner, margin, per = [], [], [], {}
         for i, p in enumerate(parts):
-            # each by the time its own ports need (busy; rows stored before it: its cycles, which a
-            # compute-bound run floors at the compute's); the compute units bind on a tie: a level
-            # binds only when it is slower than them (Result.bound_by)
-            ranked = sorted(((v.get("busy", v.get("cycles")) or 0, bool(v.get("compute")), k) for k, v in p.items()),
-                            reverse=True)
+            # each by the time its own ports need (own_cycles); the compute units bind on a tie: a
+            # level binds only when it is slower than them (Result.bound_by)
+            ranked = sorted(((own_cycles(v), bool(v.get("compute")), k) for k, v in p.items()), reverse=True)
             ranked = [(c, k) for c, _, k in ranked]
             for k, v in p.items():
                 per.setdefault(f"cycles.{k}", [None] * len(parts))[i] = v.get("cycles")
