@@ -54,6 +54,8 @@ MEANINGLESS = [
     ("ert", "energy: 1024\n", "energy: 2e25\n"),
     ("constraints", "min_spatial_utilization: 1.0", "min_spatial_utilization: true"),
     ("sweep", "budget: 5000000}", 'budget: "5000000"}'),                 # a string where a count goes
+    ("sweep", "budget: 5000000}", "budget: 5000000, uneven: 2}"),         # a number where a yes/no goes
+    ("sweep", "budget: 5000000}", 'budget: 5000000, uneven: "yes"}'),     # a string where a yes/no goes
     ("system:rotation", "levels.CoreRegs.instances: 1}", "levels.CoreRegs.instances: 2}"),  # 2 register sets, 1 core
     ("system:rotation", "arch_set: {compute.instances: 1,", "arch_set: {compute: 5,"),
 ]
