@@ -461,6 +461,26 @@ def test_converged_projects_from_enough_subtrees(monkeypatch):
     assert (budgeted.result.cycles, budgeted.result.energy_pJ) == (proven.result.cycles, proven.result.energy_pJ)
 
 
+def test_converged_holds_for_a_share_of_the_time_limit(monkeypatch):
+    """Without a budget (``map``'s default), 'converged' waits through the first CONVERGE_HOLD of
+    the walk's time limit: before that, too few top-level subtrees may be walked to project from.
+    A 384x384x96 matmul on 64 PEs (128-word RFs, 128 KiB GLB) stopped 'converged' after 1.9 s, in
+    its second subtree, and proves optimal in 10.5 s. Here the rule is made eager
+    (CONVERGE_MIN 20,000 candidates): a 64^3 matmul is still proven with a time limit, and stops
+    'converged' with none (no share to hold) or with a budget (a sweep's: its stop counts candidates only)."""
+    from storeloop.mapper import search
+
+    a = load_arch(ROOT / "tests/data/arch16.yaml")
+    w = workload("Z[m,n] = A[m,k] * B[k,n]", {"M": 64, "N": 64, "K": 64})
+    e = energy_table(a, None)
+    monkeypatch.setattr(search, "CONVERGE_MIN", 20_000)
+    held = map_workload(a, w, e, time_limit=60)
+    assert held.search["stopped"] == "optimal"
+    for eager in (map_workload(a, w, e, time_limit=None), map_workload(a, w, e, time_limit=60, budget=10 ** 9)):
+        assert eager.search["stopped"] == "converged" and eager.search["candidates"] < held.search["candidates"]
+        assert eager.result.energy_pJ >= held.result.energy_pJ
+
+
 def test_a_patient_local_search_stops_when_it_has_waited_as_long_as_it_searched():
     """The local search without a budget but with a patience P (a default search's retry) looks
     at P candidates at least, and stops once it has gone as long without an improvement as it

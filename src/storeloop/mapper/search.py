@@ -27,7 +27,11 @@ Why a search stopped is one of :data:`STOPS`, named in the report:
   at the mean cost of the later half of those walked, project to at most
   :data:`CONVERGE_PATIENT` times the walk's work so far (it is then likely to end soon with a
   proof), and not before :data:`CONVERGE_WALKED` subtrees are walked to project from, unless
-  the one being walked alone took :data:`CONVERGE_MIN`. A budget of candidates (a sweep's) caps
+  the one being walked alone took :data:`CONVERGE_MIN`; and, without a budget (``map``'s default),
+  not in the first :data:`CONVERGE_HOLD` of the walk's time limit, by when enough subtrees are
+  walked to project from (the one rule that reads the clock: a walk it lets end with a proof
+  gives the same answer on any machine; a search that still converges after it may converge
+  elsewhere on a busy one, as a time limit would). A budget of candidates (a sweep's) caps
   the walk, not this patience: with the energy gap cutting near-ties, the SSD study's searches
   that stopped 'converged' 13 % above their energy bound end within the gap a few seconds later;
 * ``truncated``: the branch and bound ended, but some expansion had more children than it keeps
@@ -63,6 +67,7 @@ STOPS = ("optimal", "energy-gap", "converged", "truncated", "budget", "time-limi
 CONVERGE_MIN = 5_000_000         # candidates a branch and bound spends at least before "converged"
 CONVERGE_PATIENT = 8             # ... and not while the projected rest of its walk is at most this many times its work
 CONVERGE_WALKED = 32             # ... projected from at least this many top-level subtrees
+CONVERGE_HOLD = 0.15             # ... and, without a budget, not in this share of the walk's time limit
 LEAF_BATCH = 256                 # last-level children priced together (Tree.prefetch)
 
 
@@ -173,7 +178,7 @@ class _DFS:
         spent = self.tree.stats["candidates"]
         quiet, limit = spent - self.since, max(CONVERGE_MIN, 2 * self.since)
         if self.goal is not None and self.goal.converge and self.best is not None and self.best[2] is not None \
-                and quiet > limit and not self.nearly_done(spent):
+                and quiet > limit and not self.holding() and not self.nearly_done(spent):
             raise self.stop("converged")
         out = self.tree.expand(node, self.key(), self.obj)
         if node.depth == self.tree.nlev - 1:
@@ -191,6 +196,13 @@ class _DFS:
                 raise self.stop(why)
             return
         self.walk(out)
+
+    def holding(self) -> bool:
+        """A search without a budget of candidates (``map``'s default) holds 'converged' for the
+        first :data:`CONVERGE_HOLD` of its time limit: until then too few top-level subtrees may
+        have been walked to project from (the first ones, of the best bounds, are the largest)."""
+        return self.goal.patient and self.deadline is not None and \
+            time.monotonic() - self.t0 < CONVERGE_HOLD * (self.deadline - self.t0)
 
     def nearly_done(self, spent: int) -> bool:
         """Whether the top-level subtrees left that the best does not cut, at the mean cost (in
