@@ -29,7 +29,8 @@ Why a search stopped is one of :data:`STOPS`, named in the report:
   proof), and not before :data:`CONVERGE_WALKED` subtrees are walked to project from, unless
   the one being walked alone took :data:`CONVERGE_MIN`; and, without a budget (``map``'s default),
   not in the first :data:`CONVERGE_HOLD` of the walk's time limit, by when enough subtrees are
-  walked to project from (the one rule that reads the clock: a walk it lets end with a proof
+  walked to project from, unless the walk could not end in time even if the subtrees left cost
+  a tenth of those walked (the one rule that reads the clock: a walk it lets end with a proof
   gives the same answer on any machine; a search that still converges after it may converge
   elsewhere on a busy one, as a time limit would). A budget of candidates (a sweep's) caps
   the walk, not this patience: with the energy gap cutting near-ties, the SSD study's searches
@@ -68,6 +69,7 @@ CONVERGE_MIN = 5_000_000         # candidates a branch and bound spends at least
 CONVERGE_PATIENT = 8             # ... and not while the projected rest of its walk is at most this many times its work
 CONVERGE_WALKED = 32             # ... projected from at least this many top-level subtrees
 CONVERGE_HOLD = 0.15             # ... and, without a budget, not in this share of the walk's time limit
+CONVERGE_OPTIMISM = 10           # ... unless the subtrees left, at this fraction of the mean cost, could not end in time
 LEAF_BATCH = 256                 # last-level children priced together (Tree.prefetch)
 
 
@@ -178,7 +180,7 @@ class _DFS:
         spent = self.tree.stats["candidates"]
         quiet, limit = spent - self.since, max(CONVERGE_MIN, 2 * self.since)
         if self.goal is not None and self.goal.converge and self.best is not None and self.best[2] is not None \
-                and quiet > limit and not self.holding() and not self.nearly_done(spent):
+                and quiet > limit and not self.holding(spent) and not self.nearly_done(spent):
             raise self.stop("converged")
         out = self.tree.expand(node, self.key(), self.obj)
         if node.depth == self.tree.nlev - 1:
@@ -197,12 +199,22 @@ class _DFS:
             return
         self.walk(out)
 
-    def holding(self) -> bool:
+    def holding(self, spent: int) -> bool:
         """A search without a budget of candidates (``map``'s default) holds 'converged' for the
         first :data:`CONVERGE_HOLD` of its time limit: until then too few top-level subtrees may
-        have been walked to project from (the first ones, of the best bounds, are the largest)."""
-        return self.goal.patient and self.deadline is not None and \
-            time.monotonic() - self.t0 < CONVERGE_HOLD * (self.deadline - self.t0)
+        have been walked to project from (the first ones, of the best bounds, are the largest).
+        It does not hold a walk that could not end in the time left even if each top-level subtree
+        left took a tenth (:data:`CONVERGE_OPTIMISM`) of the mean of those walked so far (the
+        current one counted as it stands), at the walk's pace so far: a 7-dimension layer with
+        tens of thousands of subtrees of millions of candidates each converges where it did."""
+        now = time.monotonic()
+        if not (self.goal.patient and self.deadline is not None and self.top is not None
+                and now - self.t0 < CONVERGE_HOLD * (self.deadline - self.t0)):
+            return False
+        ch, idx, k, began, child_began = self.top
+        per = (sum(self.top_costs) + spent - child_began) / (len(self.top_costs) + 1)
+        pace = (spent - began) / max(now - self.t0, 1e-3)          # candidates a second
+        return per / CONVERGE_OPTIMISM * (len(idx) - k - 1) <= pace * (self.deadline - now)
 
     def nearly_done(self, spent: int) -> bool:
         """Whether the top-level subtrees left that the best does not cut, at the mean cost (in
