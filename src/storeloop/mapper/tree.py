@@ -77,6 +77,17 @@ def pareto(secs: np.ndarray, pj: np.ndarray) -> np.ndarray:
     return np.array(out, np.int64)
 
 
+def rowprod(a: np.ndarray, cols=None) -> np.ndarray:
+    """The product of each row of an integer array over ``cols`` (default: every column), column
+    by column: numpy's reduction along a short inner axis is several times slower, and the
+    mapper's rows have a handful of columns (dimensions, tensors)."""
+    cols = range(a.shape[1]) if cols is None else cols
+    out = np.ones(len(a), a.dtype)
+    for c in cols:
+        out = out * a[:, c]
+    return out
+
+
 def cartesian(lists: list[list[int]]) -> np.ndarray:
     out = np.ones((1, 0), dtype=np.int64)
     for opts in lists:
@@ -285,6 +296,12 @@ class Tree(BelowBounds):
         self._perms: list[tuple] = []                    # the orders rows name (rows["oid"] indexes it)
         self._perm_ids: dict[tuple, int] = {}
         self.inst_above = max((lvl.instances for lvl in self.arch.levels[:-1]), default=1)   # (outputs: partitions)
+        # the levels whose traffic can bound cycles: those on a port with a bandwidth limit (a
+        # child's words at the others are not counted: they could only add 0 to its cycle bound)
+        self.timed = {v for l, ls in self._ports(self.nlev) for v in ls
+                      if any(bw is not None for bw in (self.arch.levels[l].read_bandwidth,
+                                                      self.arch.levels[l].write_bandwidth,
+                                                      self.arch.levels[l].shared_bandwidth))}
         self.stats = {"candidates": 0, "complete": 0, "pruned_capacity": 0, "pruned_bound": 0}
         if exact is not None:      # leaves priced by the model, and any whose surrogate price exceeded it
             self.stats.update(exact=0, bound_violations=0)
@@ -646,8 +663,11 @@ class Tree(BelowBounds):
         k = len(self.space.classes)
         cp = np.ones((len(tf), k), np.int64)
         for ci, (_, ds) in enumerate(self.space.classes):
-            cp[:, ci] = tf[:, ds].prod(axis=1)
-        return cp, ((cp > 1) * (1 << np.arange(k))).sum(axis=1)
+            cp[:, ci] = rowprod(tf, ds)
+        pattern = np.zeros(len(tf), np.int64)
+        for ci in range(k):
+            pattern |= (cp[:, ci] > 1).astype(np.int64) << ci
+        return cp, pattern
 
     def _chunks(self, n: Node, combos: tuple) -> list[tuple]:
         """The (factors, X, Y) combinations of level n.depth cut into consecutive pieces of at
@@ -688,7 +708,7 @@ class Tree(BelowBounds):
             return None
         idx = np.concatenate(idx)
         order_ids = np.concatenate(oids)
-        tf, sx, sy, cp = tf[idx], sx[idx], sy[idx], cp[idx]
+        tf, sx, sy, cp = (np.take(a, idx, axis=0) for a in (tf, sx, sy, cp))
         m = len(idx)
         P = np.full(m, n.P, np.int64)
         rep = np.broadcast_to(n.rep, (m, self.T)).copy()
@@ -704,11 +724,11 @@ class Tree(BelowBounds):
         rem = n.rem[None, :] // (tf * s)
         above = n.above[None, :] * s
         rd, left = self.rel_dims, self.bounds // above       # (each tensor's dimensions; what one instance owns)
-        scat = n.scat[None, :] * np.stack([s[:, d].prod(axis=1) for d in rd], axis=1)
-        tile = np.stack([rem[:, d].prod(axis=1) for d in rd], axis=1)
-        part = np.stack([left[:, d].prod(axis=1) for d in rd], axis=1)
+        scat = n.scat[None, :] * np.stack([rowprod(s, d) for d in rd], axis=1)
+        tile = np.stack([rowprod(rem, d) for d in rd], axis=1)
+        part = np.stack([rowprod(left, d) for d in rd], axis=1)
         return dict(tf=tf, sx=sx, sy=sy, oid=order_ids, perms=perms, P=P, rep=rep, rem=rem, above=above,
-                    scat=scat, tile=tile, arr=tile * rep, part=part, util=above.prod(axis=1))
+                    scat=scat, tile=tile, arr=tile * rep, part=part, util=rowprod(above))
 
     def _true_tiles(self, rows: dict) -> np.ndarray:
         """Each tensor's tile (words) at the next level, as the model counts it: the surrogate's,
@@ -780,19 +800,22 @@ class Tree(BelowBounds):
             ch.refill = dict(info, col=c)
         return ch
 
-    def cut(self, clb, elb, best: tuple, objective, note: bool = True):
+    def cut(self, clb, elb, best: tuple, objective, note: bool = True, valid=None):
         """Where subtrees with lower bounds (clb, elb) need no search: no mapping in them beats
         ``best``, or (with :attr:`gap`, the lexicographic objective) none at the best's cycles
         beats its energy by more than the gap. The least energy bound of those the gap alone cuts
-        is noted in :attr:`gap_lb` (unless ``note`` is false): a mapping they hold can have no less."""
-        out = objective.dominated(clb, elb, best)
-        if self.gap and objective.lexicographic:
-            near = objective.dominated(clb, np.multiply(elb, 1 + self.gap), best) & ~out
-            if np.any(near):
-                if note:
-                    least = float(np.min(np.where(near, elb, np.inf)))
-                    self.gap_lb[best[0]] = min(self.gap_lb.get(best[0], math.inf), least)
-                out = out | near
+        is noted in :attr:`gap_lb` (unless ``note`` is false; ``valid``: only where it is true): a
+        mapping they hold can have no less."""
+        if not (self.gap and objective.lexicographic):
+            return objective.dominated(clb, elb, best)
+        bc, be = best                    # (objective.dominated with the energy bounds widened by the gap)
+        out = (clb > bc) | ((clb >= bc) & (np.multiply(elb, 1 + self.gap) >= be))
+        if note:
+            near = out & (clb <= bc) & (elb < be)           # cut by the gap alone
+            if valid is not None:
+                near &= valid
+            if near.any():
+                self.gap_lb[bc] = min(self.gap_lb.get(bc, math.inf), float(np.min(np.where(near, elb, np.inf))))
         return out
 
     def _best_children(self, kept: tuple, objective) -> tuple:
@@ -841,7 +864,7 @@ class Tree(BelowBounds):
         e = np.full((m, len(masks)), n.e_acc + self.compute_pJ)
         ssd_s = np.full((m, len(masks)), n.ssd_s) if self.ssd is not None else None
         innermost = L1 == self.nlev - 1 and self.cap_below[L1] == 1
-        cc_lb = (rows["P"] * -(-rows["rem"].prod(axis=1) // self.cap_below[L1])
+        cc_lb = (rows["P"] * -(-rowprod(rows["rem"]) // self.cap_below[L1])
                  * self.arch.compute.cycles_per_op).astype(np.float64)
         def forced_reuse(t):
             """A child that does not keep t at L1: if no level below can hold t's remaining tile
@@ -895,13 +918,16 @@ class Tree(BelowBounds):
                     e += via * fac * (self.rpw[pl] * float(n.util[pl]))
             else:
                 u = float(n.util[pl])
-                acc = lin.setdefault(pl, [0.0, 0.0, np.zeros((m, T))])
-                acc[2][:, t] = kept_v - free_v
-                if self.rw[t]:             # updates, and reads of all but the partition
-                    acc[0], acc[1] = acc[0] + (free_v - n.partl[t]), acc[1] + free_v
+                if pl in self.timed:
+                    acc = lin.setdefault(pl, [0.0, 0.0, np.zeros((m, T))])
+                    acc[2][:, t] = kept_v - free_v
+                    if self.rw[t]:         # updates, and reads of all but the partition
+                        acc[0], acc[1] = acc[0] + (free_v - n.partl[t]), acc[1] + free_v
+                    else:
+                        acc[0] = acc[0] + free_v
+                if self.rw[t]:
                     per, fixed = (self.rpw[pl] + self.wpw[pl]) * u, n.partl[t] * self.rpw[pl] * u
                 else:
-                    acc[0] = acc[0] + free_v
                     per, fixed = self.rpw[pl] * u, 0.0
                 at_free = free_v * per - fixed
                 base_e = base_e + at_free
@@ -925,8 +951,9 @@ class Tree(BelowBounds):
         for pl, (rd, wr, diff) in lin.items():          # (updates: the outputs' only)
             tr_r[pl] = tr_r[pl] + np.asarray(rd)[..., None] + diff @ keptf
             tr_w[pl] = tr_w[pl] + np.asarray(wr)[..., None] + diff @ (keptf * self.rw[:, None])
-        tr_w[L1] += w1s @ keptf
-        tr_r[L1] += r1s @ keptf
+        if L1 in self.timed:
+            tr_w[L1] += w1s @ keptf
+            tr_r[L1] += r1s @ keptf
         e += np.asarray(base_e)[..., None] + d_e @ keptf + e1s @ keptf
         if refill:
             counted += np.asarray(base_c)[..., None] + d_c @ keptf + owns @ keptf
@@ -939,22 +966,24 @@ class Tree(BelowBounds):
         for l, ls in self._ports(L1 + 1):
             if l == 0 and self.ssd is not None:
                 clb = np.maximum(clb, ssd_s * self.arch.clock_hz * SAFE)
-            else:
+            elif l in self.timed:
                 rd, wr = (tr[l] if len(ls) == 1 else sum(tr[v] for v in ls) for tr in (tr_r, tr_w))
                 clb = np.maximum(clb, self._traffic_cycles(l, rd, wr) * SAFE)
         clb = np.ceil(clb)          # (cycles are whole: at least the bound rounded up)
         e = e * SAFE
-        keepc = ok.copy()
+        keepc = ok
         if best is not None:
-            keepc &= ~self.cut(clb, np.where(ok, e, np.inf), best, objective)
-            self.stats["pruned_bound"] += int((ok & ~keepc).sum())
-        r, c = np.nonzero(keepc)
+            out = self.cut(clb, e, best, objective, valid=ok)
+            keepc = ok & ~out
+            self.stats["pruned_bound"] += int(np.count_nonzero(ok & out))
+        flat = np.flatnonzero(keepc)
+        r, c = np.divmod(flat, keepc.shape[1])
         # the surviving rows only (the others' arrays are dropped with this piece)
         used, r2 = np.unique(r, return_inverse=True)
         # what R's capacity forces below, for Tree.refine when a child is visited
         info = {"counted": counted, "below": below, "moved": moved, "keeper": keeper} if refill else None
         rows, info = _take(rows, info, used)
-        return rows, r2.reshape(-1), c, clb[r, c], e[r, c], info
+        return rows, r2.reshape(-1), c, clb.ravel()[flat], e.ravel()[flat], info
 
     def _ssd_traffic(self, n, rows, t, k, via0, via, innermost, ssd_s, e) -> None:
         """The SSD top level's reads (updates) of t, added to ``ssd_s`` (seconds) and ``e`` (pJ):
