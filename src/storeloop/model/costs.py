@@ -187,6 +187,13 @@ def throttle(level, reads, fills, updates, compute_cycles):
 def port_cycles(level, reads, writes):
     """Cycles one instance's ports need for ``reads`` and ``writes`` words (numbers, or arrays of
     rows; 0 with unlimited bandwidth)."""
+    if not isinstance(reads, np.ndarray) and not isinstance(writes, np.ndarray):   # numbers: as numpy divides them
+        out = 0.0
+        for bw, words in ((level.read_bandwidth, reads), (level.write_bandwidth, writes),
+                          (level.shared_bandwidth, reads + writes)):
+            if bw is not None:
+                out = max(out, (float(words) if isinstance(words, int) else words) / bw)
+        return float(out)
     out = 0.0
     for bw, words in ((level.read_bandwidth, reads), (level.write_bandwidth, writes),
                       (level.shared_bandwidth, np.add(reads, writes))):

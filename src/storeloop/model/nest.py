@@ -30,6 +30,7 @@ number of utilized instances. The semantics, checked against real Timeloop v3.0.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -249,10 +250,19 @@ def _fanout_reads(t: Tensor, loops, stride, inner, L: int, width: int) -> tuple[
     the whole tile, which a neighbour with the same data received one step earlier).
 
     Returns (words level L sends its children, words moved over links), per instance of ``L``.
+    The walk depends only on the tensor's ranks, the loops from L up and the child tiles' spans,
+    so it is cached on them (a mapper's leaves that differ below L share it).
     """
-    spatial = [(d, f, s) for (li, d, f, sp), s in zip(loops, stride) if sp and li == L]
-    temporal = [(d, f, s) for (li, d, f, sp), s in zip(loops, stride) if li <= L and not sp]
-    spans = inner[L + 1]
+    spatial = tuple((d, f, s) for (li, d, f, sp), s in zip(loops, stride) if sp and li == L)
+    temporal = tuple((d, f, s) for (li, d, f, sp), s in zip(loops, stride) if li <= L and not sp)
+    return _fanout_walk(t.ranks, spatial, temporal, tuple(inner[L + 1]), width)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _fanout_walk(ranks, spatial: tuple, temporal: tuple, spans: tuple, width: int) -> tuple[int, int]:
+    """:func:`_fanout_reads` of a tensor with ``ranks``: ``spatial`` and ``temporal`` (dimension,
+    factor, stride) the fanout's loops and the temporal loops from its level up, ``spans`` the
+    child tiles' spans."""
     npe = math.prod(f for _, f, _ in spatial)
     # a child's tile is the origin's translated by the child's offset in rank space (the ranks are
     # affine in the dimensions), so every child sees the same shifts, keeps the same translation,
@@ -263,7 +273,7 @@ def _fanout_reads(t: Tensor, loops, stride, inner, L: int, width: int) -> tuple[
         for d, f, s in reversed(spatial):
             off[d] = off.get(d, 0) + (rest % f) * s
             rest //= f
-        offsets.append(tuple(sum(c * off.get(d, 0) for d, c in rank) for rank in t.ranks))
+        offsets.append(tuple(sum(c * off.get(d, 0) for d, c in rank) for rank in ranks))
     distinct = len(set(offsets))
     # child p's delta equals neighbour q's of the step before iff this step's delta is the last
     # one translated by offsets[q] - offsets[p]
@@ -277,7 +287,7 @@ def _fanout_reads(t: Tensor, loops, stride, inner, L: int, width: int) -> tuple[
             by_shift[v] = (sum(linked), len({o for o, ln in zip(offsets, linked) if not ln}))
         return by_shift[v]
 
-    widths = [sum(c * (spans[d] - 1) for d, c in rank) for rank in t.ranks]
+    widths = [sum(c * (spans[d] - 1) for d, c in rank) for rank in ranks]
     tile = tuple((0, w) for w in widths)          # the origin child's tile at a step's origin
 
     def delta(old, kept):
@@ -333,7 +343,7 @@ def _fanout_reads(t: Tensor, loops, stride, inner, L: int, width: int) -> tuple[
     # f - 1 (innermost fastest). A walk of the loops from k inward depends only on the state it
     # enters with (the previous tile and delta, in its own frame, and the kept translation), so
     # each distinct one is walked once.
-    steps = [(tuple(sum(c * s for dd, c in rank if dd == d) for rank in t.ranks), f - 1) for d, f, s in temporal]
+    steps = [(tuple(sum(c * s for dd, c in rank if dd == d) for rank in ranks), f - 1) for d, f, s in temporal]
     memo: dict = {}
 
     def walk(k, last, kept, prev):
