@@ -123,13 +123,24 @@ class BelowBounds:
         best = np.full((K, m), np.inf)                 # (keep sets by rows: a row of it is contiguous)
         # a tensor's term takes two values per row, where a keep set keeps it at L1 and where not
         # (its words moved below are one of two columns): priced as (2, m), then spread over K
-        side = [kept[:, t].astype(np.int64) for t in range(self.T)]
+        side = [kept[:, t].astype(np.int64).tolist() for t in range(self.T)]
         two = [np.ascontiguousarray(moved[t][:, [int(np.argmin(kept[:, t])), int(np.argmax(kept[:, t]))]].T)
                for t in range(self.T)]
         shared_dims = [[d for d in range(self.D) if not self.rel[t][d]] for t in range(self.T)]
         rem_t = {d: np.ascontiguousarray(rem[:, d]) for d in set().union(*shared_dims)}
+        gcds: dict = {}                    # (dimension, a split's factor) -> its gcd with each row's remainder
+        # what does not depend on the split, once
+        had = [arrived[t] * util1 for t in range(self.T)]
+        fixed = [[(fill_pw * two[t], acc_pw * macs, units) for fill_pw, acc_pw, units in per_t[t][1]]
+                 for t in range(self.T)]
+        least = np.empty((2, m))
         for s in ([None] if splits is None else splits):
-            cols = {d: np.minimum(r, self.cap_below[L1]) if s is None else np.gcd(s[d], r) for d, r in rem_t.items()}
+            cols = {}
+            for d, r in rem_t.items():
+                key = (d, None if s is None else int(s[d]))
+                if key not in gcds:
+                    gcds[key] = np.minimum(r, self.cap_below[L1]) if s is None else np.gcd(s[d], r)
+                cols[d] = gcds[key]
             total = np.zeros((K, m))
             for t, (own, opts, _) in enumerate(per_t):
                 share = np.ones(m, np.int64)
@@ -137,16 +148,17 @@ class BelowBounds:
                     share = share * cols[d]
                 share = np.minimum(share.astype(np.float64), self.cap_below[L1])
                 if keeper[t] is None:
-                    up = np.full(m, np.inf)
+                    least[0] = np.inf
                 else:                              # read (updated) from above once per compute
                     pw, wider = keeper[t]
-                    up = pw * np.maximum(macs / (share * wider) - two[t][0], 0.0)
-                least = np.stack([up, own * np.maximum(macs / share - arrived[t] * util1, 0.0)])
-                for fill_pw, acc_pw, units in opts:
-                    least = np.minimum(least, fill_pw * two[t] + acc_pw * macs / np.minimum(share, units))
+                    least[0] = pw * np.maximum(macs / (share * wider) - two[t][0], 0.0)
+                least[1] = own * np.maximum(macs / share - had[t], 0.0)
+                for fill, acc, units in fixed[t]:
+                    np.minimum(least, fill + acc / np.minimum(share, units), out=least)
                 if keeper[t] is None:              # no keeper above and none below: nothing to add
-                    least = np.where(np.isfinite(least), least, 0.0)
-                total += least[side[t]]
+                    least[~np.isfinite(least)] = 0.0
+                for k, j in enumerate(side[t]):
+                    total[k] += least[j]
             np.minimum(best, total, out=best)
         return best.T
 
