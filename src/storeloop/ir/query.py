@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from storeloop.ir.workload import Workload
@@ -24,5 +25,14 @@ class Query:
     where: dict = field(compare=False, default_factory=dict)     # input -> (file, line, field)
 
     def writer(self, tensor: str) -> int | None:
-        return next((i for i, e in enumerate(self.einsums) for local, (g, _) in e.binds.items()
-                     if g == tensor and e.workload.tensor(local).read_write), None)
+        """The einsum that writes ``tensor`` (None: an input of the query)."""
+        return self._writers.get(tensor)
+
+    @functools.cached_property
+    def _writers(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for i, e in enumerate(self.einsums):
+            for local, (g, _) in e.binds.items():
+                if e.workload.tensor(local).read_write:
+                    out.setdefault(g, i)
+        return out

@@ -166,23 +166,28 @@ def _stream(arch: Arch, energy: EnergyTable, L: int, name: str, words: int, read
 
 
 def moves(arch: Arch, energy: EnergyTable, query: Query, at: list[int], kept: list[int] | None = None,
-          in_place: set[tuple[int, str]] = frozenset()) -> list[Move]:
+          in_place: set[tuple[int, str]] = frozenset(), memo: dict | None = None) -> list[Move]:
     """Tensors written at one home and read at another, each moved once per reader: from the home
     of the tensor (``kept``, per einsum: where its output lives; default: its einsum's home), except
-    where the reader reads it where it lives (``in_place``: (einsum, einsum tensor) pairs)."""
+    where the reader reads it where it lives (``in_place``: (einsum, einsum tensor) pairs).
+    ``memo``: a dict the caller keeps for one (arch, energy, query), so that each move is priced once."""
     kept = at if kept is None else kept
+    memo = {} if memo is None else memo
     out = []
     for j, e in enumerate(query.einsums):
         for local, (g, k) in e.binds.items():
             i = query.writer(g)
             if i is None or i == j or kept[i] == at[j] or (j, local) in in_place:
                 continue
-            w = query.einsums[i].workload
-            words = next(w.tensor_elements(t) for t in w.tensors if t.read_write)
-            rc, rp = _stream(arch, energy, kept[i], g, words, True)
-            wc, wp = _stream(arch, energy, at[j], g, words * k, False)
-            out.append(Move(g, arch.levels[kept[i]].name, arch.levels[at[j]].name, words, words * k,
-                            math.ceil(max(rc, wc)), rp + wp))
+            key = (g, k, i, kept[i], at[j])
+            if key not in memo:
+                w = query.einsums[i].workload
+                words = next(w.tensor_elements(t) for t in w.tensors if t.read_write)
+                rc, rp = _stream(arch, energy, kept[i], g, words, True)
+                wc, wp = _stream(arch, energy, at[j], g, words * k, False)
+                memo[key] = Move(g, arch.levels[kept[i]].name, arch.levels[at[j]].name, words, words * k,
+                                 math.ceil(max(rc, wc)), rp + wp)
+            out.append(memo[key])
     return out
 
 
@@ -291,9 +296,11 @@ def map_query(arch: Arch, query: Query, energy: EnergyTable, *, objective: str =
             bounds[key] = lower_bounds(a, query.einsums[i].workload, energy, cons)
         return bounds[key]
 
+    priced: dict = {}
+
     def flows(combo) -> list[Move]:
         return moves(arch, energy, query, [c.home for c in combo], [c.output for c in combo],
-                     {(j, t) for j, c in enumerate(combo) for t, _ in c.in_place})
+                     {(j, t) for j, c in enumerate(combo) for t, _ in c.in_place}, priced)
 
     def lower(combo, ms) -> tuple[float, float]:
         parts = [bound(i, c) for i, c in enumerate(combo)]
@@ -308,6 +315,8 @@ def map_query(arch: Arch, query: Query, energy: EnergyTable, *, objective: str =
     best, best_cost, priced = None, None, []
     for n in order:
         combo, mv = combos[n], ms[n]
+        if best is not None and obj.dominated(*lbs[n], best_cost):
+            break               # in bound order: this one and every later one cannot win (bounds only rise)
         if best is not None and obj.dominated(*lower(combo, mv), best_cost):
             continue                                  # its bound (a mapped part: its value) cannot win
         for i, c in enumerate(combo):
