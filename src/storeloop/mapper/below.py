@@ -15,6 +15,17 @@ from storeloop.mapper.space import divisors
 SAFE = 1.0 - 1e-12         # lower bounds are shaved so float rounding can never prune an optimum
 
 
+def rowprod(a: np.ndarray, cols=None) -> np.ndarray:
+    """The product of each row of an integer array over ``cols`` (default: every column), column
+    by column: numpy's reduction along a short inner axis is several times slower, and the
+    mapper's rows have a handful of columns (dimensions, tensors)."""
+    cols = range(a.shape[1]) if cols is None else cols
+    out = np.ones(len(a), a.dtype)
+    for c in cols:
+        out = out * a[:, c]
+    return out
+
+
 @functools.lru_cache(maxsize=4096)
 def all_splits(sizes: tuple[int, ...], cap: int, limit: int) -> np.ndarray | None:
     """Every way to split ``cap`` units over the dimensions, each factor dividing that dimension's
@@ -255,9 +266,9 @@ class BelowBounds:
             if pl < 0:
                 out.append(None)
                 continue
-            spread = row_s * np.prod([n.choice[l][1] * n.choice[l][2] for l in range(pl, n.depth)] or [np.ones(self.D)],
-                                     axis=0)[None, :]
-            wider = np.where(self.rel[t][None, :], 1, spread).prod(axis=1).astype(np.float64)
+            spread = row_s * np.prod([n.choice[l][1] * n.choice[l][2] for l in range(pl, n.depth)]
+                                     or [np.ones(self.D, np.int64)], axis=0)[None, :]
+            wider = rowprod(spread, self.other_dims[t]).astype(np.float64)
             out.append(((self.wpw if self.rw[t] else self.rpw)[pl], wider))
         return out
 

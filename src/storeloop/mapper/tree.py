@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from storeloop.mapper.below import SAFE, BelowBounds
+from storeloop.mapper.below import SAFE, BelowBounds, rowprod
 from storeloop.mapper.space import MapSpace, divisors
 from storeloop.mapper.uneven import Split
 from storeloop.mapper.window import touched
@@ -75,17 +75,6 @@ def pareto(secs: np.ndarray, pj: np.ndarray) -> np.ndarray:
         if np.isfinite(secs[i]) and (not out or pj[i] < pj[out[-1]]):
             out.append(int(i))
     return np.array(out, np.int64)
-
-
-def rowprod(a: np.ndarray, cols=None) -> np.ndarray:
-    """The product of each row of an integer array over ``cols`` (default: every column), column
-    by column: numpy's reduction along a short inner axis is several times slower, and the
-    mapper's rows have a handful of columns (dimensions, tensors)."""
-    cols = range(a.shape[1]) if cols is None else cols
-    out = np.ones(len(a), a.dtype)
-    for c in cols:
-        out = out * a[:, c]
-    return out
 
 
 def cartesian(lists: list[list[int]]) -> np.ndarray:
