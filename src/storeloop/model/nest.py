@@ -213,7 +213,14 @@ def _spans(loops, nlev: int, ndims: int) -> list[list[int]]:
 
 def _extents(t: Tensor, spans) -> list[int]:
     """Extent of each rank of ``t`` over a tile spanning ``spans[d]`` along each dimension."""
-    return [sum(c * (spans[d] - 1) for d, c in rank) + 1 for rank in t.ranks]
+    out = []
+    for rank in t.ranks:
+        if len(rank) == 1:                   # (the common case, without a generator)
+            d, c = rank[0]
+            out.append(c * (spans[d] - 1) + 1)
+        else:
+            out.append(sum(c * (spans[d] - 1) for d, c in rank) + 1)
+    return out
 
 
 def _partitions(t: Tensor, loops, inner, nlev: int) -> list[int]:
@@ -517,8 +524,17 @@ def _arrivals(t: Tensor, loops, stride, L: int, extents: list[int], tile: int) -
     for r, rank in enumerate(t.ranks):
         for d, c in rank:
             coef.setdefault(d, [0] * len(t.ranks))[r] += c
-    above = [(f, tuple(c * s for c in coef[d]) if d in coef else zero)
-             for (li, d, f, sp), s in zip(loops, stride) if li < L and not sp and f > 1]
+    above = tuple((f, tuple(c * s for c in coef[d]) if d in coef else zero)
+                  for (li, d, f, sp), s in zip(loops, stride) if li < L and not sp and f > 1)
+    return _window_walk(above, tuple(extents), tile)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _window_walk(above: tuple, extents: tuple, tile: int) -> int:
+    """:func:`_arrivals` of a windowed tensor: ``above`` (factor, step in rank space) the temporal
+    loops above the level, outermost first, ``extents`` and ``tile`` its tile there. Cached: a
+    mapper's leaves that differ below the level share it."""
+    zero = (0,) * len(extents)
     shifts, inner = [zero] * len(above), zero  # loop i's step, the loops inside it returning to 0
     for i in range(len(above) - 1, -1, -1):
         step = above[i][1]
