@@ -296,11 +296,11 @@ def map_query(arch: Arch, query: Query, energy: EnergyTable, *, objective: str =
             bounds[key] = lower_bounds(a, query.einsums[i].workload, energy, cons)
         return bounds[key]
 
-    priced: dict = {}
+    move_memo: dict = {}
 
     def flows(combo) -> list[Move]:
         return moves(arch, energy, query, [c.home for c in combo], [c.output for c in combo],
-                     {(j, t) for j, c in enumerate(combo) for t, _ in c.in_place}, priced)
+                     {(j, t) for j, c in enumerate(combo) for t, _ in c.in_place}, move_memo)
 
     def lower(combo, ms) -> tuple[float, float]:
         parts = [bound(i, c) for i, c in enumerate(combo)]
