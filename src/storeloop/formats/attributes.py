@@ -60,11 +60,12 @@ def check_attributes(doc, loc: tuple, attrs: dict, cls: str | None = None) -> No
         if unread:
             raise error_at(doc, loc + (key,), unread[0], allowed=unread[1])
     for key, value in attrs.items():
-        near = [k for k in known if k.lower() == str(key).lower()] or \
-            difflib.get_close_matches(str(key), known, n=1, cutoff=0.85)
-        if key not in known and near and near[0].replace("-", "_") != str(key).replace("-", "_"):
-            raise error_at(doc, loc + (key,), f"unknown attribute {key!r}; did you mean {near[0]!r}?",
-                           allowed=f"{near[0]} (or a model attribute that is not a near-miss of a known one)")
+        if key not in known:
+            near = [k for k in known if k.lower() == str(key).lower()] or \
+                difflib.get_close_matches(str(key), known, n=1, cutoff=0.85)
+            if near and near[0].replace("-", "_") != str(key).replace("-", "_"):
+                raise error_at(doc, loc + (key,), f"unknown attribute {key!r}; did you mean {near[0]!r}?",
+                               allowed=f"{near[0]} (or a model attribute that is not a near-miss of a known one)")
         if key in _COUNTS:
             want, ok = "a positive whole number", lambda v: float(v).is_integer() and v >= 1
         elif key in _PORTS:

@@ -142,6 +142,11 @@ def split_unit(value: object) -> tuple[int | float, str | None]:
         return _checked(value, repr(value)), None
     if not isinstance(value, str):
         raise ExpressionError(f"expected a quantity such as '4 KiB' or '10 GB/s', got {value!r}")
+    return _split_text(value)
+
+
+@functools.lru_cache(maxsize=4096)          # a function of the text alone (a sweep repeats its texts)
+def _split_text(value: str) -> tuple[int | float, str | None]:
     text = value.strip()
     try:
         return number(text), None
