@@ -536,3 +536,56 @@ def test_the_mapper_runs_blas_on_one_thread_and_gives_it_back():
     assert single_blas_thread(blas)() == [1] * len(before)
     assert blas() == before
     assert map_workload.__wrapped__ and branch_and_bound.__wrapped__      # both run inside it
+
+
+def test_the_cut_is_the_dominance_rule_widened_by_the_gap():
+    """Tree.cut (one pass) against its definition: a subtree is cut where objective.dominated
+    holds for its bounds, or for its energy bound widened by the gap (lexicographic objective);
+    the least energy bound of the valid subtrees the gap alone cuts is noted. Random bounds with
+    ties at the best's cycles and energy."""
+    import numpy as np
+
+    from storeloop.mapper import _prepare
+    from storeloop.mapper.objective import Objective
+
+    a = load_arch(ROOT / "tests/data/arch16.yaml")
+    e = energy_table(a, None)
+    tree = _prepare(a, workload("Z[m,n] = A[m,k] * B[k,n]", {"M": 16, "N": 16, "K": 16}), e, None, False).tree
+    obj = Objective("delay,energy", 1.0)
+    rng = np.random.default_rng(7)
+    best = (100.0, 1000.0)
+    for gap in (0.0, 1e-3, 0.05):
+        tree.gap, tree.gap_lb = gap, {}
+        clb = rng.choice([99.0, 100.0, 101.0], size=(200, 8))
+        elb = rng.choice([900.0, 960.0, 999.0, 1000.0, 1001.0, np.inf], size=(200, 8))
+        valid = rng.random((200, 8)) < 0.7
+        out = tree.cut(clb, elb, best, obj, valid=valid)
+        dom = obj.dominated(clb, elb, best)
+        near = obj.dominated(clb, elb * (1 + gap), best) & ~dom if gap else np.zeros_like(dom)
+        assert (out == (dom | near)).all()
+        noted = near & valid
+        assert tree.gap_lb.get(best[0]) == (float(elb[noted].min()) if noted.any() else None)
+        assert tree.cut(clb[3, 2], elb[3, 2], best, obj, note=False) == out[3, 2]     # scalars too
+
+
+def test_the_child_bounds_skip_only_traffic_that_cannot_bound_cycles(tmp_path, monkeypatch):
+    """A level without a bandwidth limit adds 0 to every child's cycle bound, so the bounds leave
+    its traffic out (Tree.timed): counting it everywhere walks the same search to the same answer."""
+    from storeloop.mapper import _prepare, tree as T
+
+    a = load_arch(ROOT / "tests/data/arch16.yaml")
+    w = workload("Z[m,n] = A[m,k] * B[k,n]", {"M": 64, "N": 96, "K": 32})
+    e = energy_table(a, None)
+    assert _prepare(a, w, e, None, False).tree.timed == set()     # no level of the peers' arch has a limit
+    fast = map_workload(a, w, e, budget=3_000_000, time_limit=None, converge=False)
+    init = T.Tree.__init__
+
+    def counting_all(self, *args, **kw):
+        init(self, *args, **kw)
+        self.timed = set(range(self.nlev))
+
+    monkeypatch.setattr(T.Tree, "__init__", counting_all)
+    slow = map_workload(a, w, e, budget=3_000_000, time_limit=None, converge=False)
+    assert fast.search["candidates"] > 100_000
+    assert (fast.search["candidates"], fast.search["stopped"]) == (slow.search["candidates"], slow.search["stopped"])
+    assert (fast.result.cycles, fast.result.energy_pJ) == (slow.result.cycles, slow.result.energy_pJ)
