@@ -88,6 +88,7 @@ class BelowBounds:
     """Mixed into :class:`~storeloop.mapper.tree.Tree`, whose attributes it reads."""
 
     MAX_SPLITS = 64      # the completion bound tries at most this many splits of the instances below a level
+    TERMS_BYTES = 1 << 27   # _below_cost keeps each tensor's terms per split while they take at most this
 
     def _below_terms(self) -> list:
         """Per level L1: what the levels below L1 must still spend on each tensor t, for a node
@@ -144,30 +145,36 @@ class BelowBounds:
         had = [arrived[t] * util1 for t in range(self.T)]
         fixed = [[(fill_pw * two[t], acc_pw * macs, units) for fill_pw, acc_pw, units in per_t[t][1]]
                  for t in range(self.T)]
-        least = np.empty((2, m))
+        terms: list[dict] = [{} for _ in range(self.T)]
+        keep_terms = (1 if splits is None else len(splits)) * self.T * 2 * m * 8 <= self.TERMS_BYTES
         for s in ([None] if splits is None else splits):
-            cols = {}
-            for d, r in rem_t.items():
-                key = (d, None if s is None else int(s[d]))
-                if key not in gcds:
-                    gcds[key] = np.minimum(r, self.cap_below[L1]) if s is None else np.gcd(s[d], r)
-                cols[d] = gcds[key]
             total = np.zeros((K, m))
             for t, (own, opts, _) in enumerate(per_t):
-                share = np.ones(m, np.int64)
-                for d in shared_dims[t]:
-                    share = share * cols[d]
-                share = np.minimum(share.astype(np.float64), self.cap_below[L1])
-                if keeper[t] is None:
-                    least[0] = np.inf
-                else:                              # read (updated) from above once per compute
-                    pw, wider = keeper[t]
-                    least[0] = pw * np.maximum(macs / (share * wider) - two[t][0], 0.0)
-                least[1] = own * np.maximum(macs / share - had[t], 0.0)
-                for fill, acc, units in fixed[t]:
-                    np.minimum(least, fill + acc / np.minimum(share, units), out=least)
-                if keeper[t] is None:              # no keeper above and none below: nothing to add
-                    least[~np.isfinite(least)] = 0.0
+                # a tensor's term depends on the split only through its factors over the dimensions
+                # that do not index it: splits that agree there share it (kept while memory allows)
+                key = None if s is None else tuple(int(s[d]) for d in shared_dims[t])
+                least = terms[t].get(key)
+                if least is None:
+                    least = np.empty((2, m))
+                    share = np.ones(m, np.int64)
+                    for d in shared_dims[t]:
+                        g = (d, None if s is None else int(s[d]))
+                        if g not in gcds:
+                            gcds[g] = np.minimum(rem_t[d], self.cap_below[L1]) if s is None else np.gcd(s[d], rem_t[d])
+                        share = share * gcds[g]
+                    share = np.minimum(share.astype(np.float64), self.cap_below[L1])
+                    if keeper[t] is None:
+                        least[0] = np.inf
+                    else:                          # read (updated) from above once per compute
+                        pw, wider = keeper[t]
+                        least[0] = pw * np.maximum(macs / (share * wider) - two[t][0], 0.0)
+                    least[1] = own * np.maximum(macs / share - had[t], 0.0)
+                    for fill, acc, units in fixed[t]:
+                        np.minimum(least, fill + acc / np.minimum(share, units), out=least)
+                    if keeper[t] is None:          # no keeper above and none below: nothing to add
+                        least[~np.isfinite(least)] = 0.0
+                    if keep_terms:
+                        terms[t][key] = least
                 for k, j in enumerate(side[t]):
                     total[k] += least[j]
             np.minimum(best, total, out=best)
