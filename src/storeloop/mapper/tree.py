@@ -987,12 +987,13 @@ class Tree(BelowBounds):
         # a later keeper's run is a sub-tile's, so no longer than the longest here nor its
         # capacity, and its tile fits its capacity; the compute units take single words
         largest = 1 if innermost else max(self.cap_after[n.depth + 1], 1)
+        one = runs.shape[1] == 1               # (the declared layout: one column, its own least)
         longest = np.ones(len(runs), np.int64) if innermost else \
-            np.maximum(np.minimum(runs.max(axis=1), largest), 1)
+            np.maximum(np.minimum(runs[:, 0] if one else runs.max(axis=1), largest), 1)
+        uniq, inv = np.unique(longest, return_inverse=True)
 
         def bound(read: bool):
             least = self.rpw[0] if read else self.wpw[0]
-            uniq, inv = np.unique(longest, return_inverse=True)
             out = np.array([disk.bounds_per_word(self.ssd.ssd, self.ssd.word_bits, int(r), largest, read, float(least))
                             for r in uniq]).reshape(-1, 2)[inv.ravel()]
             return out[:, 0][:, None], out[:, 1][:, None]
@@ -1003,8 +1004,8 @@ class Tree(BelowBounds):
         if self.rw[t]:
             spw_w, epw_w = bound(False)
             later_s, later_e = later_s + via * spw_w, later_e + via * epw_w
-        ssd_s += np.where(k, secs.min(axis=1)[:, None], later_s) * u
-        e += np.where(k, pj.min(axis=1)[:, None], later_e) * u
+        ssd_s += np.where(k, (secs[:, 0] if one else secs.min(axis=1))[:, None], later_s) * u
+        e += np.where(k, (pj[:, 0] if one else pj.min(axis=1))[:, None], later_e) * u
 
     def child(self, ch: Children, i: int) -> Node:
         """Materialize the i-th surviving child as a node of the next level."""
