@@ -149,7 +149,7 @@ class BelowBounds:
         keep_terms = (1 if splits is None else len(splits)) * self.T * 2 * m * 8 <= self.TERMS_BYTES
         for s in ([None] if splits is None else splits):
             total = np.zeros((K, m))
-            for t, (own, opts, _) in enumerate(per_t):
+            for t, (own, _, _) in enumerate(per_t):
                 # a tensor's term depends on the split only through its factors over the dimensions
                 # that do not index it: splits that agree there share it (kept while memory allows)
                 key = None if s is None else tuple(int(s[d]) for d in shared_dims[t])
