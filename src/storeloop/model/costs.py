@@ -186,20 +186,18 @@ def throttle(level, reads, fills, updates, compute_cycles):
 
 def port_cycles(level, reads, writes):
     """Cycles one instance's ports need for ``reads`` and ``writes`` words (numbers, or arrays of
-    rows; 0 with unlimited bandwidth)."""
-    if not isinstance(reads, np.ndarray) and not isinstance(writes, np.ndarray):   # numbers: as numpy divides them
-        out = 0.0
-        for bw, words in ((level.read_bandwidth, reads), (level.write_bandwidth, writes),
-                          (level.shared_bandwidth, reads + writes)):
-            if bw is not None:
-                out = max(out, (float(words) if isinstance(words, int) else words) / bw)
-        return float(out)
+    rows; 0 with unlimited bandwidth). Numbers are divided as numpy divides them (an int as a
+    float64), without numpy's per-call cost: the reference model asks once per level."""
+    numbers = not isinstance(reads, np.ndarray) and not isinstance(writes, np.ndarray)
     out = 0.0
     for bw, words in ((level.read_bandwidth, reads), (level.write_bandwidth, writes),
-                      (level.shared_bandwidth, np.add(reads, writes))):
+                      (level.shared_bandwidth, reads + writes)):
         if bw is not None:
-            out = np.maximum(out, np.divide(words, bw))
-    return out if np.ndim(out) else float(out)
+            if numbers:
+                out = max(out, (float(words) if isinstance(words, int) else words) / bw)
+            else:
+                out = np.maximum(out, np.divide(words, bw))
+    return float(out) if numbers or not np.ndim(out) else out
 
 
 def buffered_cycles(level_cycles: list[int], fill: list[float], use: list[float], compute_cycles: int,
