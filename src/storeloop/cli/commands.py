@@ -124,7 +124,8 @@ def cmd_map(args: argparse.Namespace) -> int:
         raise SpecError(f"{given['victory']}", field="--victory", allowed="1 or more non-improving samples")
     opts = mapper_options(objective=given["objective"], algorithm=given["algorithm"], time_limit=args.time_limit,
                    budget=args.budget, energy_gap=args.energy_gap, threads=given["threads"],
-                   search_layout=args.search_layout, uneven=args.uneven)   # every flag checked before any work
+                   search_layout=args.search_layout, uneven=args.uneven,
+                   imperfect=args.imperfect)                 # every flag checked before any work
     arch = load_arch(args.arch)
     if args.out and Path(args.out).is_dir():
         raise SpecError("is a folder", file=args.out, field="--out", allowed="a file path for the mapping YAML")

@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     mp.add_argument("--uneven", action="store_true",
                     help="also search uneven mappings: each tensor a level keeps at its own temporal loop position "
                          "there (AccelForge's; the mapping file's 'below:'); the certificate names the levels")
+    mp.add_argument("--imperfect", action="store_true",
+                    help="also search imperfect factorizations: a dimension's loops need not divide its bound, the "
+                         "last tile is run full and padded with zeros (the mapping file's 'imperfect: true')")
     mp.add_argument("--seed-mapping", action="append", metavar="FILE",
                     help="a mapping to start from (re-priced on this arch; may be given several times)")
     mp.add_argument("--threads", type=int, default=None, help="processes for the exhaustive search (default 1)")

@@ -30,7 +30,8 @@ def render_table(r: Result, arch: Arch, mapping: str | None = None) -> str:
                  f"{r.compute_area_per_instance_um2 * r.compute_instances:>12,.0f}")
     lines.append("")
     lines.append(f"cycles       {r.cycles:,}  (bound by {r.bound_by})")
-    lines.append(f"computes     {r.computes:,}")
+    lines.append(f"computes     {r.computes:,}" + (f" ({r.padding:,} of them on padding: the mapping is imperfect, "
+                                                    f"its last tiles run full)" if r.padding else ""))
     lines.append(f"utilization  {r.utilization:.4f}")
     lines.append(f"energy       {r.energy_pJ / 1e12:.6g} J  ({r.energy_pJ / r.computes:.6g} pJ/compute)")
     lines.append(f"area         {r.on_chip_area_um2 / 1e6:.6g} mm^2 on chip ({r.area_um2 / 1e6:.6g} mm^2 with the "
@@ -119,6 +120,12 @@ def map_report(out, arch: Arch, workload, written: str | None = None) -> str:
     else:
         lines.append(f"lower bound {s['lower_bound_energy_pJ'] / 1e12:.6g} J ({parts}); "
                      f"energy gap {100 * s['energy_gap']:.4f}%")
+    if "imperfect" in s:
+        walk = s["imperfect"]
+        pads = ", ".join(f"{d} {n} -> {p}" for d, (n, p) in walk["padded"].items())
+        lines.append(f"imperfect factorizations: {walk['problems']} padded problems weighed, {walk['searched']} "
+                     f"searched; " + (f"the best pads {pads} (the padding's computes and words are counted)" if pads
+                                      else "the best pads nothing"))
     if "windows" in s["space"]:
         lines.append(f"sliding windows: {s['space']['windows']}; {s['exact_leaves']:,} leaves priced by the model")
     return "\n".join(lines)

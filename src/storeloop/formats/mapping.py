@@ -28,6 +28,9 @@ class LevelMappingSpec(Strict):
 class MappingSpec(Strict):
     name: str | None = None
     description: str | None = None
+    imperfect: bool = Field(False, strict=True, description="true: a dimension's factors may multiply to more "
+                            "than its bound; the problem padded to them is run (its last tiles full, the extra "
+                            "elements zeros)")
     levels: list[LevelMappingSpec]
 
 
@@ -96,7 +99,8 @@ def mapping_from_native(doc: LDict, arch: Arch, workload: Workload) -> Mapping:
             + _loops(lm.spatial_y, workload, doc, loc + ("spatial_y",), spatial=True, axis="Y"),
             keep=keep, above=tuple(sorted(above, key=lambda a: tensors.index(a[0]))))
         locs[li] = loc
-    mapping = Mapping(levels=tuple(per_level.get(li, LevelMapping()) for li in range(len(names))), name=spec.name)
+    mapping = Mapping(levels=tuple(per_level.get(li, LevelMapping()) for li in range(len(names))), name=spec.name,
+                      imperfect=spec.imperfect)
     validate_mapping(doc, mapping, arch, workload, locs, ("mapping", "levels"))
     return mapping
 
@@ -116,8 +120,10 @@ def validate_mapping(doc: LDict, mapping: Mapping, arch: Arch, workload: Workloa
             li = arch.level_index(exc.level)
             loc = locs[li] + ("spatial",) if li in locs else root
             raise error_at(doc, loc, exc.reason, allowed=_fanout_text(arch, li)) from None
-        raise error_at(doc, root, exc.reason, allowed="the factors of each dimension over all levels multiply to its bound: "
-                       + ", ".join(f"{d}={b}" for d, b in zip(workload.dims, workload.bounds))) from None
+        bounds = ", ".join(f"{d}={b}" for d, b in zip(workload.dims, workload.bounds))
+        raise error_at(doc, root, exc.reason, allowed=f"the factors of each dimension over all levels multiply to at "
+                       f"least its bound ({bounds})" if mapping.imperfect else "the factors of each dimension over "
+                       f"all levels multiply to its bound: {bounds} (or, with 'imperfect: true', to at least it)") from None
 
 
 def _fanout_text(arch: Arch, li: int) -> str:
@@ -150,7 +156,7 @@ def mapping_to_native(mapping: Mapping, arch: Arch, workload: Workload) -> dict:
         if any(n for _, n in lm.above):
             entry["below"] = {t: workload.dims[lm.temporal[n - 1].dim] for t, n in lm.above if n}
         levels.append(entry)
-    doc = {"levels": levels}
+    doc = {"imperfect": True, "levels": levels} if mapping.imperfect else {"levels": levels}
     if mapping.name:
         doc = {"name": mapping.name, **doc}
     return {"mapping": doc}

@@ -3,6 +3,7 @@ multiply to the bounds, spatial factors within the fanouts, counts the model can
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from storeloop.errors import MappingError
@@ -11,15 +12,39 @@ from storeloop.ir.mapping import Mapping
 from storeloop.ir.workload import Workload
 
 
-def check_mapping(arch: Arch, workload: Workload, mapping: Mapping) -> None:
-    """Structural checks: factor products equal the bounds, spatial factors fit the fanout."""
-    if len(mapping.levels) != len(arch.levels):
-        raise MappingError(f"mapping has {len(mapping.levels)} levels, the architecture {len(arch.levels)}")
+def _products(workload: Workload, mapping: Mapping) -> list[int]:
     products = [1] * len(workload.dims)
     for lm in mapping.levels:
         for lp in lm.temporal + lm.spatial:
             products[lp.dim] *= lp.factor
+    return products
+
+
+def padded(workload: Workload, mapping: Mapping) -> Workload:
+    """The problem ``mapping`` runs: ``workload`` itself, or for an imperfect mapping
+    (:attr:`Mapping.imperfect`) the workload whose bounds are the products of its factors, each at
+    least the dimension's bound (the last tile of a dimension is run full, its extra elements
+    zeros: every compute and word of the padded problem is counted, as on hardware with fixed tile
+    shapes)."""
+    if not mapping.imperfect:
+        return workload
+    products = _products(workload, mapping)
     for d, (p, b) in enumerate(zip(products, workload.bounds)):
+        if p < b:
+            raise MappingError(f"factors of {workload.dims[d]} multiply to {p}, less than its bound {b}",
+                               kind="factors")
+    if tuple(products) == workload.bounds:
+        return workload
+    return dataclasses.replace(workload, bounds=tuple(products))
+
+
+def check_mapping(arch: Arch, workload: Workload, mapping: Mapping) -> None:
+    """Structural checks: factor products equal the bounds (an imperfect mapping's: at least the
+    bounds), spatial factors fit the fanout."""
+    if len(mapping.levels) != len(arch.levels):
+        raise MappingError(f"mapping has {len(mapping.levels)} levels, the architecture {len(arch.levels)}")
+    workload = padded(workload, mapping)
+    for d, (p, b) in enumerate(zip(_products(workload, mapping), workload.bounds)):
         if p != b:
             raise MappingError(f"factors of {workload.dims[d]} multiply to {p}, the bound is {b}",
                                kind="factors")

@@ -44,6 +44,9 @@ class LevelMapping:
 class Mapping:
     levels: tuple[LevelMapping, ...]     # aligned with Arch.levels (outermost first)
     name: str | None = None
+    # imperfect factorization: a dimension's factors may multiply to more than its bound; the
+    # mapping runs the problem padded to those products (:func:`storeloop.ir.check.padded`)
+    imperfect: bool = False
 
     @property
     def uneven(self) -> bool:

@@ -30,6 +30,7 @@ from storeloop.model.heap import single_blas_thread
 from storeloop.ir.constraints import Constraints
 from storeloop.mapper.space import MapSpace
 from storeloop.mapper.tree import Tree, pareto
+from storeloop.mapper import imperfect
 from storeloop.mapper.uneven import split
 from storeloop.mapper.window import surrogate, without_unit_terms
 from storeloop.model.costs import layout_of, layout_runs
@@ -107,7 +108,8 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
                  objective: str = "delay,energy", algorithm: str = "exhaustive", time_limit: float | None = None,
                  budget: int | None = None, threads: int = 1, seed: int = 0, victory: int = 500, progress: bool = False,
                  energy_gap: float | None = None, seeds: list[Mapping] = (), converge: bool = True,
-                 search_layout: bool = False, uneven: bool = False, options: MapperOptions | None = None) -> MapResult:
+                 search_layout: bool = False, uneven: bool = False, imperfect: bool = False,
+                 options: MapperOptions | None = None, beat: tuple[int, float] | None = None) -> MapResult:
     """The best mapping of ``workload`` on ``arch`` priced with ``energy``.
 
     ``objective``: see :data:`storeloop.mapper.objective.NAMES`. ``time_limit`` (seconds, None:
@@ -122,12 +124,19 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     ``search_layout``: the SSD-backed first level stores each tensor in the rank order (layout)
     that prices it best, searched with the mapping (the arch's own ``layout`` is ignored); the
     report's ``layout`` gives the orders chosen. ``uneven``: each tensor a level keeps is also
-    searched at its own position among that level's temporal loops (:mod:`storeloop.mapper.uneven`). ``options``: all of the search's options at once, typed
+    searched at its own position among that level's temporal loops (:mod:`storeloop.mapper.uneven`).
+    ``imperfect``: a dimension's loops need not divide its bound; the problem padded to them is
+    searched too (:mod:`storeloop.mapper.imperfect`). ``options``: all of the search's options at once, typed
     (:class:`~storeloop.mapper.options.MapperOptions`, as ``storeloop map``, a sweep and a system
-    stage give them); then the keywords it holds are not read."""
+    stage give them); then the keywords it holds are not read. ``beat`` (cycles, energy): only a
+    mapping strictly better counts; when the search proves there is none, the result's mapping is
+    None and its report gives ``floor``, what no mapping beats (the imperfect search's problems)."""
     opts = options if options is not None else check_options(
         objective=objective, algorithm=algorithm, time_limit=time_limit, budget=budget, energy_gap=energy_gap,
-        threads=threads, search_layout=search_layout, uneven=uneven)
+        threads=threads, search_layout=search_layout, uneven=uneven, imperfect=imperfect)
+    if opts.imperfect:
+        return _map_imperfect(arch, workload, energy, constraints, opts, seeds=seeds, converge=converge,
+                              progress=progress, seed=seed, victory=victory)
     objective, algorithm, time_limit, threads = opts.objective, opts.algorithm, opts.time_limit, opts.threads
     energy_gap = opts.energy_gap
     if energy_gap is None:
@@ -152,7 +161,9 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         t0 = time.monotonic()
         incumbent, local, rounded = _incumbent(arch, members, energy, space, tree, obj, goal, seeds,
                                                deadline=None if time_limit is None else t0 + time_limit)
-        if _near_goal(incumbent, goal, obj) and FastModel(arch, tree.priced, energy).simple:
+        if beat is not None and (incumbent is None or not obj.better(incumbent[0], incumbent[1], beat)):
+            incumbent = (beat[0], beat[1], None)          # a virtual incumbent (search.py)
+        if incumbent is not None and incumbent[2] is not None and _near_goal(incumbent, goal, obj) and FastModel(arch, tree.priced, energy).simple:
             # close to the goal but short of it: a longer local search from its answer first
             # (cheap on the closed-form model; measured on the thesis sweep, it finds what the
             # branch and bound took seconds to, and the proof then needs no search)
@@ -163,7 +174,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
             local["seconds"] = round(local["seconds"] + more["seconds"], 3)
             if again is not None and obj.better(again[0], again[1], incumbent[:2]):
                 incumbent, rounded = again, r2 if r2 is not None else rounded
-        trace = [(local["seconds"], incumbent[0], incumbent[1])] if incumbent else []
+        trace = [(local["seconds"], incumbent[0], incumbent[1])] if incumbent and incumbent[2] is not None else []
         # the branch and bound gets all but RETRY_SHARE of the time left: a search the time limit
         # ends still gets its retry (a time-limited search does no worse than one that converged);
         # a budget bounds the branch and bound, and the retry has its own (LOCAL_RETRY)
@@ -180,6 +191,11 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
                               time_limit=time_limit, seed=seed, pruned=algorithm == "random-pruned")
     else:                                   # MapperOptions admits no other algorithm
         raise AssertionError(algorithm)
+    if found.mapping is None and beat is not None:
+        # nothing beats it: all of the space when the search completed, else its bounds
+        floor = beat if found.complete else (tree.global_lb, energy_lb)
+        return MapResult(None, None, SearchReport(candidates=int(found.stats.get("candidates", 0)), floor=floor,
+                                                  stopped=found.stopped))
     if found.mapping is None:
         if found.stopped == "time-limit":
             raise MapTimeout(f"timeout: the time limit ({time_limit:g} s) ended the search before it found "
@@ -224,6 +240,68 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         report["seconds"] = round(local["seconds"] + report["seconds"], 3)
     return MapResult(mapping, result, report)
 
+
+
+def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constraints: Constraints | None,
+                   opts: MapperOptions, **keywords) -> MapResult:
+    """``map_workload`` over every padded problem (:mod:`storeloop.mapper.imperfect`): the best
+    mapping, marked imperfect where it runs a padded problem, with the certificate of the walk."""
+    if opts.algorithm != "exhaustive":
+        raise SpecError("imperfect factorizations are searched by the exhaustive search", field="--imperfect",
+                        allowed="--algorithm exhaustive, or no --imperfect")
+    t0 = time.monotonic()
+    seeds, progress = keywords.pop("seeds"), keywords.pop("progress")
+    tree = _prepare(arch, workload, energy, constraints, opts.search_layout, opts.uneven).tree
+    words_pJ = sum(float((tree.wpw if tree.rw[t] else tree.rpw)[tree.back[t]]) * float(tree.sizes[t])
+                   for t in range(len(workload.tensors)))
+
+    def run(problem: Workload, sub: MapperOptions, beat):
+        first = problem.bounds == workload.bounds       # (the user's seeds and progress bar: the problem's own)
+        r = map_workload(arch, problem, energy, constraints=constraints, options=sub, beat=beat,
+                         seeds=seeds if first else (), progress=progress and first, **keywords)
+        if r.mapping is None:
+            return None, r.search["floor"], r.search["candidates"]
+        return r, imperfect.floor({**r.search, "cycles": r.result.cycles, "energy_pJ": r.result.energy_pJ}), \
+            r.search["candidates"]
+
+    def bounds_of(problem: Workload):
+        t = _prepare(arch, problem, energy, constraints, opts.search_layout, opts.uneven).tree
+        return t.global_lb, t.energy_bound()[0]
+
+    best, bounds, floors, walk = imperfect.search(arch, workload, energy, opts, run, bounds_of, words_pJ)
+    obj = Objective(opts.objective)
+    gap = opts.energy_gap if opts.energy_gap is not None else \
+        DEFAULT_GAP if opts.objective in ("delay,energy", "delay") else 0.0
+    value = (best.result.cycles, best.result.energy_pJ)
+    clb = min([value[0]] + [f[0] for f in floors])
+    elb = min([value[1]] + [f[1] for f in floors if not obj.lexicographic or f[0] <= value[0]])
+    if obj.lexicographic or obj.name == "delay":
+        why = obj.proven(value[0], value[1], clb, elb, gap)
+    else:                                   # the least objective any problem's floor allows
+        least = min([obj.value(*value)] + [obj.value(*f) for f in floors])
+        why = "optimal" if obj.value(*value) <= least else \
+            "energy-gap" if obj.value(*value) <= least * (1 + gap) else None
+    report = SearchReport(best.search)
+    report["candidates"] = walk.pop("candidates")
+    report["stopped"] = why or walk["stopped"] or (best.search["stopped"] if best.search["stopped"] not in
+                                                   ("optimal", "energy-gap") else "converged")
+    report["optimal"] = why == "optimal"
+    report["cycles_optimal"] = clb >= value[0]
+    report["lower_bound_cycles"] = int(clb)
+    report["lower_bound_parts"] = {"the least over the padded problems": int(clb)}
+    report["gap"] = (value[0] - clb) / clb if clb else 0.0
+    report["lower_bound_energy_pJ"] = float(elb)
+    report["lower_bound_energy_parts"] = {"the least over the padded problems": float(elb)}
+    report["lower_bound_energy_searched_pJ"] = None
+    report["energy_gap"] = (value[1] - elb) / elb if elb else 0.0
+    report["seconds"] = round(time.monotonic() - t0, 3)
+    report["space"] = {**best.search["space"], "imperfect": (
+        "every padded problem: each dimension's loops multiply to ceil(N/T)*T for a tile T of its loops "
+        "below the outermost, the last tile run full (mapper/imperfect.py)")}
+    report["imperfect"] = {**walk, "padded": {d: [n, p] for d, n, p in zip(workload.dims, workload.bounds, bounds)
+                                              if n != p}}
+    mapping = best.mapping if bounds == workload.bounds else dataclasses.replace(best.mapping, imperfect=True)
+    return MapResult(mapping, best.result, report)
 
 
 @dataclass

@@ -38,6 +38,8 @@ class MapperOptions(BaseModel):
                                 "layout (rank order per tensor) is searched with the mapping")
     uneven: bool = Field(False, strict=True, description="true: each tensor a level keeps is searched at its "
                          "own temporal loop position there (uneven mappings, mapper/uneven.py)")
+    imperfect: bool = Field(False, strict=True, description="true: a dimension's loops need not divide its bound; "
+                            "the problems padded to them are searched too (mapper/imperfect.py)")
 
     @field_validator("objective")
     @classmethod
@@ -56,7 +58,7 @@ class MapperOptions(BaseModel):
 
 FLAGS = {"objective": "--objective", "algorithm": "--algorithm", "time_limit": "--time-limit", "budget": "--budget",
          "energy_gap": "--energy-gap", "threads": "--threads", "search_layout": "--search-layout",
-         "uneven": "--uneven"}
+         "uneven": "--uneven", "imperfect": "--imperfect"}
 
 
 def options(**given) -> MapperOptions:

@@ -24,6 +24,7 @@ from storeloop.errors import MappingError
 from storeloop.model import costs, disk
 from storeloop.model.nest import NestAnalysis, analyze, check_layout, tile_runs
 from storeloop.ir import Arch, EnergyTable, Mapping, Workload
+from storeloop.ir.check import check_mapping, padded
 
 
 @dataclass(slots=True)
@@ -97,6 +98,7 @@ class Result:
     # per level below the first: its declared buffering, the run's cycles were it single-buffered
     # and whether the mapping needs it double-buffered (overlapped) to reach its cycles
     buffering: dict[str, dict] = field(default_factory=dict)
+    padding: int = 0            # of the computes, those an imperfect mapping spends on its padding
     priced_by: str = ""             # what priced the energy and area: the plug-ins per component, or the ERT/ART
 
     @property
@@ -198,7 +200,10 @@ def exact_cycles(r: Result, arch: Arch) -> Fraction:
 
 
 def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTable) -> Result:
-    """Evaluate one mapping. Raises MappingError when it cannot run (capacity, fanout, factors)."""
+    """Evaluate one mapping. Raises MappingError when it cannot run (capacity, fanout, factors). An
+    imperfect mapping (:attr:`Mapping.imperfect`) runs, and is priced as, the padded problem."""
+    check_mapping(arch, workload, mapping)
+    useful, workload = workload.macs, padded(workload, mapping)
     if any(lvl.layout for lvl in arch.levels):
         check_layout(arch, workload)
     nest = analyze(arch, workload, mapping)
@@ -261,7 +266,7 @@ def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTab
                   compute_energy_pJ=nest.computes * energy.compute.read_pJ,
                   compute_area_per_instance_um2=energy.compute.area_um2,
                   compute_source=energy.compute.source, levels=levels, clock_hz=arch.clock_hz, priced_by=energy.source,
-                  buffering=buffering)
+                  buffering=buffering, padding=nest.computes - useful)
 
 
 def result_to_json(r: Result, arch: Arch) -> dict:

@@ -61,7 +61,7 @@ class FastModel:
 
     def evaluate(self, mapping: Mapping) -> Summary:
         """Cycles and energy of ``mapping``; raises MappingError like the reference model."""
-        if not self.simple or mapping.uneven:          # (uneven positions: the reference model's own)
+        if not self.simple or mapping.uneven or mapping.imperfect:   # (the reference model's own)
             r = reference_evaluate(self.arch, self.workload, mapping, self.energy)
             return Summary(r.cycles, r.energy_pJ, [lv.cycles for lv in r.levels], r.compute_cycles)
         nlev, ndims = self.nlev, self.ndims

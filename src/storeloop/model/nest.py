@@ -38,7 +38,7 @@ from fractions import Fraction
 import numpy as np
 
 from storeloop.model import costs
-from storeloop.ir.check import check_mapping
+from storeloop.ir.check import check_mapping, padded
 from storeloop.errors import SpecError
 from storeloop.ir import Arch, Mapping, Tensor, Workload, rank_label
 
@@ -105,8 +105,10 @@ def _new_words(shift: tuple[int, ...], extents: list[int], tile: int) -> int:
 
 
 def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
-    """Per-level, per-tensor access counts of ``mapping`` (no bandwidth, energy or capacity)."""
+    """Per-level, per-tensor access counts of ``mapping`` (no bandwidth, energy or capacity); an
+    imperfect mapping's, of the padded problem it runs (:func:`storeloop.ir.check.padded`)."""
     check_mapping(arch, workload, mapping)
+    workload = padded(workload, mapping)
     nlev = len(arch.levels)
     ndims = len(workload.dims)
     loops = _flatten(mapping)

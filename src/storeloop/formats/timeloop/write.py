@@ -165,6 +165,10 @@ def workload_to_timeloop(w: Workload) -> dict:
 
 
 def mapping_to_timeloop(m: Mapping, arch: Arch, w: Workload) -> dict:
+    if m.imperfect:
+        raise MappingError("this mapping runs a padded problem (imperfect: true); Timeloop's mapping format "
+                           "factors each dimension's bound exactly (its Ruby residuals price a short last tile, "
+                           "not padding): export it with the padded bounds as the workload", kind="factors")
     if m.uneven:
         lvl, name = next((a.name, t) for a, lm in zip(arch.levels, m.levels) for t, n in lm.above if n)
         raise MappingError(f"Timeloop's mapping format has no uneven positions ({name}'s tile at {lvl} lies below "

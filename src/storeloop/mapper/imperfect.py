@@ -1,0 +1,158 @@
+"""Imperfect factorization (``storeloop map --imperfect``): a dimension's loops need not divide its
+bound. Its outermost loop runs ceil(N / T) times over tiles of T, the product of its loops below,
+which need not divide N; the last tile is run full, its extra elements zeros (the padded problem,
+as on hardware with fixed tile shapes: its computes and words are counted, an upper bound on
+residual-aware models such as Timeloop's Ruby map space, which shorten the last tile).
+
+A mapping of that kind is a perfect mapping of the problem padded to ``P = ceil(N / T) * T`` in
+each dimension, so the space is the union over the padded bounds ``P`` of their perfect map
+spaces. The padded bounds of N are those with a divisor T in (P - N, N] (:func:`padded_sizes`):
+they lie in [N, 2N), and a P without one has only mappings whose outermost loop over the dimension
+spends a whole iteration on padding; leaving that iteration out is a mapping of a smaller padded
+bound that counts no more of anything (every count is a product of loop bounds), so nothing is lost.
+
+The search (:func:`search`) walks the padded problems in ascending order of their computes,
+starting with the problem itself. A problem's computes bound its cycles (over the compute units)
+and its energy (each compute, and every word of a plain tensor crossing its backing level once),
+and those rise with the computes, so the walk ends at the first problem they show cannot beat the
+best; a problem whose own lower bounds cannot beat it is skipped; every other one is searched by
+the branch and bound, which must beat the best so far (``beat``). The certificate is the least of
+what each problem's search proved (``floor``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import math
+import time
+from fractions import Fraction
+from typing import Iterator
+
+from storeloop.errors import SpecError
+from storeloop.ir import Arch, EnergyTable, Workload
+from storeloop.mapper.space import prime_factors
+
+SAFE = 1 - 1e-9                   # (float rounding of the energy bound, as the tree's own)
+
+
+def _divisors(n: int) -> list[int]:
+    out = [1]
+    for p in sorted(set(prime_factors(n))):
+        k = prime_factors(n).count(p)
+        out = [d * p ** e for d in out for e in range(k + 1)]
+    return out
+
+
+def padded_sizes(n: int) -> Iterator[int]:
+    """The bounds a dimension of bound ``n`` may be padded to, ascending from ``n``: each P in
+    [n, 2n) with a tile T dividing it such that ceil(n / T) * T == P (T in (P - n, n])."""
+    for p in range(n, 2 * n):
+        if any(p - n < t <= n for t in _divisors(p)):
+            yield p
+
+
+class _Sizes:
+    """One dimension's padded sizes, generated as far as they are read."""
+
+    def __init__(self, n: int):
+        self.gen, self.seen = padded_sizes(n), []
+
+    def get(self, i: int) -> int | None:
+        while len(self.seen) <= i:
+            nxt = next(self.gen, None)
+            if nxt is None:
+                return None
+            self.seen.append(nxt)
+        return self.seen[i]
+
+
+def padded_problems(bounds: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+    """Every vector of padded bounds, in ascending order of their product (ties: in index order),
+    ``bounds`` itself first."""
+    dims = [_Sizes(n) for n in bounds]
+    start = (0,) * len(bounds)
+    heap, seen = [(math.prod(bounds), start)], {start}
+    while heap:
+        _, idx = heapq.heappop(heap)
+        yield tuple(d.get(i) for d, i in zip(dims, idx))
+        for k in range(len(idx)):
+            nxt = idx[:k] + (idx[k] + 1,) + idx[k + 1:]
+            if nxt not in seen and dims[k].get(nxt[k]) is not None:
+                seen.add(nxt)
+                heapq.heappush(heap, (math.prod(d.get(i) for d, i in zip(dims, nxt)), nxt))
+
+
+def _cheap(arch: Arch, energy: EnergyTable, bounds: tuple[int, ...], words_pJ: float) -> tuple:
+    """(cycles, energy) no mapping of the problem padded to ``bounds`` can beat, rising with its
+    computes: its computes over every compute unit, and its computes' energy plus ``words_pJ``,
+    the energy of every word of the unpadded problem crossing its tensor's backing level once
+    (padding only adds words)."""
+    macs = math.prod(bounds)
+    cycles = math.ceil(Fraction(macs) * Fraction(arch.compute.cycles_per_op) / arch.compute.instances)
+    return cycles, (macs * energy.compute.read_pJ + words_pJ) * SAFE
+
+
+def floor(report) -> tuple:
+    """What a problem's search proved no mapping of it beats: its answer when proven optimal, its
+    cycles and energy bound when its cycles are proven, else its lower bounds."""
+    if report["optimal"]:
+        return report["cycles"], report["energy_pJ"]
+    if report["cycles_optimal"]:
+        return report["cycles"], report["lower_bound_energy_pJ"]
+    return report["lower_bound_cycles"], report["lower_bound_energy_pJ"]
+
+
+def search(arch: Arch, workload: Workload, energy: EnergyTable, opts, run, bounds_of, words_pJ: float) -> tuple:
+    """The best mapping over every padded problem (module doc). ``run(workload, opts, beat)`` maps
+    one problem and returns (its MapResult, or None when it proved that nothing beats ``beat``;
+    what it proved no mapping of it beats, :func:`floor`; the candidates it generated);
+    ``bounds_of(workload)`` gives a problem's (cycles, energy) lower bounds (and raises SpecError
+    when the constraints allow it no mapping); ``words_pJ``: see :func:`_cheap`. Returns (the best
+    MapResult, its padded bounds, the floors of every problem, a summary of the walk)."""
+    from storeloop.mapper.objective import Objective
+    obj = Objective(opts.objective)
+    t0 = time.monotonic()
+    deadline = None if opts.time_limit is None else t0 + opts.time_limit
+    spent = 0
+    best, best_bounds, floors = None, workload.bounds, []
+    summary = {"problems": 0, "searched": 0, "skipped": 0, "stopped": None}
+
+    def value():
+        return best.result.cycles, best.result.energy_pJ
+
+    for bounds in padded_problems(workload.bounds):
+        padded = dataclasses.replace(workload, bounds=bounds)
+        if best is not None:
+            cheap = _cheap(arch, energy, bounds, words_pJ)
+            if obj.dominated(cheap[0], cheap[1], value()):
+                floors.append(cheap)          # this problem's and every later one's
+                break
+            if (deadline is not None and time.monotonic() >= deadline) or \
+                    (opts.budget is not None and spent >= opts.budget):
+                floors.append(cheap)
+                summary["stopped"] = "budget" if opts.budget is not None and spent >= opts.budget else "time-limit"
+                break
+        summary["problems"] += 1
+        try:
+            lb = bounds_of(padded)
+        except SpecError:                     # the constraints allow this padding no mapping
+            summary["skipped"] += 1
+            continue
+        if best is not None and obj.dominated(lb[0], lb[1], value()):
+            floors.append(lb)
+            summary["skipped"] += 1
+            continue
+        left = {}
+        if deadline is not None:
+            left["time_limit"] = max(deadline - time.monotonic(), 1e-3)
+        if opts.budget is not None:
+            left["budget"] = max(opts.budget - spent, 1)
+        found, proven, candidates = run(padded, opts.model_copy(update={"imperfect": False, **left}),
+                                        None if best is None else value())
+        summary["searched"] += 1
+        spent += candidates
+        floors.append(proven)
+        if found is not None:
+            best, best_bounds = found, bounds
+    summary["candidates"] = spent
+    return best, best_bounds, floors, summary
