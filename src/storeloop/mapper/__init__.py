@@ -39,6 +39,7 @@ from storeloop.model.evaluate import Result, evaluate, exact_cycles
 from storeloop.model.fast import FastModel
 from storeloop.model.nest import check_layout, storage_order, tile_extents
 from storeloop.ir import Arch, EnergyTable, Mapping, Workload, rank_label
+from storeloop.ir.check import padded
 
 DEFAULT_GAP = 1e-3           # energy gap at which a cycle-first search may stop (0.1 %)
 LOCAL_BUDGET = 3000          # candidates the local search looks at before the branch and bound
@@ -256,9 +257,10 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
                    for t in range(len(workload.tensors)))
 
     def run(problem: Workload, sub: MapperOptions, beat):
-        first = problem.bounds == workload.bounds       # (the user's seeds and progress bar: the problem's own)
+        first = problem.bounds == workload.bounds       # (the progress bar: the problem's own)
+        mine = [dataclasses.replace(m, imperfect=False) for m in seeds if padded(workload, m).bounds == problem.bounds]
         r = map_workload(arch, problem, energy, constraints=constraints, options=sub, beat=beat,
-                         seeds=seeds if first else (), progress=progress and first, **keywords)
+                         seeds=mine, progress=progress and first, **keywords)
         if r.mapping is None:
             return None, r.search["floor"], r.search["candidates"]
         return r, imperfect.floor({**r.search, "cycles": r.result.cycles, "energy_pJ": r.result.energy_pJ}), \
@@ -268,7 +270,8 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
         t = _prepare(arch, problem, energy, constraints, opts.search_layout, opts.uneven).tree
         return t.global_lb, t.energy_bound()[0]
 
-    best, bounds, floors, walk = imperfect.search(arch, workload, energy, opts, run, bounds_of, words_pJ)
+    best, bounds, floors, walk = imperfect.search(arch, workload, energy, opts, run, bounds_of, words_pJ,
+                                                  early=[padded(workload, m).bounds for m in seeds])
     obj = Objective(opts.objective)
     gap = opts.energy_gap if opts.energy_gap is not None else \
         DEFAULT_GAP if opts.objective in ("delay,energy", "delay") else 0.0
@@ -300,8 +303,10 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
         "below the outermost, the last tile run full (mapper/imperfect.py)")}
     report["imperfect"] = {**walk, "padded": {d: [n, p] for d, n, p in zip(workload.dims, workload.bounds, bounds)
                                               if n != p}}
-    mapping = best.mapping if bounds == workload.bounds else dataclasses.replace(best.mapping, imperfect=True)
-    return MapResult(mapping, best.result, report)
+    if bounds == workload.bounds:
+        return MapResult(best.mapping, best.result, report)
+    return MapResult(dataclasses.replace(best.mapping, imperfect=True),
+                     dataclasses.replace(best.result, padding=best.result.computes - workload.macs), report)
 
 
 @dataclass

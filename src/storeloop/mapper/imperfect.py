@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import itertools
 import math
 import time
 from fractions import Fraction
@@ -102,12 +103,14 @@ def floor(report) -> tuple:
     return report["lower_bound_cycles"], report["lower_bound_energy_pJ"]
 
 
-def search(arch: Arch, workload: Workload, energy: EnergyTable, opts, run, bounds_of, words_pJ: float) -> tuple:
+def search(arch: Arch, workload: Workload, energy: EnergyTable, opts, run, bounds_of, words_pJ: float,
+           early: list[tuple[int, ...]] = ()) -> tuple:
     """The best mapping over every padded problem (module doc). ``run(workload, opts, beat)`` maps
     one problem and returns (its MapResult, or None when it proved that nothing beats ``beat``;
     what it proved no mapping of it beats, :func:`floor`; the candidates it generated);
     ``bounds_of(workload)`` gives a problem's (cycles, energy) lower bounds (and raises SpecError
-    when the constraints allow it no mapping); ``words_pJ``: see :func:`_cheap`. Returns (the best
+    when the constraints allow it no mapping); ``words_pJ``: see :func:`_cheap`; ``early``: padded
+    bounds to search right after the problem itself (the seeds' problems). Returns (the best
     MapResult, its padded bounds, the floors of every problem, a summary of the walk)."""
     from storeloop.mapper.objective import Objective
     obj = Objective(opts.objective)
@@ -120,13 +123,23 @@ def search(arch: Arch, workload: Workload, energy: EnergyTable, opts, run, bound
     def value():
         return best.result.cycles, best.result.energy_pJ
 
-    for bounds in padded_problems(workload.bounds):
+    # the problem itself, the problems of the seeds (out of order: they end no walk), then the walk
+    walk = padded_problems(workload.bounds)
+    order = itertools.chain([(next(walk), True)], ((b, False) for b in dict.fromkeys(early)),
+                            ((b, True) for b in walk))
+    done = set()
+    for bounds, in_order in order:
+        if bounds in done:
+            continue
+        done.add(bounds)
         padded = dataclasses.replace(workload, bounds=bounds)
         if best is not None:
             cheap = _cheap(arch, energy, bounds, words_pJ)
             if obj.dominated(cheap[0], cheap[1], value()):
-                floors.append(cheap)          # this problem's and every later one's
-                break
+                floors.append(cheap)          # this problem's and, in the walk, every later one's
+                if in_order:
+                    break
+                continue
             if (deadline is not None and time.monotonic() >= deadline) or \
                     (opts.budget is not None and spent >= opts.budget):
                 floors.append(cheap)
