@@ -118,9 +118,10 @@ def test_an_imperfect_mapping_is_priced_as_its_padded_problem(tmp_path):
     from storeloop.formats.mapping import mapping_to_native
     import yaml
 
-    work = einsum_workload("w", "C[m,n] = A[m,k] * B[k,n]", {"M": 7, "N": 5, "K": 3}, bits=16)
-    arch, _, energy, _ = case(0)
-    out = map_workload(arch, work, energy, imperfect=True)
+    work = einsum_workload("w", "C[m,n] = A[m,k] * B[k,n]", {"M": 7, "N": 5, "K": 2}, bits=16)
+    arch, energy = lanes_arch(3)
+    out = map_workload(arch, work, energy, objective="delay", imperfect=True)
+    assert out.mapping.imperfect and out.result.cycles == 28      # N padded to 6: 84 computes over 3 lanes
     padded = dataclasses.replace(work, bounds=tuple(
         math.prod(lp.factor for lm in out.mapping.levels for lp in lm.temporal + lm.spatial if lp.dim == d)
         for d in range(3)))
@@ -130,14 +131,27 @@ def test_an_imperfect_mapping_is_priced_as_its_padded_problem(tmp_path):
     path = tmp_path / "m.yaml"
     path.write_text(yaml.safe_dump(mapping_to_native(out.mapping, arch, work)))
     assert load_mapping(str(path), arch, work) == dataclasses.replace(out.mapping, name=out.mapping.name)
-    if out.mapping.imperfect:
+    if True:                                                      # without the flag: an error
         text = "\n".join(line for line in path.read_text().splitlines() if "imperfect: true" not in line)
         path.write_text(text)
         with pytest.raises(SpecError, match="multiply to .*, the bound is"):
             load_mapping(str(path), arch, work)
+    from storeloop.crosscheck import export
+    files, notes = export(arch, work, out.mapping, energy, tmp_path / "tl")
+    problem = yaml.safe_load((tmp_path / "tl" / "problem.yaml").read_text())["problem"]["instance"]
+    assert tuple(problem[d] for d in work.dims) == padded.bounds
+    assert any("padded to" in n for n in notes)
     short = einsum_workload("w", "C[m,n] = A[m,k] * B[k,n]", {"M": 8, "N": 6, "K": 4}, bits=16)
     with pytest.raises(MappingError, match="less than its bound"):
         evaluate(arch, short, dataclasses.replace(out.mapping, imperfect=True), energy)
+
+
+def lanes_arch(lanes: int):
+    """DRAM -> SRAM -> ``lanes`` MACs, bandwidths unconstrained."""
+    levels = [StorageLevel("DRAM", "DRAM", 1, None, None, 16, 1), StorageLevel("SRAM", "SRAM", 1, None, None, 16, 1)]
+    energy = EnergyTable({"DRAM": ActionCosts(100.0, 100.0, 0.0, "x"), "SRAM": ActionCosts(1.0, 1.0, 1.0, "x")},
+                         ActionCosts(1.0, 0.0, 1.0, "x"), "x")
+    return Arch("lanes", tuple(levels), ComputeLevel("MAC", "intmac", lanes, None, 16), clock_hz=1e9), energy
 
 
 @pytest.mark.parametrize("n,lanes", [(7, 3), (11, 4), (13, 3), (13, 5)])
@@ -145,10 +159,7 @@ def test_a_prime_dimension_is_padded_to_fill_the_lanes(n, lanes):
     """A prime bound n over k lanes: no perfect mapping uses more than one lane (n cycles); the
     padding to ceil(n / k) * k runs ceil(n / k) steps over all k lanes, the fewest any mapping can."""
     work = einsum_workload("v", "Y[m] = A[m,k] * X[k]", {"M": n, "K": 1}, bits=16)
-    levels = [StorageLevel("DRAM", "DRAM", 1, None, None, 16, 1), StorageLevel("SRAM", "SRAM", 1, None, None, 16, 1)]
-    arch = Arch("lanes", tuple(levels), ComputeLevel("MAC", "intmac", lanes, None, 16), clock_hz=1e9)
-    energy = EnergyTable({"DRAM": ActionCosts(100.0, 100.0, 0.0, "x"), "SRAM": ActionCosts(1.0, 1.0, 1.0, "x")},
-                         ActionCosts(1.0, 0.0, 1.0, "x"), "x")
+    arch, energy = lanes_arch(lanes)
     assert map_workload(arch, work, energy, objective="delay").result.cycles == n
     out = map_workload(arch, work, energy, objective="delay", imperfect=True)
     assert out.result.cycles == -(-n // lanes) and out.search["optimal"]

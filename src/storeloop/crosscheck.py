@@ -8,6 +8,8 @@ compared with storeloop's model.
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 import shutil
 import subprocess
@@ -20,6 +22,7 @@ import yaml
 from storeloop.errors import SpecError
 from storeloop.model.evaluate import Result
 from storeloop.formats import timeloop
+from storeloop.ir.check import padded
 from storeloop.ir import Arch, EnergyTable, Mapping, Workload
 
 from storeloop.formats.timeloop.stats import read_stats
@@ -61,6 +64,13 @@ def export(arch: Arch, workload: Workload, mapping: Mapping | None, energy: Ener
     """Write arch/problem/mapping/ERT/ART for ``timeloop-model``; returns (files, notes).
     With ``strict``, anything Timeloop cannot express is an error instead of a note."""
     arch_doc, notes = timeloop.arch_to_timeloop(arch, energy)
+    if mapping is not None and mapping.imperfect:     # the padded problem it runs, as a perfect mapping of it
+        wide = padded(workload, mapping)
+        if wide.bounds != workload.bounds:
+            notes.append("the mapping is imperfect: problem.yaml is the problem padded to " + ", ".join(
+                f"{d}={p}" for d, p, n in zip(wide.dims, wide.bounds, workload.bounds) if p != n)
+                + ", which storeloop prices (Timeloop's Ruby residuals would shorten the last tiles instead)")
+        workload, mapping = wide, dataclasses.replace(mapping, imperfect=False)
     if strict and notes:
         raise SpecError("Timeloop cannot run this architecture as it is:\n  " + "\n  ".join(notes),
                         field="--strict", allowed="storeloop fields Timeloop expresses (drop --strict to export with notes)")

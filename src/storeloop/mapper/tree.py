@@ -367,10 +367,14 @@ class Tree(BelowBounds):
 
     def lower_bound(self) -> tuple[int, dict]:
         """Cycles no mapping can beat: compulsory traffic of the backing level (every element a
-        compute reads, :attr:`sizes`), and compute (exact)."""
+        compute reads, :attr:`sizes`), and compute (exact): the computes over the most units any
+        mapping of the space runs at once, the product over the fanouts of their largest spatial
+        option (bounds whose divisors do not fill a fanout leave units idle)."""
         w, arch = self.workload, self.arch
+        units = math.prod(max((math.prod(x) * math.prod(y) for x, y in opts), default=1)
+                          for opts in self.space.spatial_options)
         parts = {"compute": math.ceil(Fraction(w.macs * arch.compute.cycles_per_op,
-                                               min(arch.compute.instances, self.cap_below[0])))}
+                                               min(arch.compute.instances, self.cap_below[0], units)))}
         for b in sorted(set(self.back.tolist())):           # each backing level's tensors cross it once
             if b == 0 and self.ssd is not None:   # an SSD's streams: with the first keepers below (_first_keepers)
                 continue
