@@ -22,7 +22,7 @@ from storeloop.mapper import map_workload
 from storeloop.mapper.imperfect import padded_problems, padded_sizes
 from storeloop.model.evaluate import evaluate
 from storeloop.workloads.pir import einsum_workload
-from test_mapper_oracle import every_mapping, score
+from test_mapper_oracle import best_score, every_mapping, score
 
 EINSUMS = [("Y[m] = A[m,k] * X[k]", "MK"), ("C[m,n] = A[m,k] * B[k,n]", "MNK"), ("Z[b] = X[b,k] * Y[b,k]", "BK")]
 
@@ -40,20 +40,12 @@ def outermost_ok(mapping, work, bounds) -> bool:
 
 
 def oracle(arch, work, energy, objective):
-    best = None
-    for bounds in itertools.product(*[range(n, 2 * n + 1) for n in work.bounds]):
-        padded = dataclasses.replace(work, bounds=bounds)
-        for mapping in every_mapping(arch, padded, {}):
-            if not outermost_ok(mapping, work, bounds):
-                continue
-            try:
-                r = evaluate(arch, work, dataclasses.replace(mapping, imperfect=True), energy)
-            except MappingError:
-                continue
-            s = score(objective, r)
-            if best is None or s < best:
-                best = s
-    return best
+    def imperfect():
+        for bounds in itertools.product(*[range(n, 2 * n + 1) for n in work.bounds]):
+            for mapping in every_mapping(arch, dataclasses.replace(work, bounds=bounds), {}):
+                if outermost_ok(mapping, work, bounds):
+                    yield dataclasses.replace(mapping, imperfect=True)
+    return best_score(arch, work, energy, objective, imperfect())
 
 
 def case(seed: int):

@@ -205,8 +205,13 @@ def every_mapping(arch: Arch, work, spec: dict, at: int | None = None):
 
 def brute_force(arch: Arch, work, energy: EnergyTable, objective: str, spec: dict, at: int | None = None):
     """The best score over :func:`every_mapping`, each priced by the reference model (None: none is valid)."""
+    return best_score(arch, work, energy, objective, every_mapping(arch, work, spec, at))
+
+
+def best_score(arch: Arch, work, energy: EnergyTable, objective: str, mappings):
+    """The best score of ``mappings`` of ``work``, each priced by the reference model (None: none is valid)."""
     best = None
-    for mapping in every_mapping(arch, work, spec, at):
+    for mapping in mappings:
         try:
             r = evaluate(arch, work, mapping, energy)
         except MappingError:
