@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import sys
 import time
 from dataclasses import dataclass
 
@@ -259,8 +260,11 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
     def run(problem: Workload, sub: MapperOptions, beat):
         first = problem.bounds == workload.bounds       # (the progress bar: the problem's own)
         mine = [dataclasses.replace(m, imperfect=False) for m in seeds if padded(workload, m).bounds == problem.bounds]
+        if progress and not first and sys.stderr.isatty():
+            sys.stderr.write(f"\npadded problem " + " ".join(f"{d}={b}" for d, b in zip(problem.dims, problem.bounds))
+                             + (f", to beat {beat[0]:,} cycles, {beat[1] / 1e12:.6g} J" if beat else "") + "\n")
         r = map_workload(arch, problem, energy, constraints=constraints, options=sub, beat=beat,
-                         seeds=mine, progress=progress and first, **keywords)
+                         seeds=mine, progress=progress, **keywords)
         if r.mapping is None:
             return None, r.search["floor"], r.search["candidates"]
         return r, imperfect.floor({**r.search, "cycles": r.result.cycles, "energy_pJ": r.result.energy_pJ}), \
