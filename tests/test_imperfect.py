@@ -157,3 +157,30 @@ def test_a_prime_dimension_is_padded_to_fill_the_lanes(n, lanes):
     assert out.result.cycles == -(-n // lanes) and out.search["optimal"]
     assert out.search["imperfect"]["padded"] == {"M": [n, -(-n // lanes) * lanes]}
     assert out.result.padding == -(-n // lanes) * lanes - n
+
+
+def test_the_cycle_bound_counts_the_units_the_bounds_can_fill():
+    """The branch and bound's compute bound divides by the most units a mapping can run at once
+    (Tree.most_units): on random bounds over two fanouts (k RFs, each over j MACs), it equals the
+    largest product of spatial factors, one per dimension and fanout, that divide the bounds
+    together and fit each fanout -- enumerated here dimension by dimension."""
+    from storeloop.mapper.space import MapSpace
+    from storeloop.mapper.tree import Tree
+    from test_mapper_oracle import compositions
+
+    rng = random.Random(5)
+    for _ in range(40):
+        k, j = rng.choice([2, 3, 4, 6, 8]), rng.choice([1, 2, 3, 4])
+        bounds = {d: rng.choice([1, 2, 3, 5, 6, 7, 9, 12]) for d in "MNK"}
+        work = einsum_workload("u", "C[m,n] = A[m,k] * B[k,n]", bounds, bits=16)
+        levels = [StorageLevel("DRAM", "DRAM", 1, None, None, 16, 1), StorageLevel("SRAM", "SRAM", 1, None, None, 16, 1),
+                  StorageLevel("RF", "regfile", k, None, None, 16, 1)]
+        arch = Arch("two", tuple(levels), ComputeLevel("MAC", "intmac", k * j, None, 16), clock_hz=1e9)
+        want = 0
+        for split in itertools.product(*[list(compositions(b, 3)) for b in work.bounds]):
+            s1, s2 = math.prod(f[0] for f in split), math.prod(f[1] for f in split)
+            if s1 <= k and s2 <= j:
+                want = max(want, s1 * s2)
+        energy = EnergyTable({n: ActionCosts(1.0, 1.0, 1.0, "x") for n in ("DRAM", "SRAM", "RF")},
+                             ActionCosts(1.0, 0.0, 1.0, "x"), "x")
+        assert Tree(MapSpace(arch, work), energy).most_units() == want, (work.bounds, k, j)

@@ -365,14 +365,45 @@ class Tree(BelowBounds):
         """Seconds and picojoules per word of the SSD level's reads (writes) per row of runs and tiles."""
         return disk.word_rates_many(self.ssd, runs, tiles, read)
 
+    JOINT_UNITS = 200_000        # combinations of the fanouts' spatial options weighed together, at most
+
+    def most_units(self) -> int:
+        """The most compute units a mapping of the space runs at once: the largest product of
+        one spatial option per fanout whose factors, dimension by dimension, divide the bounds
+        together (beyond JOINT_UNITS combinations: each fanout's largest option alone, a
+        relaxation)."""
+        per_level = []
+        for opts in self.space.spatial_options:
+            xy = {tuple(a * b for a, b in zip(x, y)) for x, y in opts}
+            if len(xy) > 1 or any(f > 1 for o in xy for f in o):
+                per_level.append(sorted(xy, key=math.prod, reverse=True))
+        if not per_level:
+            return 1
+        if math.prod(len(o) for o in per_level) > self.JOINT_UNITS:
+            return math.prod(math.prod(o[0]) for o in per_level)
+        bounds, best = [int(b) for b in self.workload.bounds], 0
+
+        def walk(i: int, used: list[int], units: int) -> None:
+            nonlocal best
+            if i == len(per_level):
+                best = max(best, units)
+                return
+            for o in per_level[i]:          # largest first: stop where even the rest at their largest cannot win
+                if units * math.prod(o) * math.prod(math.prod(r[0]) for r in per_level[i + 1:]) <= best:
+                    break
+                nxt = [u * f for u, f in zip(used, o)]
+                if all(b % n == 0 for b, n in zip(bounds, nxt)):
+                    walk(i + 1, nxt, units * math.prod(o))
+        walk(0, [1] * len(bounds), 1)
+        return max(best, 1)
+
     def lower_bound(self) -> tuple[int, dict]:
         """Cycles no mapping can beat: compulsory traffic of the backing level (every element a
         compute reads, :attr:`sizes`), and compute (exact): the computes over the most units any
-        mapping of the space runs at once, the product over the fanouts of their largest spatial
-        option (bounds whose divisors do not fill a fanout leave units idle)."""
+        mapping of the space runs at once (:meth:`most_units`: bounds whose divisors do not fill
+        the fanouts leave units idle)."""
         w, arch = self.workload, self.arch
-        units = math.prod(max((math.prod(x) * math.prod(y) for x, y in opts), default=1)
-                          for opts in self.space.spatial_options)
+        units = self.most_units()
         parts = {"compute": math.ceil(Fraction(w.macs * arch.compute.cycles_per_op,
                                                min(arch.compute.instances, self.cap_below[0], units)))}
         for b in sorted(set(self.back.tolist())):           # each backing level's tensors cross it once
