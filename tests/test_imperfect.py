@@ -184,3 +184,20 @@ def test_the_cycle_bound_counts_the_units_the_bounds_can_fill():
         energy = EnergyTable({n: ActionCosts(1.0, 1.0, 1.0, "x") for n in ("DRAM", "SRAM", "RF")},
                              ActionCosts(1.0, 0.0, 1.0, "x"), "x")
         assert Tree(MapSpace(arch, work), energy).most_units() == want, (work.bounds, k, j)
+
+
+def test_a_timeloop_residual_factor_is_refused_by_name(tmp_path):
+    """Timeloop's mapping format writes an imperfect factor with its last iteration's bound
+    ('P=12,5'); storeloop does not price residuals, and says so instead of reading a bare '5'."""
+    import shutil
+    from storeloop.formats.load import load_arch, load_mapping, load_workload
+
+    case_dir = "tests/corpus/a1-dram-sram-mac-16b__cnn-5x5__b3-r1"
+    for name in ("arch.yaml", "problem.yaml", "mapping.yaml"):
+        shutil.copy(f"{case_dir}/{name}", tmp_path / name)
+    text = (tmp_path / "mapping.yaml").read_text()
+    (tmp_path / "mapping.yaml").write_text(text.replace("factors: C=4 M=8 R=5 S=5 N=1 P=12 Q=12,",
+                                                        "factors: 'C=4 M=8 R=5 S=5 N=1 P=12,5 Q=12',", 1))
+    arch, work = load_arch(str(tmp_path / "arch.yaml")), load_workload(str(tmp_path / "problem.yaml"))
+    with pytest.raises(SpecError, match=r"residual factor \('P=12,5'"):
+        load_mapping(str(tmp_path / "mapping.yaml"), arch, work)

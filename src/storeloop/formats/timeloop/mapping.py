@@ -15,6 +15,11 @@ def _parse_factors(text: str, dims: list[str], doc: Any, loc: tuple) -> dict[str
     out = {}
     for tok in str(text).replace(",", " ").split():         # v0.4 also writes "R=3,P=16"
         m = re.match(r"^([A-Za-z_]\w*?)=?(\d+)$", tok)
+        if not m and tok.isdigit() and out:
+            raise error_at(doc, loc, f"a residual factor ('{list(out)[-1]}={out[list(out)[-1]]},{tok}': the last "
+                           "iteration's bound of an imperfect factorization, Timeloop's Ruby map space) is not read",
+                           allowed="exact factors; storeloop's own mapping format runs imperfect mappings as padded "
+                                   "problems ('imperfect: true', storeloop map --imperfect)")
         if not m:
             raise error_at(doc, loc, f"factor {tok!r} is not DIM=N", allowed="e.g. 'M=1 N=4 K=2' or 'M1 N4 K2'")
         d, v = m.groups()
