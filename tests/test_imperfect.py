@@ -201,3 +201,32 @@ def test_a_timeloop_residual_factor_is_refused_by_name(tmp_path):
     arch, work = load_arch(str(tmp_path / "arch.yaml")), load_workload(str(tmp_path / "problem.yaml"))
     with pytest.raises(SpecError, match=r"residual factor \('P=12,5'"):
         load_mapping(str(tmp_path / "mapping.yaml"), arch, work)
+
+
+def test_constraints_a_bound_cannot_meet_are_met_by_a_padded_problem():
+    """A spatial factor of 4 that a prime bound of 7 cannot give: with exact factors no mapping
+    meets the constraints (a SpecError before any search); with --imperfect the problem is skipped
+    and the padding to 8 meets them."""
+    from storeloop.ir.constraints import Constraints, LevelConstraint
+
+    work = einsum_workload("v", "Y[m] = A[m,k] * X[k]", {"M": 7, "K": 1}, bits=16)
+    arch, energy = lanes_arch(4)
+    cons = Constraints({1: LevelConstraint(spatial_x={0: (4, 4)})}, source="test")
+    with pytest.raises(SpecError, match="no mapping can meet the constraints"):
+        map_workload(arch, work, energy, constraints=cons)
+    out = map_workload(arch, work, energy, constraints=cons, imperfect=True)
+    assert out.search["imperfect"]["padded"] == {"M": [7, 8]} and out.result.cycles == 2
+    assert out.search["imperfect"]["skipped"] >= 1
+
+
+def test_a_walk_with_no_valid_mapping_says_so():
+    """Constraints no padded bound can meet (a spatial factor of 16 over a bound of 7: the padded
+    bounds of 7 are 7, 8, 9, 10 and 12): an error naming how many were weighed, not a traceback."""
+    from storeloop.errors import StoreloopError
+    from storeloop.ir.constraints import Constraints, LevelConstraint
+
+    work = einsum_workload("v", "Y[m] = A[m,k] * X[k]", {"M": 7, "K": 1}, bits=16)
+    arch, energy = lanes_arch(16)
+    cons = Constraints({1: LevelConstraint(spatial_x={0: (16, 16)})}, source="test")
+    with pytest.raises(StoreloopError, match=r"no valid mapping of v or of the 4 padded problems weighed after it \(5 allow none"):
+        map_workload(arch, work, energy, constraints=cons, imperfect=True)

@@ -253,9 +253,12 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
                         allowed="--algorithm exhaustive, or no --imperfect")
     t0 = time.monotonic()
     seeds, progress = keywords.pop("seeds"), keywords.pop("progress")
-    tree = _prepare(arch, workload, energy, constraints, opts.search_layout, opts.uneven).tree
-    words_pJ = sum(float((tree.wpw if tree.rw[t] else tree.rpw)[tree.back[t]]) * float(tree.sizes[t])
-                   for t in range(len(workload.tensors)))
+    try:
+        tree = _prepare(arch, workload, energy, constraints, opts.search_layout, opts.uneven).tree
+        words_pJ = sum(float((tree.wpw if tree.rw[t] else tree.rpw)[tree.back[t]]) * float(tree.sizes[t])
+                       for t in range(len(workload.tensors)))
+    except SpecError:                       # the constraints allow the problem itself no mapping
+        words_pJ = 0.0                      # (the walk's end then reads its computes alone)
 
     def run(problem: Workload, sub: MapperOptions, beat):
         first = problem.bounds == workload.bounds       # (the progress bar: the problem's own)
@@ -263,8 +266,13 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
         if progress and not first and sys.stderr.isatty():
             sys.stderr.write(f"\npadded problem " + " ".join(f"{d}={b}" for d, b in zip(problem.dims, problem.bounds))
                              + (f", to beat {beat[0]:,} cycles, {beat[1] / 1e12:.6g} J" if beat else "") + "\n")
-        r = map_workload(arch, problem, energy, constraints=constraints, options=sub, beat=beat,
-                         seeds=mine, progress=progress, **keywords)
+        try:
+            r = map_workload(arch, problem, energy, constraints=constraints, options=sub, beat=beat,
+                             seeds=mine, progress=progress, **keywords)
+        except MapTimeout:
+            raise
+        except StoreloopError:              # the search covered the problem and found no valid mapping
+            return None, (math.inf, math.inf), 0
         if r.mapping is None:
             return None, r.search["floor"], r.search["candidates"]
         return r, imperfect.floor({**r.search, "cycles": r.result.cycles, "energy_pJ": r.result.energy_pJ}), \
@@ -276,6 +284,12 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
 
     best, bounds, floors, walk = imperfect.search(arch, workload, energy, opts, run, bounds_of, words_pJ,
                                                   early=[padded(workload, m).bounds for m in seeds])
+    if best is None:
+        why = f"no valid mapping of {workload.name} or of the {walk['problems'] - 1} padded problems weighed after it"
+        if walk["stopped"] in ("budget", "time-limit"):
+            raise MapTimeout(f"the {walk['stopped']} ended the walk over the padded problems: {why}")
+        raise StoreloopError(why + (f" ({walk['skipped']} allow none under the constraints)" if walk["skipped"] else "")
+                             + ("; the walk stops after that many" if walk["stopped"] == "barren" else ""))
     obj = Objective(opts.objective)
     gap = opts.energy_gap if opts.energy_gap is not None else \
         DEFAULT_GAP if opts.objective in ("delay,energy", "delay") else 0.0

@@ -34,6 +34,7 @@ from storeloop.ir import Arch, EnergyTable, Workload
 from storeloop.mapper.space import prime_factors
 
 SAFE = 1 - 1e-9                   # (float rounding of the energy bound, as the tree's own)
+BARREN = 10_000                   # padded problems weighed, none with a valid mapping, before the walk gives up
 
 
 def _divisors(n: int) -> list[int]:
@@ -140,11 +141,14 @@ def search(arch: Arch, workload: Workload, energy: EnergyTable, opts, run, bound
                 if in_order:
                     break
                 continue
-            if (deadline is not None and time.monotonic() >= deadline) or \
-                    (opts.budget is not None and spent >= opts.budget):
-                floors.append(cheap)
-                summary["stopped"] = "budget" if opts.budget is not None and spent >= opts.budget else "time-limit"
-                break
+        over = "budget" if opts.budget is not None and spent >= opts.budget else \
+            "time-limit" if deadline is not None and time.monotonic() >= deadline else None
+        if over is None and best is None and summary["problems"] >= BARREN:
+            over = "barren"
+        if over is not None:
+            floors.append(_cheap(arch, energy, bounds, words_pJ))
+            summary["stopped"] = over
+            break
         summary["problems"] += 1
         try:
             lb = bounds_of(padded)
