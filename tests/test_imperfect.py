@@ -120,6 +120,8 @@ def test_an_imperfect_mapping_is_priced_as_its_padded_problem(tmp_path):
     plain = evaluate(arch, padded, dataclasses.replace(out.mapping, imperfect=False), energy)
     assert (plain.cycles, plain.energy_pJ) == (out.result.cycles, out.result.energy_pJ)
     assert out.result.padding == padded.macs - work.macs
+    from storeloop.model.evaluate import result_to_json
+    assert result_to_json(out.result, arch)["summary"]["padding_computes"] == out.result.padding
     path = tmp_path / "m.yaml"
     path.write_text(yaml.safe_dump(mapping_to_native(out.mapping, arch, work)))
     assert load_mapping(str(path), arch, work) == dataclasses.replace(out.mapping, name=out.mapping.name)

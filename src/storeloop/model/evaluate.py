@@ -298,7 +298,7 @@ def result_to_json(r: Result, arch: Arch) -> dict:
         "summary": {"cycles": r.cycles, "computes": r.computes, "utilization": r.utilization,
                     "energy_pJ": r.energy_pJ, "area_total_um2": r.area_um2,
                     "area_on_chip_um2": r.on_chip_area_um2, "pJ_per_compute": r.energy_pJ / r.computes,
-                    "priced_by": r.priced_by},
+                    "priced_by": r.priced_by, **({"padding_computes": r.padding} if r.padding else {})},
         "compute": {"name": r.compute_name, "instances": r.compute_instances,
                     "utilized_instances": r.utilized_compute_instances, "computes": r.computes,
                     "cycles": r.compute_cycles, "energy_pJ": r.compute_energy_pJ,
