@@ -31,6 +31,7 @@ from typing import Iterator
 
 from storeloop.errors import SpecError
 from storeloop.ir import Arch, EnergyTable, Workload
+from storeloop.mapper.objective import Objective
 from storeloop.mapper.space import prime_factors
 
 SAFE = 1 - 1e-9                   # (float rounding of the energy bound, as the tree's own)
@@ -113,7 +114,6 @@ def search(arch: Arch, workload: Workload, energy: EnergyTable, opts, run, bound
     when the constraints allow it no mapping); ``words_pJ``: see :func:`_cheap`; ``early``: padded
     bounds to search right after the problem itself (the seeds' problems). Returns (the best
     MapResult, its padded bounds, the floors of every problem, a summary of the walk)."""
-    from storeloop.mapper.objective import Objective
     obj = Objective(opts.objective)
     t0 = time.monotonic()
     deadline = None if opts.time_limit is None else t0 + opts.time_limit
