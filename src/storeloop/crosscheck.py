@@ -9,7 +9,6 @@ compared with storeloop's model.
 from __future__ import annotations
 
 import dataclasses
-
 import math
 import shutil
 import subprocess

@@ -253,12 +253,20 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
                         allowed="--algorithm exhaustive, or no --imperfect")
     t0 = time.monotonic()
     seeds, progress = keywords.pop("seeds"), keywords.pop("progress")
-    try:
-        tree = _prepare(arch, workload, energy, constraints, opts.search_layout, opts.uneven).tree
+
+    def tree_of(problem: Workload) -> Tree | None:        # (None: the constraints allow it no mapping)
+        if infeasible(arch, problem, _constraints(arch, problem, constraints)):
+            return None
+        return _prepare(arch, problem, energy, constraints, opts.search_layout, opts.uneven).tree
+
+    def bounds_of(problem: Workload):
+        t = tree_of(problem)
+        return None if t is None else (t.global_lb, t.energy_bound()[0])
+
+    words_pJ = 0.0            # (where the constraints allow the problem itself no mapping, the walk's end reads computes)
+    if (tree := tree_of(workload)) is not None:
         words_pJ = sum(float((tree.wpw if tree.rw[t] else tree.rpw)[tree.back[t]]) * float(tree.sizes[t])
                        for t in range(len(workload.tensors)))
-    except SpecError:                       # the constraints allow the problem itself no mapping
-        words_pJ = 0.0                      # (the walk's end then reads its computes alone)
 
     def run(problem: Workload, sub: MapperOptions, beat):
         first = problem.bounds == workload.bounds       # (the progress bar: the problem's own)
@@ -269,7 +277,7 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
         try:
             r = map_workload(arch, problem, energy, constraints=constraints, options=sub, beat=beat,
                              seeds=mine, progress=progress, **keywords)
-        except MapTimeout:
+        except (MapTimeout, SpecError):
             raise
         except StoreloopError:              # the search covered the problem and found no valid mapping
             return None, (math.inf, math.inf), 0
@@ -277,10 +285,6 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
             return None, r.search["floor"], r.search["candidates"]
         return r, imperfect.floor({**r.search, "cycles": r.result.cycles, "energy_pJ": r.result.energy_pJ}), \
             r.search["candidates"]
-
-    def bounds_of(problem: Workload):
-        t = _prepare(arch, problem, energy, constraints, opts.search_layout, opts.uneven).tree
-        return t.global_lb, t.energy_bound()[0]
 
     best, bounds, floors, walk = imperfect.search(arch, workload, energy, opts, run, bounds_of, words_pJ,
                                                   early=[padded(workload, m).bounds for m in seeds])
@@ -341,6 +345,11 @@ class _Prepared:
     window: bool                  # searched on the plain surrogate (some rank is a window or a stride)
 
 
+def _constraints(arch: Arch, workload: Workload, constraints: Constraints | None) -> Constraints:
+    """The constraints given, else a Timeloop v0.4 arch's own per-node constraints, if any."""
+    return constraints if constraints is not None else arch_constraints(arch, workload) or Constraints()
+
+
 def _prepare(arch: Arch, workload: Workload, energy: EnergyTable, constraints: Constraints | None,
              free: bool, uneven: bool = False) -> _Prepared:
     """The map space and tree of ``workload`` on ``arch`` (refusing what the mapper cannot search)."""
@@ -353,8 +362,7 @@ def _prepare(arch: Arch, workload: Workload, energy: EnergyTable, constraints: C
                         f"'storeloop model'", file=file, line=line, field=path,
                         allowed="no page_size or ssd: block, or a workload with plain indices")
     energy = with_ssd_prices(arch, energy)       # an SSD-backed level: its least energy per word bounds its tensors
-    if constraints is None:                      # a Timeloop v0.4 arch's own per-node constraints, if any
-        constraints = arch_constraints(arch, workload) or Constraints()
+    constraints = _constraints(arch, workload, constraints)
     problem = infeasible(arch, workload, constraints)
     if problem:
         raise SpecError(f"no mapping can meet the constraints: {problem}", file=None if constraints.source == "none"

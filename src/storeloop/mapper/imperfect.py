@@ -29,28 +29,19 @@ import time
 from fractions import Fraction
 from typing import Iterator
 
-from storeloop.errors import SpecError
 from storeloop.ir import Arch, EnergyTable, Workload
 from storeloop.mapper.objective import Objective
-from storeloop.mapper.space import prime_factors
+from storeloop.mapper.space import divisors
 
 SAFE = 1 - 1e-9                   # (float rounding of the energy bound, as the tree's own)
 BARREN = 10_000                   # padded problems weighed, none with a valid mapping, before the walk gives up
-
-
-def _divisors(n: int) -> list[int]:
-    out = [1]
-    for p in sorted(set(prime_factors(n))):
-        k = prime_factors(n).count(p)
-        out = [d * p ** e for d in out for e in range(k + 1)]
-    return out
 
 
 def padded_sizes(n: int) -> Iterator[int]:
     """The bounds a dimension of bound ``n`` may be padded to, ascending from ``n``: each P in
     [n, 2n) with a tile T dividing it such that ceil(n / T) * T == P (T in (P - n, n])."""
     for p in range(n, 2 * n):
-        if any(p - n < t <= n for t in _divisors(p)):
+        if any(p - n < t <= n for t in divisors(p)):
             yield p
 
 
@@ -110,8 +101,8 @@ def search(arch: Arch, workload: Workload, energy: EnergyTable, opts, run, bound
     """The best mapping over every padded problem (module doc). ``run(workload, opts, beat)`` maps
     one problem and returns (its MapResult, or None when it proved that nothing beats ``beat``;
     what it proved no mapping of it beats, :func:`floor`; the candidates it generated);
-    ``bounds_of(workload)`` gives a problem's (cycles, energy) lower bounds (and raises SpecError
-    when the constraints allow it no mapping); ``words_pJ``: see :func:`_cheap`; ``early``: padded
+    ``bounds_of(workload)`` gives a problem's (cycles, energy) lower bounds (None when the
+    constraints allow it no mapping); ``words_pJ``: see :func:`_cheap`; ``early``: padded
     bounds to search right after the problem itself (the seeds' problems). Returns (the best
     MapResult, its padded bounds, the floors of every problem, a summary of the walk)."""
     obj = Objective(opts.objective)
@@ -150,9 +141,8 @@ def search(arch: Arch, workload: Workload, energy: EnergyTable, opts, run, bound
             summary["stopped"] = over
             break
         summary["problems"] += 1
-        try:
-            lb = bounds_of(padded)
-        except SpecError:                     # the constraints allow this padding no mapping
+        lb = bounds_of(padded)
+        if lb is None:                        # the constraints allow this padding no mapping
             summary["skipped"] += 1
             continue
         if best is not None and obj.dominated(lb[0], lb[1], value()):

@@ -24,7 +24,7 @@ from storeloop.errors import MappingError
 from storeloop.model import costs, disk
 from storeloop.model.nest import NestAnalysis, analyze, check_layout, tile_runs
 from storeloop.ir import Arch, EnergyTable, Mapping, Workload
-from storeloop.ir.check import check_mapping, padded
+from storeloop.ir.check import padded
 
 
 @dataclass(slots=True)
@@ -202,7 +202,6 @@ def exact_cycles(r: Result, arch: Arch) -> Fraction:
 def evaluate(arch: Arch, workload: Workload, mapping: Mapping, energy: EnergyTable) -> Result:
     """Evaluate one mapping. Raises MappingError when it cannot run (capacity, fanout, factors). An
     imperfect mapping (:attr:`Mapping.imperfect`) runs, and is priced as, the padded problem."""
-    check_mapping(arch, workload, mapping)
     useful, workload = workload.macs, padded(workload, mapping)
     if any(lvl.layout for lvl in arch.levels):
         check_layout(arch, workload)
