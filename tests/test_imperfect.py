@@ -232,3 +232,20 @@ def test_a_walk_with_no_valid_mapping_says_so():
     cons = Constraints({1: LevelConstraint(spatial_x={0: (16, 16)})}, source="test")
     with pytest.raises(StoreloopError, match=r"no valid mapping of v or of the 4 padded problems weighed after it \(5 allow none"):
         map_workload(arch, work, energy, constraints=cons, imperfect=True)
+
+
+def test_a_traffic_bound_problem_ends_the_walk_at_once():
+    """Where a slow DRAM binds, padding only adds words: the walk's bound (each padded problem's
+    words at the DRAM's port, which no padding lowers) ends it after the problem itself, and the
+    walk's order never pops a problem of lower bound after a higher one."""
+    work = einsum_workload("w", "C[m,n] = A[m,k] * B[k,n]", {"M": 97, "N": 61, "K": 83}, bits=16)
+    levels = [StorageLevel("DRAM", "DRAM", 1, None, None, 16, 1, shared_bandwidth=0.01),
+              StorageLevel("SRAM", "SRAM", 1, None, None, 16, 1)]
+    arch = Arch("slow", tuple(levels), ComputeLevel("MAC", "intmac", 16, None, 16), clock_hz=1e9)
+    _, energy = lanes_arch(1)
+    out = map_workload(arch, work, energy, imperfect=True)
+    assert out.search["imperfect"]["problems"] == 1 and out.search["cycles_optimal"]
+    sizes = {b: b[0] * b[2] + b[2] * b[1] + b[0] * b[1] for b in itertools.product(*[
+        list(itertools.islice(padded_sizes(n), 4)) for n in work.bounds])}
+    walk = list(itertools.islice(padded_problems(work.bounds, key=lambda b: sizes.get(b, math.inf)), 30))
+    assert [sizes[b] for b in walk] == sorted(sizes[b] for b in walk)

@@ -16,6 +16,7 @@ import math
 import sys
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -33,7 +34,7 @@ from storeloop.mapper.space import MapSpace
 from storeloop.mapper.tree import Tree, pareto
 from storeloop.mapper import imperfect
 from storeloop.mapper.uneven import split
-from storeloop.mapper.window import surrogate, without_unit_terms
+from storeloop.mapper.window import surrogate, touched, without_unit_terms
 from storeloop.model.costs import layout_of, layout_runs
 from storeloop.model.disk import with_ssd_prices, word_rates
 from storeloop.model.evaluate import Result, evaluate, exact_cycles
@@ -263,10 +264,21 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
         t = tree_of(problem)
         return None if t is None else (t.global_lb, t.energy_bound()[0])
 
-    words_pJ = 0.0            # (where the constraints allow the problem itself no mapping, the walk's end reads computes)
-    if (tree := tree_of(workload)) is not None:
-        words_pJ = sum(float((tree.wpw if tree.rw[t] else tree.rpw)[tree.back[t]]) * float(tree.sizes[t])
-                       for t in range(len(workload.tensors)))
+    tree = tree_of(workload)        # (None: the walk's bound is the computes' alone)
+
+    def cheap(bounds: tuple[int, ...]) -> tuple[int, float]:
+        """(cycles, energy) below every mapping of the problem padded to ``bounds``, neither
+        falling as a bound grows: its computes over every unit, and its tensors' words (those its
+        computes read) crossing their backing levels once, at their ports and energies."""
+        macs = math.prod(bounds)
+        cycles = math.ceil(Fraction(macs) * Fraction(arch.compute.cycles_per_op) / arch.compute.instances)
+        pj = macs * energy.compute.read_pJ
+        if tree is not None:
+            lean = without_unit_terms(dataclasses.replace(workload, bounds=bounds))
+            sizes = [touched(lean, t) for t in range(len(workload.tensors))]
+            cycles = max([cycles] + list(tree.compulsory(sizes).values()))
+            pj += sum(float((tree.wpw if tree.rw[t] else tree.rpw)[tree.back[t]]) * sizes[t] for t in range(len(sizes)))
+        return cycles, pj * (1 - 1e-9)
 
     def run(problem: Workload, sub: MapperOptions, beat):
         first = problem.bounds == workload.bounds       # (the progress bar: the problem's own)
@@ -286,7 +298,7 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
         return r, imperfect.floor({**r.search, "cycles": r.result.cycles, "energy_pJ": r.result.energy_pJ}), \
             r.search["candidates"]
 
-    best, bounds, floors, walk = imperfect.search(arch, workload, energy, opts, run, bounds_of, words_pJ,
+    best, bounds, floors, walk = imperfect.search(workload, opts, run, bounds_of, cheap,
                                                   early=[padded(workload, m).bounds for m in seeds])
     if best is None:
         why = f"no valid mapping of {workload.name} or of the {walk['problems'] - 1} padded problems weighed after it"

@@ -11,13 +11,13 @@ they lie in [N, 2N), and a P without one has only mappings whose outermost loop 
 spends a whole iteration on padding; leaving that iteration out is a mapping of a smaller padded
 bound that counts no more of anything (every count is a product of loop bounds), so nothing is lost.
 
-The search (:func:`search`) walks the padded problems in ascending order of their computes,
-starting with the problem itself. A problem's computes bound its cycles (over the compute units)
-and its energy (each compute, and every word of a plain tensor crossing its backing level once),
-and those rise with the computes, so the walk ends at the first problem they show cannot beat the
-best; a problem whose own lower bounds cannot beat it is skipped; every other one is searched by
-the branch and bound, which must beat the best so far (``beat``). The certificate is the least of
-what each problem's search proved (``floor``)."""
+The search (:func:`search`) walks the padded problems in ascending order of a bound that no
+padding lowers (the computes over every unit, each tensor's words crossing its backing level once,
+and their energy), starting with the problem itself; the walk ends at the first problem that bound
+shows cannot beat the best, since every later one's is no lower; a problem whose own lower bounds
+(the branch and bound's root bounds) cannot beat it is skipped; every other one is searched by the
+branch and bound, which must beat the best so far (``beat``). The certificate is the least of what
+each problem's search proved (``floor``)."""
 
 from __future__ import annotations
 
@@ -26,14 +26,12 @@ import heapq
 import itertools
 import math
 import time
-from fractions import Fraction
 from typing import Iterator
 
-from storeloop.ir import Arch, EnergyTable, Workload
+from storeloop.ir import Workload
 from storeloop.mapper.objective import Objective
 from storeloop.mapper.space import divisors
 
-SAFE = 1 - 1e-9                   # (float rounding of the energy bound, as the tree's own)
 BARREN = 10_000                   # padded problems weighed, none with a valid mapping, before the walk gives up
 
 
@@ -60,12 +58,14 @@ class _Sizes:
         return self.seen[i]
 
 
-def padded_problems(bounds: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
-    """Every vector of padded bounds, in ascending order of their product (ties: in index order),
-    ``bounds`` itself first."""
+def padded_problems(bounds: tuple[int, ...], key=math.prod) -> Iterator[tuple[int, ...]]:
+    """Every vector of padded bounds, ``bounds`` itself first, in ascending order of ``key`` (ties:
+    in index order) where ``key`` does not fall as any one bound grows (then every vector is
+    reached from ``bounds`` through vectors of no greater key, so none is popped after a greater
+    one). Default: their product."""
     dims = [_Sizes(n) for n in bounds]
     start = (0,) * len(bounds)
-    heap, seen = [(math.prod(bounds), start)], {start}
+    heap, seen = [(key(bounds), start)], {start}
     while heap:
         _, idx = heapq.heappop(heap)
         yield tuple(d.get(i) for d, i in zip(dims, idx))
@@ -73,17 +73,7 @@ def padded_problems(bounds: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
             nxt = idx[:k] + (idx[k] + 1,) + idx[k + 1:]
             if nxt not in seen and dims[k].get(nxt[k]) is not None:
                 seen.add(nxt)
-                heapq.heappush(heap, (math.prod(d.get(i) for d, i in zip(dims, nxt)), nxt))
-
-
-def _cheap(arch: Arch, energy: EnergyTable, bounds: tuple[int, ...], words_pJ: float) -> tuple:
-    """(cycles, energy) no mapping of the problem padded to ``bounds`` can beat, rising with its
-    computes: its computes over every compute unit, and its computes' energy plus ``words_pJ``,
-    the energy of every word of the unpadded problem crossing its tensor's backing level once
-    (padding only adds words)."""
-    macs = math.prod(bounds)
-    cycles = math.ceil(Fraction(macs) * Fraction(arch.compute.cycles_per_op) / arch.compute.instances)
-    return cycles, (macs * energy.compute.read_pJ + words_pJ) * SAFE
+                heapq.heappush(heap, (key(tuple(d.get(i) for d, i in zip(dims, nxt))), nxt))
 
 
 def floor(report) -> tuple:
@@ -96,27 +86,37 @@ def floor(report) -> tuple:
     return report["lower_bound_cycles"], report["lower_bound_energy_pJ"]
 
 
-def search(arch: Arch, workload: Workload, energy: EnergyTable, opts, run, bounds_of, words_pJ: float,
-           early: list[tuple[int, ...]] = ()) -> tuple:
+def search(workload: Workload, opts, run, bounds_of, cheap, early: list[tuple[int, ...]] = ()) -> tuple:
     """The best mapping over every padded problem (module doc). ``run(workload, opts, beat)`` maps
     one problem and returns (its MapResult, or None when it proved that nothing beats ``beat``;
     what it proved no mapping of it beats, :func:`floor`; the candidates it generated);
     ``bounds_of(workload)`` gives a problem's (cycles, energy) lower bounds (None when the
-    constraints allow it no mapping); ``words_pJ``: see :func:`_cheap`; ``early``: padded
-    bounds to search right after the problem itself (the seeds' problems). Returns (the best
-    MapResult, its padded bounds, the floors of every problem, a summary of the walk)."""
+    constraints allow it no mapping); ``cheap(bounds)``, (cycles, energy) no mapping of the problem
+    padded to ``bounds`` beats, neither falling as any one bound grows (the walk's order and end);
+    ``early``: padded bounds to search right after the problem itself (the seeds' problems).
+    Returns (the best MapResult, its padded bounds, the floors of every problem, a summary)."""
     obj = Objective(opts.objective)
     t0 = time.monotonic()
     deadline = None if opts.time_limit is None else t0 + opts.time_limit
     spent = 0
     best, best_bounds, floors = None, workload.bounds, []
     summary = {"problems": 0, "searched": 0, "skipped": 0, "stopped": None}
+    known: dict = {}
+
+    def bound(b):
+        if b not in known:
+            known[b] = cheap(b)
+        return known[b]
+
+    def key(b):        # the objective's order of the cheap bounds: dominance then holds for every later one
+        c, e = bound(b)
+        return (c, e) if obj.name in ("delay", "delay,energy") else (obj.value(c, e),)
 
     def value():
         return best.result.cycles, best.result.energy_pJ
 
     # the problem itself, the problems of the seeds (out of order: they end no walk), then the walk
-    walk = padded_problems(workload.bounds)
+    walk = padded_problems(workload.bounds, key)
     order = itertools.chain([(next(walk), True)], ((b, False) for b in dict.fromkeys(early)),
                             ((b, True) for b in walk))
     done = set()
@@ -125,19 +125,17 @@ def search(arch: Arch, workload: Workload, energy: EnergyTable, opts, run, bound
             continue
         done.add(bounds)
         padded = dataclasses.replace(workload, bounds=bounds)
-        if best is not None:
-            cheap = _cheap(arch, energy, bounds, words_pJ)
-            if obj.dominated(cheap[0], cheap[1], value()):
-                floors.append(cheap)          # this problem's and, in the walk, every later one's
-                if in_order:
-                    break
-                continue
+        if best is not None and obj.dominated(*bound(bounds), value()):
+            floors.append(bound(bounds))       # this problem's and, in the walk, every later one's
+            if in_order:
+                break
+            continue
         over = "budget" if opts.budget is not None and spent >= opts.budget else \
             "time-limit" if deadline is not None and time.monotonic() >= deadline else None
         if over is None and best is None and summary["problems"] >= BARREN:
             over = "barren"
         if over is not None:
-            floors.append(_cheap(arch, energy, bounds, words_pJ))
+            floors.append(bound(bounds))
             summary["stopped"] = over
             break
         summary["problems"] += 1

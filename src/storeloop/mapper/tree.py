@@ -397,6 +397,22 @@ class Tree(BelowBounds):
         walk(0, [1] * len(bounds), 1)
         return max(best, 1)
 
+    def compulsory(self, sizes) -> dict[str, int]:
+        """Per backing level, the cycles its ports take to pass each of its tensors' ``sizes``
+        (elements) once (an SSD-backed first level's are the first keepers' instead)."""
+        w, parts = self.workload, {}
+        for b in sorted(set(self.back.tolist())):           # each backing level's tensors cross it once
+            if b == 0 and self.ssd is not None:   # an SSD's streams: with the first keepers below (_first_keepers)
+                continue
+            reads = sum(int(sizes[i]) for i, t in enumerate(w.tensors) if not t.read_write and self.back[i] == b)
+            writes = sum(int(sizes[i]) for i, t in enumerate(w.tensors) if t.read_write and self.back[i] == b)
+            top = self.arch.levels[b]
+            n = 1 if b == 0 else top.instances     # (spread at best over the level's instances)
+            bw = [(reads, top.read_bandwidth), (writes, top.write_bandwidth), (reads + writes, top.shared_bandwidth)]
+            parts[f"{top.name} compulsory traffic"] = max(
+                [math.ceil(Fraction(v, n) / Fraction(bb)) for v, bb in bw if bb] or [0])
+        return parts
+
     def lower_bound(self) -> tuple[int, dict]:
         """Cycles no mapping can beat: compulsory traffic of the backing level (every element a
         compute reads, :attr:`sizes`), and compute (exact): the computes over the most units any
@@ -406,16 +422,7 @@ class Tree(BelowBounds):
         units = self.most_units()
         parts = {"compute": math.ceil(Fraction(w.macs * arch.compute.cycles_per_op,
                                                min(arch.compute.instances, self.cap_below[0], units)))}
-        for b in sorted(set(self.back.tolist())):           # each backing level's tensors cross it once
-            if b == 0 and self.ssd is not None:   # an SSD's streams: with the first keepers below (_first_keepers)
-                continue
-            reads = sum(int(self.sizes[i]) for i, t in enumerate(w.tensors) if not t.read_write and self.back[i] == b)
-            writes = sum(int(self.sizes[i]) for i, t in enumerate(w.tensors) if t.read_write and self.back[i] == b)
-            top = arch.levels[b]
-            n = 1 if b == 0 else top.instances     # (spread at best over the level's instances)
-            bw = [(reads, top.read_bandwidth), (writes, top.write_bandwidth), (reads + writes, top.shared_bandwidth)]
-            parts[f"{top.name} compulsory traffic"] = max(
-                [math.ceil(Fraction(v, n) / Fraction(bb)) for v, bb in bw if bb] or [0])
+        parts.update(self.compulsory(self.sizes))
         # a single-buffered level L's fills wait for use (costs.buffered_cycles): the time from L down
         # is at least its fill time plus the compute's, and the fill time at least its parent's
         # reads of what the parent backs (read-only tensors leave their backing level whole)
