@@ -456,14 +456,14 @@ def compare(key: str) -> None:
                             "mapping.yaml": ZZ_MAPPING}, ZZ_RUN, ["arch.yaml", "workload.yaml", "mapping.yaml", "out"]),
         claim="none")
     print(f"== {title} on DRAM -> 64 KiB GLB -> 16 x (64-word RF -> MAC)")
-    print(f"{'tool':38s} {'wall s':>8s} {'energy uJ':>10s} {'cycles':>11s}  claim / ratio")
+    print(f"{'tool':46s} {'wall s':>8s} {'energy uJ':>10s} {'cycles':>11s}  claim / ratio")
     for tool, r in rows.items():
         if "skipped" in r:
-            print(f"{tool:38s} skipped: {r['skipped']}")
+            print(f"{tool:46s} skipped: {r['skipped']}")
             continue
         ratio = "" if r is sl else f"; {r['wall'] / sl['wall']:.1f}x storeloop's time, " \
                                     f"energy {r['energy_pJ'] / sl['energy_pJ'] - 1:+.2%} against storeloop's"
-        print(f"{tool:38s} {r['wall']:8.2f} {r['energy_pJ'] / 1e6:10.3f} {r['cycles']:11,}  {r['claim']}{ratio}")
+        print(f"{tool:46s} {r['wall']:8.2f} {r['energy_pJ'] / 1e6:10.3f} {r['cycles']:11,}  {r['claim']}{ratio}")
     one_model(arch, work, table, out, sl, rows["AccelForge FFM (energy, 2 jobs)"], af_files, einsum)
     zz = rows["ZigZag LOMA (energy, lpf 6)"]
     if "skipped" not in zz:
