@@ -249,3 +249,22 @@ def test_a_traffic_bound_problem_ends_the_walk_at_once():
         list(itertools.islice(padded_sizes(n), 4)) for n in work.bounds])}
     walk = list(itertools.islice(padded_problems(work.bounds, key=lambda b: sizes.get(b, math.inf)), 30))
     assert [sizes[b] for b in walk] == sorted(sizes[b] for b in walk)
+
+
+def test_a_sweep_point_notes_its_padding():
+    """A sweep point mapped with ``mapper: {imperfect: true}`` stores the imperfect mapping (it loads
+    back) and says in its notes what it pads and how many of its computes are padding."""
+    from storeloop.formats.mapping import mapping_from_native
+    from storeloop.formats.yamlio import loads
+    from storeloop.mapper.options import MapperOptions
+    from storeloop.sweeps.grid import Point
+    from storeloop.sweeps.worker import run_point
+
+    work = einsum_workload("v", "Y[m] = A[m,k] * X[k]", {"M": 7, "K": 1}, bits=16)
+    levels = [StorageLevel("DRAM", "DRAM", 1, None, None, 16, 1), StorageLevel("SRAM", "SRAM", 1, None, 256, 16, 1)]
+    arch = Arch("lanes", tuple(levels), ComputeLevel("MAC", "intmac", 3, None, 16), clock_hz=1e9)   # (priced by plug-ins)
+    row = run_point(Point(params={}, label="v", scenario="{}", weight=1.0,
+                          mapper=MapperOptions(objective="delay", imperfect=True), workload=work, arch=arch))
+    assert row["status"] == "ok" and row["cycles"] == 3 and row["computes"] == 9
+    assert "imperfect mapping: pads M 7 -> 9; 2 of its 9 computes are padding" in row["notes"]
+    assert mapping_from_native(loads(row["mapping"], "row"), arch, work).imperfect

@@ -59,7 +59,7 @@ def run_point(point: Point, seeds: tuple[str, ...] = ()) -> dict:
             row.update(status="interrupted", error="interrupted (Ctrl-C)")
         except Exception:                   # a bug, not the point's fault: keep the traceback
             row.update(status="error", error=traceback.format_exc())
-    notes = list(dict.fromkeys([*point.notes, *(str(w.message) for w in caught)]))
+    notes = list(dict.fromkeys([*point.notes, *(str(w.message) for w in caught), *row.pop("padding", [])]))
     if notes:
         row["notes"] = "\n".join(notes)
     return row
@@ -90,6 +90,9 @@ def _run_point(point: Point, seeds, row: dict) -> None:
                lower_bound_energy_pJ=s["lower_bound_energy_pJ"], energy_gap=s["energy_gap"],
                mapping=dumps(mapping_to_native(out.mapping, arch, w)),
                levels=json.dumps(levels), priced_by=r.priced_by)
+    if r.padding:                        # an imperfect mapping: its computes count the padding's
+        pads = ", ".join(f"{d} {n} -> {p}" for d, (n, p) in s["imperfect"]["padded"].items())
+        row["padding"] = [f"imperfect mapping: pads {pads}; {r.padding:,} of its {r.computes:,} computes are padding"]
 
 
 def level_breakdown(r) -> dict:
