@@ -125,3 +125,23 @@ def test_map_refuses_a_window_on_a_paged_level(tmp_path):
     p = storeloop("map", ROOT / "tests" / "data" / "paged-disk.yaml", conv)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "sliding windows" in p.stderr and "Disk" in p.stderr, p.stderr
+
+
+def test_map_imperfect_writes_a_mapping_that_model_prices_the_same(tmp_path):
+    """``map --imperfect`` on a matmul of primes: it says what it pads, writes ``imperfect: true``,
+    and ``model`` on the written mapping prints the same cycles, energy and padding."""
+    arch, work = ROOT / "tests" / "data" / "arch16.yaml", ROOT / "tests" / "data" / "mm-primes.yaml"
+    out = tmp_path / "m.yaml"
+    p = storeloop("map", arch, work, "--imperfect", "--out", out, "--json")
+    assert p.returncode == 0, p.stderr
+    mapped = json.loads(p.stdout)
+    s = mapped["search"]
+    assert "imperfect" in s["space"] and s["imperfect"]["padded"] and s["optimal"]
+    assert "imperfect: true" in out.read_text()
+    p = storeloop("model", arch, work, out, "--json")
+    assert p.returncode == 0, p.stderr
+    priced = json.loads(p.stdout)["summary"]
+    assert priced["cycles"] == mapped["summary"]["cycles"] and priced["energy_pJ"] == mapped["summary"]["energy_pJ"]
+    assert priced["padding_computes"] == mapped["summary"]["padding_computes"] > 0
+    p = storeloop("map", arch, work, "--imperfect")
+    assert p.returncode == 0 and "imperfect factorizations:" in p.stdout and "the best pads M 97 -> " in p.stdout
