@@ -268,3 +268,16 @@ def test_a_sweep_point_notes_its_padding():
     assert row["status"] == "ok" and row["cycles"] == 3 and row["computes"] == 9
     assert "imperfect mapping: pads M 7 -> 9; 2 of its 9 computes are padding" in row["notes"]
     assert mapping_from_native(loads(row["mapping"], "row"), arch, work).imperfect
+
+
+def test_an_ssd_bound_problem_ends_the_walk_at_once():
+    """OnionPIR on OnionChopper with the Disk as an SSD: the Disk binds, and every padded problem
+    moves more words through it, at best at its peak streams: the walk ends after the problem itself."""
+    from storeloop.formats.load import energy_table, load_arch, load_workload
+    from conftest import ROOT
+
+    arch = load_arch(ROOT / "arch" / "onionchopper-ssd.yaml")
+    work = load_workload(ROOT / "workloads" / "onionpir-64GiB.yaml")
+    out = map_workload(arch, work, energy_table(arch, None), imperfect=True, budget=3_000_000)
+    assert out.search["imperfect"]["problems"] == 1 and not out.mapping.imperfect
+    assert out.result.bound_by == "Disk"

@@ -36,7 +36,7 @@ from storeloop.mapper import imperfect
 from storeloop.mapper.uneven import split
 from storeloop.mapper.window import surrogate, touched, without_unit_terms
 from storeloop.model.costs import layout_of, layout_runs
-from storeloop.model.disk import with_ssd_prices, word_rates
+from storeloop.model.disk import least_seconds_per_word, with_ssd_prices, word_rates
 from storeloop.model.evaluate import Result, evaluate, exact_cycles
 from storeloop.model.fast import FastModel
 from storeloop.model.nest import check_layout, storage_order, tile_extents
@@ -269,7 +269,8 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
     def cheap(bounds: tuple[int, ...]) -> tuple[int, float]:
         """(cycles, energy) below every mapping of the problem padded to ``bounds``, neither
         falling as a bound grows: its computes over every unit, and its tensors' words (those its
-        computes read) crossing their backing levels once, at their ports and energies."""
+        computes read) crossing their backing levels once, at their ports (an SSD's: its peak
+        streams) and energies."""
         macs = math.prod(bounds)
         cycles = math.ceil(Fraction(macs) * Fraction(arch.compute.cycles_per_op) / arch.compute.instances)
         pj = macs * energy.compute.read_pJ
@@ -277,6 +278,11 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
             lean = without_unit_terms(dataclasses.replace(workload, bounds=bounds))
             sizes = [touched(lean, t) for t in range(len(workload.tensors))]
             cycles = max([cycles] + list(tree.compulsory(sizes).values()))
+            top = arch.levels[0]
+            if top.ssd is not None and arch.clock_hz:     # its tensors' words cross the SSD once, at best at its peak
+                read, write = least_seconds_per_word(top.ssd, top.word_bits)
+                secs = sum(sizes[t] * (write if tree.rw[t] else read) for t in range(len(sizes)) if tree.back[t] == 0)
+                cycles = max(cycles, math.floor(secs * arch.clock_hz * (1 - 1e-9)))
             pj += sum(float((tree.wpw if tree.rw[t] else tree.rpw)[tree.back[t]]) * sizes[t] for t in range(len(sizes)))
         return cycles, pj * (1 - 1e-9)
 

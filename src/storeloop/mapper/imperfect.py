@@ -33,6 +33,8 @@ from storeloop.mapper.objective import Objective
 from storeloop.mapper.space import divisors
 
 BARREN = 10_000                   # padded problems weighed, none with a valid mapping, before the walk gives up
+WEIGHED = 10_000                  # candidates a problem weighed counts against --budget (building its bounds takes
+                                  # milliseconds, some 10,000 candidates' time): a budget ends any walk
 
 
 def padded_sizes(n: int) -> Iterator[int]:
@@ -98,7 +100,7 @@ def search(workload: Workload, opts, run, bounds_of, cheap, early: list[tuple[in
     obj = Objective(opts.objective)
     t0 = time.monotonic()
     deadline = None if opts.time_limit is None else t0 + opts.time_limit
-    spent = 0
+    spent = generated = 0                 # (against the budget: the candidates, and the problems weighed)
     best, best_bounds, floors = None, workload.bounds, []
     summary = {"problems": 0, "searched": 0, "skipped": 0, "stopped": None}
     known: dict = {}
@@ -139,6 +141,7 @@ def search(workload: Workload, opts, run, bounds_of, cheap, early: list[tuple[in
             summary["stopped"] = over
             break
         summary["problems"] += 1
+        spent += WEIGHED
         lb = bounds_of(padded)
         if lb is None:                        # the constraints allow this padding no mapping
             summary["skipped"] += 1
@@ -156,8 +159,9 @@ def search(workload: Workload, opts, run, bounds_of, cheap, early: list[tuple[in
                                         None if best is None else value())
         summary["searched"] += 1
         spent += candidates
+        generated += candidates
         floors.append(proven)
         if found is not None:
             best, best_bounds = found, bounds
-    summary["candidates"] = spent
+    summary["candidates"] = generated
     return best, best_bounds, floors, summary
