@@ -52,6 +52,7 @@ _LAZY = {
     "MapperOptions": ("storeloop.mapper.options", "MapperOptions"),
     "mapper_options": ("storeloop.mapper.options", "options"),
     "arch_constraints": ("storeloop.mapper.constraints", "arch_constraints"),
+    "padding_text": ("storeloop.mapper.imperfect", "padding_text"),
     "map_query": ("storeloop.mapper.query", "map_query"), "crossover": ("storeloop.sweeps.crossover", "crossover"),
     "export_timeloop": ("storeloop.crosscheck", "export"),
     "crosscheck_timeloop": ("storeloop.crosscheck", "crosscheck"),    # (its name is the module's)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from storeloop import format_loops, magnitude, rank_designs, si
+from storeloop import format_loops, magnitude, padding_text, rank_designs, si
 from storeloop.ir import Arch
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ def map_report(out, arch: Arch, workload, written: str | None = None) -> str:
                      f"energy gap {100 * s['energy_gap']:.4f}%")
     if "imperfect" in s:
         walk = s["imperfect"]
-        pads = ", ".join(f"{d} {n} -> {p}" for d, (n, p) in walk["padded"].items())
+        pads = padding_text(walk["padded"])
         lines.append(f"imperfect factorizations: {walk['problems']} padded problems weighed, {walk['searched']} "
                      f"searched; " + (f"the best pads {pads} (the padding's computes and words are counted)" if pads
                                       else "the best pads nothing"))

@@ -141,9 +141,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         return _map_imperfect(arch, workload, energy, constraints, opts, seeds=seeds, converge=converge,
                               progress=progress, seed=seed, victory=victory)
     objective, algorithm, time_limit, threads = opts.objective, opts.algorithm, opts.time_limit, opts.threads
-    energy_gap = opts.energy_gap
-    if energy_gap is None:
-        energy_gap = DEFAULT_GAP if objective in ("delay,energy", "delay") else 0.0
+    energy_gap = _energy_gap(opts)
     if opts.search_layout and (arch.levels[0].ssd is None or algorithm != "exhaustive"):
         raise SpecError("a layout is searched on an SSD-backed first level, by the exhaustive search",
                         field="--search-layout", allowed=f"an ssd: block on {arch.levels[0].name} and "
@@ -245,6 +243,14 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
 
 
 
+def _energy_gap(opts: MapperOptions) -> float:
+    """The energy gap a search may stop at: the given one, else 0.1 % for the cycle-first
+    objectives and 0 (their exact minimum) for the others."""
+    if opts.energy_gap is not None:
+        return opts.energy_gap
+    return DEFAULT_GAP if opts.objective in ("delay,energy", "delay") else 0.0
+
+
 def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constraints: Constraints | None,
                    opts: MapperOptions, **keywords) -> MapResult:
     """``map_workload`` over every padded problem (:mod:`storeloop.mapper.imperfect`): the best
@@ -253,18 +259,19 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
         raise SpecError("imperfect factorizations are searched by the exhaustive search", field="--imperfect",
                         allowed="--algorithm exhaustive, or no --imperfect")
     t0 = time.monotonic()
-    seeds, progress = keywords.pop("seeds"), keywords.pop("progress")
+    progress = keywords.pop("progress")
+    seeds = [(padded(workload, m).bounds, dataclasses.replace(m, imperfect=False)) for m in keywords.pop("seeds")]
 
     def tree_of(problem: Workload) -> Tree | None:        # (None: the constraints allow it no mapping)
         if infeasible(arch, problem, _constraints(arch, problem, constraints)):
             return None
         return _prepare(arch, problem, energy, constraints, opts.search_layout, opts.uneven).tree
 
-    def bounds_of(problem: Workload):
-        t = tree_of(problem)
-        return None if t is None else (t.global_lb, t.energy_bound()[0])
-
     tree = tree_of(workload)        # (None: the walk's bound is the computes' alone)
+
+    def bounds_of(problem: Workload):
+        t = tree if problem.bounds == workload.bounds else tree_of(problem)
+        return None if t is None else (t.global_lb, t.energy_bound()[0])
 
     def cheap(bounds: tuple[int, ...]) -> tuple[int, float]:
         """(cycles, energy) below every mapping of the problem padded to ``bounds``, neither
@@ -288,7 +295,7 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
 
     def run(problem: Workload, sub: MapperOptions, beat):
         first = problem.bounds == workload.bounds       # (the progress bar: the problem's own)
-        mine = [dataclasses.replace(m, imperfect=False) for m in seeds if padded(workload, m).bounds == problem.bounds]
+        mine = [m for b, m in seeds if b == problem.bounds]
         if progress and not first and sys.stderr.isatty():
             sys.stderr.write(f"\npadded problem " + " ".join(f"{d}={b}" for d, b in zip(problem.dims, problem.bounds))
                              + (f", to beat {beat[0]:,} cycles, {beat[1] / 1e12:.6g} J" if beat else "") + "\n")
@@ -298,14 +305,14 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
         except (MapTimeout, SpecError):
             raise
         except StoreloopError:              # the search covered the problem and found no valid mapping
-            return None, (math.inf, math.inf), 0
+            return None, (math.inf, math.inf), 0, "optimal"
         if r.mapping is None:
-            return None, r.search["floor"], r.search["candidates"]
+            return None, r.search["floor"], r.search["candidates"], r.search["stopped"]
         return r, imperfect.floor({**r.search, "cycles": r.result.cycles, "energy_pJ": r.result.energy_pJ}), \
-            r.search["candidates"]
+            r.search["candidates"], r.search["stopped"]
 
     best, bounds, floors, walk = imperfect.search(workload, opts, run, bounds_of, cheap,
-                                                  early=[padded(workload, m).bounds for m in seeds])
+                                                  early=[b for b, _ in seeds])
     if best is None:
         why = f"no valid mapping of {workload.name} or of the {walk['problems'] - 1} padded problems weighed after it"
         if walk["stopped"] in ("budget", "time-limit"):
@@ -313,8 +320,7 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
         raise StoreloopError(why + (f" ({walk['skipped']} allow none under the constraints)" if walk["skipped"] else "")
                              + ("; the walk stops after that many" if walk["stopped"] == "barren" else ""))
     obj = Objective(opts.objective)
-    gap = opts.energy_gap if opts.energy_gap is not None else \
-        DEFAULT_GAP if opts.objective in ("delay,energy", "delay") else 0.0
+    gap = _energy_gap(opts)
     value = (best.result.cycles, best.result.energy_pJ)
     clb = min([value[0]] + [f[0] for f in floors])
     elb = min([value[1]] + [f[1] for f in floors if not obj.lexicographic or f[0] <= value[0]])
@@ -326,8 +332,9 @@ def _map_imperfect(arch: Arch, workload: Workload, energy: EnergyTable, constrai
             "energy-gap" if obj.value(*value) <= least * (1 + gap) else None
     report = SearchReport(best.search)
     report["candidates"] = walk.pop("candidates")
-    report["stopped"] = why or walk["stopped"] or (best.search["stopped"] if best.search["stopped"] not in
-                                                   ("optimal", "energy-gap") else "converged")
+    # unproven: the walk's own stop, else the first stop of a problem's search that proved nothing
+    # (each one proved within its own bounds: the walk's bounds did not meet the gap)
+    report["stopped"] = why or walk["stopped"] or next(iter(walk["unproven"]), "converged")
     report["optimal"] = why == "optimal"
     report["cycles_optimal"] = clb >= value[0]
     report["lower_bound_cycles"] = int(clb)

@@ -78,6 +78,11 @@ def padded_problems(bounds: tuple[int, ...], key=math.prod) -> Iterator[tuple[in
                 heapq.heappush(heap, (key(tuple(d.get(i) for d, i in zip(dims, nxt))), nxt))
 
 
+def padding_text(padded: dict) -> str:
+    """'M 97 -> 98, K 83 -> 84': a report's ``imperfect.padded`` ({dimension: [bound, padded]})."""
+    return ", ".join(f"{d} {n} -> {p}" for d, (n, p) in padded.items())
+
+
 def floor(report) -> tuple:
     """What a problem's search proved no mapping of it beats: its answer when proven optimal, its
     cycles and energy bound when its cycles are proven, else its lower bounds."""
@@ -91,18 +96,19 @@ def floor(report) -> tuple:
 def search(workload: Workload, opts, run, bounds_of, cheap, early: list[tuple[int, ...]] = ()) -> tuple:
     """The best mapping over every padded problem (module doc). ``run(workload, opts, beat)`` maps
     one problem and returns (its MapResult, or None when it proved that nothing beats ``beat``;
-    what it proved no mapping of it beats, :func:`floor`; the candidates it generated);
+    what it proved no mapping of it beats, :func:`floor`; the candidates it generated; its stop);
     ``bounds_of(workload)`` gives a problem's (cycles, energy) lower bounds (None when the
     constraints allow it no mapping); ``cheap(bounds)``, (cycles, energy) no mapping of the problem
     padded to ``bounds`` beats, neither falling as any one bound grows (the walk's order and end);
     ``early``: padded bounds to search right after the problem itself (the seeds' problems).
-    Returns (the best MapResult, its padded bounds, the floors of every problem, a summary)."""
+    Returns (the best MapResult, its padded bounds, the floors of every problem, a summary: with
+    ``unproven``, the stops of the searches that proved nothing, in order)."""
     obj = Objective(opts.objective)
     t0 = time.monotonic()
     deadline = None if opts.time_limit is None else t0 + opts.time_limit
     spent = generated = 0                 # (against the budget: the candidates, and the problems weighed)
     best, best_bounds, floors = None, workload.bounds, []
-    summary = {"problems": 0, "searched": 0, "skipped": 0, "stopped": None}
+    summary = {"problems": 0, "searched": 0, "skipped": 0, "stopped": None, "unproven": {}}
     known: dict = {}
 
     def bound(b):
@@ -155,13 +161,15 @@ def search(workload: Workload, opts, run, bounds_of, cheap, early: list[tuple[in
             left["time_limit"] = max(deadline - time.monotonic(), 1e-3)
         if opts.budget is not None:
             left["budget"] = max(opts.budget - spent, 1)
-        found, proven, candidates = run(padded, opts.model_copy(update={"imperfect": False, **left}),
-                                        None if best is None else value())
+        found, proven, candidates, stopped = run(padded, opts.model_copy(update={"imperfect": False, **left}),
+                                                 None if best is None else value())
+        if stopped not in ("optimal", "energy-gap"):
+            summary["unproven"].setdefault(stopped)
         summary["searched"] += 1
         spent += candidates
         generated += candidates
         floors.append(proven)
         if found is not None:
             best, best_bounds = found, bounds
-    summary["candidates"] = generated
+    summary["candidates"], summary["unproven"] = generated, list(summary["unproven"])
     return best, best_bounds, floors, summary

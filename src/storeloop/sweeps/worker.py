@@ -14,6 +14,7 @@ from storeloop.formats.load import energy_table
 from storeloop.formats.mapping import mapping_from_native, mapping_to_native
 from storeloop.formats.yamlio import dumps, loads
 from storeloop.mapper import MapTimeout, map_workload
+from storeloop.mapper.imperfect import padding_text
 from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT
 from storeloop.sweeps.grid import Point
 from storeloop.system import evaluate_system
@@ -41,6 +42,7 @@ def run_point(point: Point, seeds: tuple[str, ...] = ()) -> dict:
     ``notes``."""
     row = {"params": json.dumps(point.params, sort_keys=True), "workload": point.label, "finished": time.time(),
            "scenario": point.scenario, "weight": point.weight}
+    said: list[str] = []                                     # what the mapped point says of itself
     with warnings.catch_warnings(record=True) as caught:     # plug-in fallbacks, zero prices: kept in the row
         warnings.simplefilter("always")
 
@@ -50,7 +52,7 @@ def run_point(point: Point, seeds: tuple[str, ...] = ()) -> dict:
             elif point.system is not None:
                 _run_system_point(point.system, row)
             else:
-                _run_point(point, seeds, row)
+                said = _run_point(point, seeds, row)
         except MapTimeout as exc:
             row.update(status="timeout", error=str(exc))
         except StoreloopError as exc:
@@ -59,13 +61,15 @@ def run_point(point: Point, seeds: tuple[str, ...] = ()) -> dict:
             row.update(status="interrupted", error="interrupted (Ctrl-C)")
         except Exception:                   # a bug, not the point's fault: keep the traceback
             row.update(status="error", error=traceback.format_exc())
-    notes = list(dict.fromkeys([*point.notes, *(str(w.message) for w in caught), *row.pop("padding", [])]))
+    notes = list(dict.fromkeys([*point.notes, *(str(w.message) for w in caught), *said]))
     if notes:
         row["notes"] = "\n".join(notes)
     return row
 
 
-def _run_point(point: Point, seeds, row: dict) -> None:
+def _run_point(point: Point, seeds, row: dict) -> list[str]:
+    """Fill ``row`` with the point's mapping and prices; returns the notes it adds (an imperfect
+    mapping's padding)."""
     arch, w = point.arch, point.workload
     energy = energy_table(arch, point.energy)
     starts = []
@@ -90,9 +94,10 @@ def _run_point(point: Point, seeds, row: dict) -> None:
                lower_bound_energy_pJ=s["lower_bound_energy_pJ"], energy_gap=s["energy_gap"],
                mapping=dumps(mapping_to_native(out.mapping, arch, w)),
                levels=json.dumps(levels), priced_by=r.priced_by)
-    if r.padding:                        # an imperfect mapping: its computes count the padding's
-        pads = ", ".join(f"{d} {n} -> {p}" for d, (n, p) in s["imperfect"]["padded"].items())
-        row["padding"] = [f"imperfect mapping: pads {pads}; {r.padding:,} of its {r.computes:,} computes are padding"]
+    if not r.padding:
+        return []
+    return [f"imperfect mapping: pads {padding_text(s['imperfect']['padded'])}; {r.padding:,} of its "
+            f"{r.computes:,} computes are padding"]
 
 
 def level_breakdown(r) -> dict:
