@@ -56,6 +56,9 @@ MEANINGLESS = [
     ("sweep", "budget: 5000000}", 'budget: "5000000"}'),                 # a string where a count goes
     ("sweep", "budget: 5000000}", "budget: 5000000, uneven: 2}"),         # a number where a yes/no goes
     ("sweep", "budget: 5000000}", 'budget: 5000000, uneven: "yes"}'),     # a string where a yes/no goes
+    ("sweep", "budget: 5000000}", "budget: 5000000, imperfect: 1}"),      # a number where a yes/no goes
+    ("mapping", "  name: onionchopper-thesis-best\n",                       # a word where a yes/no goes
+     "  name: onionchopper-thesis-best\n  imperfect: padded\n"),
     ("system:rotation", "levels.CoreRegs.instances: 1}", "levels.CoreRegs.instances: 2}"),  # 2 register sets, 1 core
     ("system:rotation", "arch_set: {compute.instances: 1,", "arch_set: {compute: 5,"),
 ]
