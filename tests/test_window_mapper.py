@@ -348,3 +348,39 @@ def test_a_search_the_time_limit_ends_still_gets_its_retry():
     s = out.search
     assert s["stopped"] == "time-limit" and "retry" in s["local_search"]
     assert out.result.energy_pJ <= min(i["energy_pJ"] for i in s["improvements"]) * (1 + 1e-12)
+
+
+def test_the_local_search_measures_a_windowed_tile_as_the_model_does():
+    """The local search ranks a mapping that overflows a buffer by its overflow, and its
+    constructive starts grow tiles while they fit: for a windowed tensor both count the model's
+    tile (each rank's extent sum(c * (F - 1)) + 1), not the surrogate's. Over the starts, their
+    neighbours and theirs on random windowed problems, a mapping fits by that count exactly when
+    the model accepts it, and the batched count equals one at a time."""
+    from storeloop.mapper import _prepare
+    from storeloop.mapper.construct import Searcher
+    from storeloop.mapper.objective import Objective
+    from storeloop.model.fast import FastModel
+
+    fits = overflows = 0
+    for seed in range(30):
+        arch, work, energy, _, _ = window_case(seed)
+        p = _prepare(arch, work, energy, None, False)
+        if not p.window:
+            continue
+        s = Searcher(p.space, FastModel(p.arch, p.tree.priced, p.energy), Objective("delay,energy"))
+        states = []
+        for start in s.starts():
+            near = list(s.moves(start))
+            states += [start] + near + [t for n in near[:10] for t in s.moves(n)]
+        states = [st for st in states if s.admissible(st)][:400]
+        assert s._overflows(states) == [s._overflow(st.tf, st.sx, st.sy, st.keep) for st in states]
+        for st, over in zip(states, s._overflows(states)):
+            try:
+                evaluate(p.arch, p.tree.priced, s.mapping(st), energy)
+            except MappingError:
+                assert over > 0, f"seed {seed}: the model refuses a mapping the local search counts as fitting"
+                overflows += 1
+            else:
+                assert over == 0, f"seed {seed}: the model accepts a mapping the local search counts {over} words over"
+                fits += 1
+    assert fits > 500 and overflows > 100, (fits, overflows)

@@ -100,6 +100,9 @@ class Searcher:
         self.bounds = list(w.bounds)
         self.rel = [[bool(r) for r in row] for row in space.relevant]
         self.rel_dims = [[d for d in range(self.D) if row[d]] for row in self.rel]
+        # a windowed problem's tiles as the model counts them (each rank's extent sum(c * (F - 1)) + 1),
+        # so the overflow a descent walks down is the model's (the surrogate's tiles are smaller)
+        self.ranks = None if space.exact is None else [[tuple(r) for r in t.ranks] for t in space.exact.tensors]
         self.sizes = [lvl.size_words for lvl in space.arch.levels]
         self.spatial_ok = [set(opts) for opts in space.spatial_options]
         self.ranges = [[space.temporal_range(L, d) for d in range(self.D)] for L in range(self.nlev)]
@@ -121,7 +124,13 @@ class Searcher:
         keep = np.array([s.keep for s in states])
         used = np.zeros(keep.shape, np.int64)
         for t, rel in enumerate(self.rel):
-            used += np.where(rel, inner, 1).prod(axis=2) * (keep >> t & 1)
+            if self.ranks is None:
+                tile = np.where(rel, inner, 1).prod(axis=2)
+            else:
+                tile = np.ones(keep.shape, np.int64)
+                for rank in self.ranks[t]:
+                    tile = tile * (sum(c * (inner[:, :, d] - 1) for d, c in rank) + 1)
+            used += tile * (keep >> t & 1)
         sized = [L for L in range(self.nlev) if self.sizes[L] is not None]
         cap = np.array([self.sizes[L] for L in sized], np.int64)
         return np.maximum(used[:, sized] - cap, 0).sum(axis=1).tolist()
@@ -134,9 +143,15 @@ class Searcher:
             inner = [i * f * x * y for i, f, x, y in zip(inner, tf[L], sx[L], sy[L])]
             if self.sizes[L] is None:
                 continue
-            used = sum(math.prod([inner[d] for d in dims]) for t, dims in enumerate(self.rel_dims) if keep[L] >> t & 1)
+            used = sum(self._tile(t, inner) for t in range(self.T) if keep[L] >> t & 1)
             over += max(0, used - self.sizes[L])
         return over
+
+    def _tile(self, t: int, inner: list[int]) -> int:
+        """Tensor t's tile (words) for the extents ``inner`` of each dimension."""
+        if self.ranks is None:
+            return math.prod([inner[d] for d in self.rel_dims[t]])
+        return math.prod(sum(c * (inner[d] - 1) for d, c in rank) + 1 for rank in self.ranks[t])
 
     def admissible(self, s: State) -> bool:
         """In the constrained map space (factor ranges, spatial options, keep masks, orders)."""

@@ -130,7 +130,7 @@ class MapSpace:
                  exact: Workload | None = None):
         if workload.windowed:
             raise AssertionError("MapSpace takes plain indices (a windowed workload's surrogate)")
-        self.arch, self.workload, self.ordered = arch, workload, exact is not None
+        self.arch, self.workload, self.ordered, self.exact = arch, workload, exact is not None, exact
         self.indexes = [t.dims() for t in (exact or workload).tensors]       # dims each tensor's ranks use
         self.constraints = constraints or Constraints()
         self.nlev = len(arch.levels)
