@@ -384,3 +384,31 @@ def test_the_local_search_measures_a_windowed_tile_as_the_model_does():
                 assert over == 0, f"seed {seed}: the model accepts a mapping the local search counts {over} words over"
                 fits += 1
     assert fits > 500 and overflows > 100, (fits, overflows)
+
+
+def test_a_windowed_tensors_send_floor_never_exceeds_the_models_reads():
+    """model.nest.send_floors, which bounds a windowed tensor's reads in one loop order (the
+    tree's exact leaves skip an order it shows cannot win): over every mapping of 40 random
+    windowed problems (fanouts to the MACs and above the register files, meshes with links) it is
+    at most the reads the model counts at the parent, per instance, and equal to them on many
+    (where the walk only slides or only reloads whole boxes)."""
+    from storeloop.model.nest import analyze, send_floors
+
+    checked = equal = 0
+    for seed in range(40):
+        arch, work, energy, _, at = window_case(seed)
+        tensors = [t for t in work.tensors if t.window and not t.read_write]
+        for mapping in every_mapping(arch, work, {}, at):
+            try:
+                evaluate(arch, work, mapping, energy)
+            except MappingError:
+                continue
+            stats = analyze(arch, work, mapping)
+            for t in tensors:
+                for (pl, _), words in send_floors(work, mapping, t).items():
+                    reads = stats.levels[pl].tensors[t.name].reads
+                    assert words <= reads, f"seed {seed}: floor {words} over the model's {reads} reads of {t.name} " \
+                                           f"at {arch.levels[pl].name}\n{work}\n{arch}\n{mapping}"
+                    checked += 1
+                    equal += words == reads
+    assert checked >= 20_000 and equal >= checked // 4, (checked, equal)

@@ -127,5 +127,6 @@ def map_report(out, arch: Arch, workload, written: str | None = None) -> str:
                      f"searched; " + (f"the best pads {pads} (the padding's computes and words are counted)" if pads
                                       else "the best pads nothing"))
     if "windows" in s["space"]:
-        lines.append(f"sliding windows: {s['space']['windows']}; {s['exact_leaves']:,} leaves priced by the model")
+        lines.append(f"sliding windows: {s['space']['windows']}; {s['exact_leaves']:,} leaves priced by the model, "
+                     f"{s.get('floored_leaves', 0):,} ruled out by their windows' sends")
     return "\n".join(lines)

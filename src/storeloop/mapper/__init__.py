@@ -225,6 +225,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         report["space"]["windows"] = ("every loop order and every spatial order at every level; bounds from "
                                       "the surrogate without the windowed ranks (mapper/window.py)")
         report["exact_leaves"] = int(found.stats.get("exact", 0))
+        report["floored_leaves"] = int(found.stats.get("floored", 0))   # bounded out by their windows' sends
         report["bound_violations"] = int(found.stats.get("bound_violations", 0))
     if tree.split is not None:              # and each tensor at its own loop position on the split levels
         report["space"]["uneven"] = (f"each tensor kept at {', '.join(tree.split.split_names) or '(no level)'} at any "

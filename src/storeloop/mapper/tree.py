@@ -29,7 +29,7 @@ from storeloop.mapper.below import SAFE, BelowBounds, rowprod
 from storeloop.mapper.space import MapSpace, divisors
 from storeloop.mapper.uneven import Split
 from storeloop.mapper.window import touched
-from storeloop.model import costs, disk
+from storeloop.model import costs, disk, nest
 from storeloop.errors import MappingError
 from storeloop.model.evaluate import evaluate
 from storeloop.ir import EnergyTable, Mapping, Workload, plain
@@ -780,8 +780,15 @@ class Tree(BelowBounds):
         moves its tile along that rank by the rank's whole extent, and every step of a loop outside
         it wraps that loop back by at least as much, so the model's delta walk brings the whole
         *true* tile (``true_tiles``) each time: arrivals >= true tile x rep. Fills equal arrivals
-        where no fanout feeds the next level (else links can lower them); the parent reads equal
-        them where no fanout lies between the two keepers (else multicast and links can)."""
+        where no fanout feeds the next level (else links can lower them).
+
+        The parent's reads are at least the same, per child with distinct data along the plain
+        ranks (the caller's ``scat``), fanout or not: at each of those steps the children's tiles
+        move along a plain rank past the whole of what they held together (the fanout's spatial
+        loops lie inside the loops above), so every word of their union is new to all of them, no
+        child's delta can be a word a neighbour received a step earlier (a link), and the parent
+        sends each word of the union at least once (multicast: once), children apart along a plain
+        rank holding disjoint tiles. Uneven positions keep the surrogate's count there."""
         arr = rows["arr"]
         if self.extents is None:
             return arr, arr
@@ -795,7 +802,7 @@ class Tree(BelowBounds):
                 continue
             true = np.maximum(true_tiles[:, t] * rows["rep"][:, t], arr[:, t])
             fills[:, t] = np.where(no_fanout, true, arr[:, t])
-            reads[:, t] = np.where(rows["util"] == n.util[pl], true, arr[:, t])
+            reads[:, t] = true if self.split is None else np.where(rows["util"] == n.util[pl], true, arr[:, t])
         return fills, reads
 
     def expand(self, n: Node, best: tuple | None, objective) -> Children | tuple:
@@ -1219,18 +1226,21 @@ class Tree(BelowBounds):
             return self._leaf_choice(n, rows, row[i], orders[oid[i]])
 
         if self.exact is not None:
-            return self._exact_leaves(cycles, energy, choice, best, objective)
+            return self._exact_leaves(cycles, energy, choice, best, objective, n)
         i = int(objective.argbest(cycles, energy))
         if best is not None and not objective.better(cycles[i], energy[i], best):
             return ()
         return (int(cycles[i]), float(energy[i]), choice(i))
 
-    def _exact_leaves(self, cycles: np.ndarray, energy: np.ndarray, choice, best, objective):
+    def _exact_leaves(self, cycles: np.ndarray, energy: np.ndarray, choice, best, objective, n: Node):
         """The best leaf by the reference model, of those whose surrogate price (a lower bound of
         the model's) could beat ``best``: taken from the least bound up, each with every loop order
         its levels' orders stand for (``MapSpace.expansions``) and every order of the spatial loops
         of the levels above the last (a sliding window's link transfers depend on them), until the
-        next bound cannot beat the best priced."""
+        next bound cannot beat the best priced. Before the model prices a leaf's temporal orders,
+        its windowed tensors' sends are bounded in them (:meth:`_send_floor`): orders the raised
+        bound shows cannot win are skipped with every spatial order (``stats['floored']``; each
+        still counts :data:`EXACT_COST` against a budget)."""
         live = np.nonzero(np.isfinite(cycles))[0]
         if best is not None:
             live = live[~objective.dominated(cycles[live], energy[live], best)]
@@ -1240,10 +1250,19 @@ class Tree(BelowBounds):
                 break                               # sorted by bound: no later leaf can beat key
             base = choice(int(i))
             orders = [self.space.expansions[L][c[3]] for L, c in enumerate(base)]
-            spatial = [itertools.permutations([d for d in range(self.D) if c[1][d] > 1 or c[2][d] > 1])
-                       for c in base[:-1]]
+            split = [[d for d in range(self.D) if c[1][d] > 1 or c[2][d] > 1] for c in base[:-1]]
             for loops in itertools.product(*orders):
-                for inner in itertools.product(*spatial):
+                if key is not None and self.windowed and self.split is None:
+                    # (the floor does not depend on the spatial loops' order: once for all of them,
+                    # counted against a budget as their pricing would have been)
+                    some = tuple(c[:3] + (o,) + c[4:] for c, o in zip(base, loops))
+                    if objective.dominated(cycles[i], (energy[i] + self._send_floor(n, self.mapping(some))) * SAFE,
+                                           key):
+                        spared = math.prod(math.factorial(len(ds)) for ds in split)
+                        self.stats["floored"] = self.stats.get("floored", 0) + spared
+                        self.stats["candidates"] += EXACT_COST * spared
+                        continue
+                for inner in itertools.product(*(itertools.permutations(ds) for ds in split)):
                     if self.halt():                 # the search stops at its next node
                         return out
                     ch = tuple(c[:3] + (o,) + c[4:5] + (so,)
@@ -1259,6 +1278,21 @@ class Tree(BelowBounds):
                     if key is None or objective.better(r.cycles, r.energy_pJ, key):
                         key, out = (r.cycles, r.energy_pJ), (r.cycles, r.energy_pJ, ch)
         return out
+
+    def _send_floor(self, n: Node, mapping: Mapping) -> float:
+        """Energy (pJ) the model charges ``mapping``, a leaf of node ``n``, beyond the leaf's price:
+        the reads of each windowed read-only tensor at each keeper, at least its sends in this
+        order (:func:`storeloop.model.nest.send_floors`) where ``n`` counted fewer. The node's
+        counts bound those of every order its leaves stand for, count by count (the orders they
+        stand for repeat no loop more, ``MapSpace._undominated``), so the leaf's price plus this
+        stays at most the model's."""
+        extra = 0.0
+        for t in self.windowed:
+            for (pl, _), words in nest.send_floors(self.exact, mapping, self.exact.tensors[t]).items():
+                had, block = int(n.cnt[pl, t, RD]), self.arch.levels[pl].block_size
+                if words > had:
+                    extra += (-(-words // block) + (-had // block)) * self.costs[pl].read_pJ * float(n.util[pl])
+        return extra
 
     def _price_leaves(self, nr: dict, rows: dict, nests: np.ndarray, extra_s: float = 0.0,
                       extra_pJ: float = 0.0) -> tuple[np.ndarray, np.ndarray]:

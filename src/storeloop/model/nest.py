@@ -562,6 +562,57 @@ def _window_walk(above: tuple, extents: tuple, tile: int) -> int:
     return tile + walk(0, None)[0]
 
 
+def send_floors(workload: Workload, mapping: Mapping, t: Tensor) -> dict[tuple[int, int], int]:
+    """For a read-only tensor ``t`` of ``workload`` (sliding windows welcome) and each pair of
+    consecutive keepers (parent, child) in ``mapping``: words the parent sends per instance, at
+    least (the model's reads of ``t`` there), where the children under one parent instance hold
+    translates of one tile that together fill a box (a rank split along one of its dimensions
+    only, each child's step along it no wider than a tile: every plain rank, a window of stride 1).
+
+    All children see the same steps: each temporal loop above them moves the box by its step less
+    the inner loops' last steps (:func:`_window_walk`'s shifts). At each step the words of the
+    moved box that the box held a step earlier lack are new to every child, so no neighbour can
+    pass them over a link (a link carries a delta a neighbour received a step earlier, which lies
+    in that box), and the parent sends each of them at least once (multicast: once). The first
+    box, plus those words at every step, in the walk's iteration-0 / iteration-1 order."""
+    ndims, nlev = len(workload.dims), len(mapping.levels)
+    loops = _flatten(mapping)
+    stride, running = [1] * len(loops), [1] * ndims
+    for i in range(len(loops) - 1, -1, -1):
+        _, d, f, _ = loops[i]
+        stride[i] = running[d]
+        running[d] *= f
+    inner = _spans(loops, nlev, ndims)
+    coef = {}
+    for r, rank in enumerate(t.ranks):
+        for d, c in rank:
+            coef.setdefault(d, [0] * len(t.ranks))[r] += c
+    zero = (0,) * len(t.ranks)
+    kept = [L for L in range(nlev) if mapping.levels[L].keeps(t.name)]
+    out = {}
+    for pl, child in zip(kept, kept[1:]):
+        spans, split = list(inner[child]), {}
+        for li, d, f, sp in loops:
+            if sp and pl <= li < child and d in coef:
+                spans[d] *= f
+                split[d] = split.get(d, 1) * f
+        own = _extents(t, inner[child])
+        if any(len([d for d, _ in rank if d in split]) > 1 or
+               any(c * inner[child][d] > own[r] for d, c in rank if d in split) for r, rank in enumerate(t.ranks)):
+            continue                                # the children's tiles leave gaps or cross: no box
+        extents = _extents(t, spans)
+        box = math.prod(extents)
+        above = [(f, tuple(c * s for c in coef[d]) if d in coef else zero)
+                 for (li, d, f, sp), s in zip(loops, stride) if li < child and not sp]
+        inward, words = zero, 0
+        for f, step in reversed(above):             # innermost first: words(i) = words(i+1) f + (f - 1) new
+            shift = tuple(x - y for x, y in zip(step, inward))
+            inward = tuple(x + y for x, y in zip(inward, step))
+            words = words * f + (f - 1) * _new_words(shift, extents, box)
+        out[pl, child] = box + words
+    return out
+
+
 def storage_order(arch: Arch, workload: Workload, L: int, t: Tensor) -> list[int]:
     """The ranks of ``t`` in level ``L``'s storage, outermost first: its ``layout``, else declared."""
     names = arch.levels[L].layout.get(t.name)
