@@ -15,6 +15,7 @@ import itertools
 import math
 import random
 
+import numpy as np
 import pytest
 
 from conftest import every_count
@@ -412,3 +413,52 @@ def test_a_windowed_tensors_send_floor_never_exceeds_the_models_reads():
                     checked += 1
                     equal += words == reads
     assert checked >= 20_000 and equal >= checked // 4, (checked, equal)
+
+
+def test_an_exact_leaf_prices_every_order_it_stands_for(monkeypatch):
+    """A leaf of a windowed problem stands for every temporal order its levels' orders expand to
+    and every order of the spatial loops above the last level: the model prices each combination
+    (before, the spatial orders were iterators used up by the first temporal order, so only that
+    order was ever priced and a proof covered less than its certificate said). Each is priced or
+    ruled out by a bound of its windowed sends (Tree._send_floor)."""
+    import storeloop.mapper.tree as tree_module
+    from storeloop.mapper.objective import Objective
+    from storeloop.mapper.search import branch_and_bound
+    from storeloop.mapper.space import MapSpace
+    from storeloop.mapper.tree import Tree
+
+    checked = 0
+    for seed in range(60):
+        arch, work, energy, _, at = window_case(seed)
+        if not without_unit_terms(work).windowed:
+            continue
+        tree = Tree(MapSpace(arch, surrogate(work), exact=work), energy, exact=work)
+        leaves = []
+        real = Tree._exact_leaves
+
+        def capture(self, cycles, energy_pJ, choice, best, objective, n):
+            for i in np.nonzero(np.isfinite(cycles))[0][:3]:
+                leaves.append((cycles[i:i + 1], energy_pJ[i:i + 1], choice(int(i)), n))
+            return real(self, cycles, energy_pJ, choice, best, objective, n)
+
+        monkeypatch.setattr(Tree, "_exact_leaves", capture)
+        branch_and_bound(tree, Objective("energy"), progress=False, budget=2_000_000)
+        monkeypatch.setattr(Tree, "_exact_leaves", real)
+        tree.halt = lambda: False                       # (the search's budget is spent)
+        priced = []
+        monkeypatch.setattr(tree_module, "evaluate", lambda a, w, m, e: priced.append(m) or evaluate(a, w, m, e))
+        for cycles, energy_pJ, base, n in leaves:
+            orders = math.prod(len(tree.space.expansions[L][c[3]]) for L, c in enumerate(base))
+            spatial = math.prod(math.factorial(sum(1 for d in range(tree.D) if c[1][d] > 1 or c[2][d] > 1))
+                                for c in base[:-1])
+            if orders * spatial < 2:
+                continue
+            priced.clear()
+            floored = tree.stats.get("floored", 0)
+            tree._exact_leaves(cycles, energy_pJ, lambda i, b=base: b, None, Objective("energy"), n)
+            # each priced, or ruled out by its windowed sends with every spatial order
+            assert len(priced) + tree.stats.get("floored", 0) - floored == orders * spatial, \
+                (seed, len(priced), orders, spatial)
+            checked += 1
+        monkeypatch.setattr(tree_module, "evaluate", evaluate)
+    assert checked >= 20, checked
