@@ -181,8 +181,21 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         # a budget bounds the branch and bound, and the retry has its own (LOCAL_RETRY)
         remaining = None if time_limit is None else \
             max(0.0, time_limit - (time.monotonic() - t0)) * (1 - RETRY_SHARE)
-        found = branch_and_bound(tree, obj, time_limit=remaining, budget=opts.budget, threads=threads, progress=progress,
-                                 incumbent=incumbent, goal=goal, trace=trace)
+        if window:               # first orders, then every order from their best (_first_orders)
+            before = tree.stats["candidates"]
+            found = _first_orders(tree, obj, remaining, opts.budget, threads, progress, incumbent, goal, trace)
+            if found is None or found.mapping is None or \
+                    found.stopped != goal.reached(obj, found.cycles, found.energy_pJ):
+                if found is not None and found.mapping is not None:
+                    incumbent, trace = (found.cycles, found.energy_pJ, found.mapping), found.stats["improvements"]
+                left = None if time_limit is None else max(0.0, time_limit - (time.monotonic() - t0)) * (1 - RETRY_SHARE)
+                spent = tree.stats["candidates"] - before
+                found = branch_and_bound(tree, obj, time_limit=left, threads=threads, progress=progress,
+                                         budget=None if opts.budget is None else max(1, opts.budget - spent),
+                                         incumbent=incumbent, goal=goal, trace=trace)
+        else:
+            found = branch_and_bound(tree, obj, time_limit=remaining, budget=opts.budget, threads=threads,
+                                     progress=progress, incumbent=incumbent, goal=goal, trace=trace)
         if found.stopped in ("converged", "time-limit", "budget") and found.mapping is not None and \
                 (time_limit is None or time.monotonic() - t0 < time_limit):
             found = _retry(found, arch, workload, members, energy, space, tree, obj, goal, seeds, local,
@@ -456,6 +469,27 @@ def best_layout(arch: Arch, workload: Workload, mapping: Mapping, energy: Energy
         if best is None or obj.better(r.cycles, r.energy_pJ, (best[1].cycles, best[1].energy_pJ)):
             best = (laid, r)
     return best
+
+
+FIRST_ORDERS = 0.5        # of a windowed search's time and budget, for the walk over first orders
+
+
+def _first_orders(tree, obj, time_limit, budget, threads, progress, incumbent, goal, trace) -> Found | None:
+    """A windowed search's first walk: each exact leaf priced in the first of the temporal orders
+    it stands for only (``Tree.first_orders``), with :data:`FIRST_ORDERS` of the time and budget:
+    good mappings early, for the full walk after it to start from. It covers less than the map
+    space, so its best is final only where the goal's bounds alone prove it (the caller checks);
+    its stop is otherwise no claim. None where nothing bounds it (no time limit, no budget)."""
+    if time_limit is None and budget is None:
+        return None
+    tree.first_orders = True
+    try:
+        found = branch_and_bound(tree, obj, time_limit=None if time_limit is None else time_limit * FIRST_ORDERS,
+                                 budget=None if budget is None else max(1, int(budget * FIRST_ORDERS)),
+                                 threads=threads, progress=progress, incumbent=incumbent, goal=goal, trace=trace)
+    finally:
+        tree.first_orders = False
+    return found
 
 
 def _retry(found: Found, arch, workload, members, energy, space, tree, obj, goal, seeds, local,

@@ -295,6 +295,9 @@ class Tree(BelowBounds):
         if exact is not None:      # leaves priced by the model, and any whose surrogate price exceeded it
             self.stats.update(exact=0, bound_violations=0)
         self.halt = lambda: False  # the search's stop rules (deadline, budget), checked between exact leaves
+        # an exact leaf priced in the first temporal order it stands for only (a first, partial walk:
+        # mapper._first_orders); its spatial orders all the same
+        self.first_orders = False
         # the energy gap the search may leave (lexicographic objective): a subtree whose energy
         # bound is within it of the best's, at the best's cycles, is cut (:meth:`cut`); per best
         # cycles, the least energy bound so cut
@@ -1251,7 +1254,7 @@ class Tree(BelowBounds):
             base = choice(int(i))
             orders = [self.space.expansions[L][c[3]] for L, c in enumerate(base)]
             split = [[d for d in range(self.D) if c[1][d] > 1 or c[2][d] > 1] for c in base[:-1]]
-            for loops in itertools.product(*orders):
+            for loops in itertools.islice(itertools.product(*orders), 1 if self.first_orders else None):
                 if key is not None and self.windowed and self.split is None:
                     # (the floor does not depend on the spatial loops' order: once for all of them,
                     # counted against a budget as their pricing would have been)
