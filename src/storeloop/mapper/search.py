@@ -21,7 +21,8 @@ Why a search stopped is one of :data:`STOPS`, named in the report:
   energy (:meth:`storeloop.mapper.tree.Tree.cut`, as a MIP solver's relative gap); a walk that
   ends having cut one says ``energy-gap`` with the least energy bound it cut, not ``optimal``;
 * ``converged``: the branch and bound generated twice as many candidates since its last
-  improvement as before it (at least :data:`CONVERGE_MIN`), counted in candidates, not seconds,
+  improvement as before it (at least :data:`CONVERGE_MIN`; a windowed search's full walk counts
+  from its own start, after the walk over first orders), counted in candidates, not seconds,
   so the answer does not depend on the machine's load (for the random searches: Timeloop's
   victory condition); but not while the top-level subtrees left that could still beat the best,
   at the mean cost of the later half of those walked, project to at most
@@ -116,6 +117,7 @@ class _DFS:
         self.trace: list[tuple] = []             # (seconds, cycles, energy) of each new best
         self.first_only = False                  # stop at the first complete mapping (a dive)
         self.since = 0                           # candidates generated when the best last improved
+        self.base = 0                            # ... and when this search began (a second walk: the first's)
         # the top-level walk: (children, the indices walked, position, candidates when it began and
         # when the current child began), the candidates each top-level subtree walked took, and the
         # projection last made (see :meth:`nearly_done`)
@@ -178,7 +180,7 @@ class _DFS:
         if why:
             raise self.stop(why)
         spent = self.tree.stats["candidates"]
-        quiet, limit = spent - self.since, max(CONVERGE_MIN, 2 * self.since)
+        quiet, limit = spent - self.since, max(CONVERGE_MIN, 2 * (self.since - self.base))
         if self.goal is not None and self.goal.converge and self.best is not None and self.best[2] is not None \
                 and quiet > limit and not self.holding(spent) and not self.nearly_done(spent):
             raise self.stop("converged")
@@ -344,7 +346,8 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
     tune_malloc()
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
-    limit = None if budget is None else tree.stats["candidates"] + budget
+    base = tree.stats["candidates"]                  # 'converged' weighs this search's own work
+    limit = None if budget is None else base + budget
     why = goal.reached(objective, *incumbent[:2]) if goal is not None and incumbent is not None else None
     if why:
         found = Found(incumbent[0], incumbent[1], _as_mapping(tree, incumbent[2]), complete=why == "optimal",
@@ -366,7 +369,7 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
         if i < len(stages) - 1:
             share = (None if deadline is None else time.monotonic() + (deadline - time.monotonic()) / 2,
                      None if limit is None else (tree.stats["candidates"] + limit) // 2)
-        found = _bnb_stage(tree, objective, share, threads, progress, start, aspiration, goal, best, trace)
+        found = _bnb_stage(tree, objective, share, threads, progress, start, aspiration, goal, best, trace, base)
         improved = found.mapping is not None
         left = (deadline is None or time.monotonic() < deadline) and (limit is None or tree.stats["candidates"] < limit)
         if found.stopped in ("time-limit", "budget") and share != (deadline, limit) and left:
@@ -375,7 +378,7 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
             # found one: use the rest of the time in this stage, starting from it
             best, trace = (found.cycles, found.energy_pJ, found.mapping), found.stats["improvements"]
             found = _bnb_stage(tree, objective, (deadline, limit), threads, progress, start, aspiration, goal,
-                               best, trace)
+                               best, trace, base)
         if found.mapping is not None:
             best, trace = (found.cycles, found.energy_pJ, found.mapping), found.stats["improvements"]
         if improved or found.mapping is not None or found.stopped:
@@ -419,7 +422,8 @@ def _dive(tree, objective, deadline, start, limit=None) -> tuple[_DFS | None, bo
     return (dfs if dfs.best is not None else None), interrupted
 
 
-def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goal, incumbent, trace) -> Found:
+def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goal, incumbent, trace,
+               base: int = 0) -> Found:
     """One stage, until (deadline, candidates), either None: no limit; ``found.mapping`` is set
     only when the stage improved on ``incumbent``, and ``found.stopped`` is None when the stage
     covered its whole space."""
@@ -432,7 +436,7 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
     if incumbent is not None and (aspiration is None or incumbent[0] <= aspiration):
         dfs.best = incumbent
     dfs.trace = list(trace)
-    dfs.since = tree.stats["candidates"]
+    dfs.since, dfs.base = tree.stats["candidates"], base
     given = dfs.best
     stopped = None
     try:
