@@ -471,7 +471,7 @@ def best_layout(arch: Arch, workload: Workload, mapping: Mapping, energy: Energy
     return best
 
 
-FIRST_ORDERS = 0.5        # of a windowed search's time and budget, for the walk over first orders
+FIRST_ORDERS = 0.8        # of a windowed search's time and budget, for the walk over first orders
 
 
 def _first_orders(tree, obj, time_limit, budget, threads, progress, incumbent, goal, trace) -> Found | None:
