@@ -184,8 +184,8 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         if window:               # first orders, then every order from their best (_first_orders)
             before = tree.stats["candidates"]
             found = _first_orders(tree, obj, remaining, opts.budget, threads, progress, incumbent, goal, trace)
-            if found is None or found.mapping is None or \
-                    found.stopped != goal.reached(obj, found.cycles, found.energy_pJ):
+            if found is None or found.stopped != "interrupted" and (
+                    found.mapping is None or found.stopped != goal.reached(obj, found.cycles, found.energy_pJ)):
                 if found is not None and found.mapping is not None:
                     incumbent, trace = (found.cycles, found.energy_pJ, found.mapping), found.stats["improvements"]
                 left = None if time_limit is None else max(0.0, time_limit - (time.monotonic() - t0)) * (1 - RETRY_SHARE)
