@@ -182,17 +182,14 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         remaining = None if time_limit is None else \
             max(0.0, time_limit - (time.monotonic() - t0)) * (1 - RETRY_SHARE)
         if window:               # first orders, then every order from their best (_first_orders)
-            before = tree.stats["candidates"]
             found = _first_orders(tree, obj, remaining, opts.budget, threads, progress, incumbent, goal, trace)
             if found is None or found.stopped != "interrupted" and (
                     found.mapping is None or found.stopped != goal.reached(obj, found.cycles, found.energy_pJ)):
                 if found is not None and found.mapping is not None:
                     incumbent, trace = (found.cycles, found.energy_pJ, found.mapping), found.stats["improvements"]
                 left = None if time_limit is None else max(0.0, time_limit - (time.monotonic() - t0)) * (1 - RETRY_SHARE)
-                spent = tree.stats["candidates"] - before
-                found = branch_and_bound(tree, obj, time_limit=left, threads=threads, progress=progress,
-                                         budget=None if opts.budget is None else max(1, opts.budget - spent),
-                                         incumbent=incumbent, goal=goal, trace=trace)
+                found = branch_and_bound(tree, obj, time_limit=left, budget=opts.budget, threads=threads,
+                                         progress=progress, incumbent=incumbent, goal=goal, trace=trace)
         else:
             found = branch_and_bound(tree, obj, time_limit=remaining, budget=opts.budget, threads=threads,
                                      progress=progress, incumbent=incumbent, goal=goal, trace=trace)
@@ -476,10 +473,12 @@ FIRST_ORDERS = 0.8        # of a windowed search's time and budget, for the walk
 
 def _first_orders(tree, obj, time_limit, budget, threads, progress, incumbent, goal, trace) -> Found | None:
     """A windowed search's first walk: each exact leaf priced in the first of the temporal orders
-    it stands for only (``Tree.first_orders``), with :data:`FIRST_ORDERS` of the time and budget:
-    good mappings early, for the full walk after it to start from. It covers less than the map
-    space, so its best is final only where the goal's bounds alone prove it (the caller checks);
-    its stop is otherwise no claim. None where nothing bounds it (no time limit, no budget)."""
+    it stands for only (``Tree.first_orders``), with :data:`FIRST_ORDERS` of the time and of the
+    budget: good mappings early, for the full walk after it to start from (which has the time
+    left and the whole budget: each walk is bounded by it, so a budget that let the full walk
+    end with a proof still does). It covers less than the map space, so its best is final only
+    where the goal's bounds alone prove it (the caller checks); its stop is otherwise no claim.
+    None where nothing bounds it (no time limit, no budget)."""
     if time_limit is None and budget is None:
         return None
     tree.first_orders = True
