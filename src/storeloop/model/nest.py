@@ -113,13 +113,7 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
     ndims = len(workload.dims)
     loops = _flatten(mapping)
 
-    # stride[i]: how far loop i moves its dimension per step (product of same-dim factors inside it)
-    stride = [1] * len(loops)
-    running = [1] * ndims
-    for i in range(len(loops) - 1, -1, -1):
-        _, d, f, _ = loops[i]
-        stride[i] = running[d]
-        running[d] *= f
+    stride = _strides(loops, ndims)
 
     inner = _spans(loops, nlev, ndims)
     # above_spatial[L][d]: product of dimension d's spatial factors over levels < L
@@ -202,6 +196,25 @@ def analyze(arch: Arch, workload: Workload, mapping: Mapping) -> NestAnalysis:
 def _round(x) -> int:
     """std::round of a non-negative count: halves away from zero (Python's round goes to even)."""
     return x if isinstance(x, int) else math.floor(x + Fraction(1, 2))
+
+
+def _strides(loops, ndims: int) -> list[int]:
+    """stride[i]: how far loop i moves its dimension per step (product of same-dim factors inside it)."""
+    stride, running = [1] * len(loops), [1] * ndims
+    for i in range(len(loops) - 1, -1, -1):
+        _, d, f, _ = loops[i]
+        stride[i] = running[d]
+        running[d] *= f
+    return stride
+
+
+def _coefficients(t: Tensor) -> dict[int, list[int]]:
+    """Each dimension of ``t`` -> its coefficient in each rank of ``t``."""
+    coef: dict[int, list[int]] = {}
+    for r, rank in enumerate(t.ranks):
+        for d, c in rank:
+            coef.setdefault(d, [0] * len(t.ranks))[r] += c
+    return coef
 
 
 def _spans(loops, nlev: int, ndims: int) -> list[list[int]]:
@@ -421,10 +434,7 @@ def _unit_link_reads(t: Tensor, loops, stride, unit_nest, width: int) -> int:
     point once (multicast), and the links are used in a step only when they lower that number
     (``ComputeSpatialWorkingSet``). A sliding window makes a neighbour's last point the next one.
     """
-    coef: dict[int, list[int]] = {}
-    for r, rank in enumerate(t.ranks):
-        for d, c in rank:
-            coef.setdefault(d, [0] * len(t.ranks))[r] += c
+    coef = _coefficients(t)
     temporal = [(d, f, s) for (_, d, f, sp), s in zip(loops, stride) if not sp]
     spatial = [(lp.dim, lp.factor) for lp in unit_nest if lp.factor > 1]      # innermost first
     sstride, running = [], {}
@@ -522,10 +532,7 @@ def _arrivals(t: Tensor, loops, stride, L: int, extents: list[int], tile: int) -
                     reloads = iterations
         return tile * reloads
     zero = (0,) * len(t.ranks)
-    coef = {}                                # dim -> its coefficient in each rank of t
-    for r, rank in enumerate(t.ranks):
-        for d, c in rank:
-            coef.setdefault(d, [0] * len(t.ranks))[r] += c
+    coef = _coefficients(t)
     above = tuple((f, tuple(c * s for c in coef[d]) if d in coef else zero)
                   for (li, d, f, sp), s in zip(loops, stride) if li < L and not sp and f > 1)
     return _window_walk(above, tuple(extents), tile)
@@ -577,16 +584,7 @@ def send_floors(workload: Workload, mapping: Mapping, t: Tensor) -> dict[tuple[i
     box, plus those words at every step, in the walk's iteration-0 / iteration-1 order."""
     ndims, nlev = len(workload.dims), len(mapping.levels)
     loops = _flatten(mapping)
-    stride, running = [1] * len(loops), [1] * ndims
-    for i in range(len(loops) - 1, -1, -1):
-        _, d, f, _ = loops[i]
-        stride[i] = running[d]
-        running[d] *= f
-    inner = _spans(loops, nlev, ndims)
-    coef = {}
-    for r, rank in enumerate(t.ranks):
-        for d, c in rank:
-            coef.setdefault(d, [0] * len(t.ranks))[r] += c
+    stride, inner, coef = _strides(loops, ndims), _spans(loops, nlev, ndims), _coefficients(t)
     zero = (0,) * len(t.ranks)
     kept = [L for L in range(nlev) if mapping.levels[L].keeps(t.name)]
     out = {}
