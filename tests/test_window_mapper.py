@@ -256,8 +256,9 @@ def test_eyeriss_default_layer_at_least_as_good_as_timeloops_mapper():
 
 
 def test_the_true_tile_bound_never_cuts_a_windowed_optimum():
-    """A windowed tensor's fills (and its parent's reads, with no fanout between) are bounded by
-    its true tile times the surrogate's repetitions (Tree._window_arrivals). On 40 random windowed
+    """A windowed tensor's fills (where no fanout feeds its level) and its parent's reads (fanout
+    or not, per child apart along a plain rank) are bounded by its true tile times the surrogate's
+    repetitions (Tree._window_arrivals). On 40 random windowed
     problems the tree alone, told that a mapping a hair worse than the brute-force optimum
     exists, must still find the optimum: every bound on the optimum's path stays at or below it
     (the same bound inflated by a quarter prunes it: seed 35)."""
