@@ -179,20 +179,11 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         # the branch and bound gets all but RETRY_SHARE of the time left: a search the time limit
         # ends still gets its retry (a time-limited search does no worse than one that converged);
         # a budget bounds the branch and bound, and the retry has its own (LOCAL_RETRY)
-        remaining = None if time_limit is None else \
-            max(0.0, time_limit - (time.monotonic() - t0)) * (1 - RETRY_SHARE)
-        if window:               # first orders, then every order from their best (_first_orders)
-            found = _first_orders(tree, obj, remaining, opts.budget, threads, progress, incumbent, goal, trace)
-            if found is None or found.stopped != "interrupted" and (
-                    found.mapping is None or found.stopped != goal.reached(obj, found.cycles, found.energy_pJ)):
-                if found is not None and found.mapping is not None:
-                    incumbent, trace = (found.cycles, found.energy_pJ, found.mapping), found.stats["improvements"]
-                left = None if time_limit is None else max(0.0, time_limit - (time.monotonic() - t0)) * (1 - RETRY_SHARE)
-                found = branch_and_bound(tree, obj, time_limit=left, budget=opts.budget, threads=threads,
-                                         progress=progress, incumbent=incumbent, goal=goal, trace=trace)
-        else:
-            found = branch_and_bound(tree, obj, time_limit=remaining, budget=opts.budget, threads=threads,
-                                     progress=progress, incumbent=incumbent, goal=goal, trace=trace)
+        def remaining() -> float | None:
+            return None if time_limit is None else max(0.0, time_limit - (time.monotonic() - t0)) * (1 - RETRY_SHARE)
+
+        found = (_two_walks if window else _one_walk)(tree, obj, remaining, opts.budget, threads=threads,
+                                                      progress=progress, incumbent=incumbent, goal=goal, trace=trace)
         if found.stopped in ("converged", "time-limit", "budget") and found.mapping is not None and \
                 (time_limit is None or time.monotonic() - t0 < time_limit):
             found = _retry(found, arch, workload, members, energy, space, tree, obj, goal, seeds, local,
@@ -471,24 +462,35 @@ def best_layout(arch: Arch, workload: Workload, mapping: Mapping, energy: Energy
 FIRST_ORDERS = 0.8        # of a windowed search's time and budget, for the walk over first orders
 
 
-def _first_orders(tree, obj, time_limit, budget, threads, progress, incumbent, goal, trace) -> Found | None:
-    """A windowed search's first walk: each exact leaf priced in the first of the temporal orders
-    it stands for only (``Tree.first_orders``), with :data:`FIRST_ORDERS` of the time and of the
-    budget: good mappings early, for the full walk after it to start from (which has the time
-    left and the whole budget: each walk is bounded by it, so a budget that let the full walk
-    end with a proof still does). It covers less than the map space, so its best is final only
-    where the goal's bounds alone prove it (the caller checks); its stop is otherwise no claim.
-    None where nothing bounds it (no time limit, no budget)."""
+def _one_walk(tree, obj, remaining, budget, **walk) -> Found:
+    """The branch and bound over the whole space, with the time ``remaining()`` and ``budget``."""
+    return branch_and_bound(tree, obj, time_limit=remaining(), budget=budget, **walk)
+
+
+def _two_walks(tree, obj, remaining, budget, **walk) -> Found:
+    """A windowed search: first a walk with each exact leaf priced in the first of the temporal
+    orders it stands for only (``Tree.first_orders``), with :data:`FIRST_ORDERS` of the time and
+    of the budget: good mappings early. It covers less than the map space, so its best is final
+    only where the goal's bounds alone prove it (or Ctrl-C ended it); else the walk over the whole
+    space (:func:`_one_walk`) starts from its best, with the time left and the whole budget (each
+    walk is bounded by it, so a budget that let the full walk end with a proof still does).
+    Without a time limit or a budget, the full walk alone."""
+    time_limit = remaining()
     if time_limit is None and budget is None:
-        return None
+        return _one_walk(tree, obj, remaining, budget, **walk)
     tree.first_orders = True
     try:
-        found = branch_and_bound(tree, obj, time_limit=None if time_limit is None else time_limit * FIRST_ORDERS,
-                                 budget=None if budget is None else max(1, int(budget * FIRST_ORDERS)),
-                                 threads=threads, progress=progress, incumbent=incumbent, goal=goal, trace=trace)
+        first = branch_and_bound(tree, obj, time_limit=None if time_limit is None else time_limit * FIRST_ORDERS,
+                                 budget=None if budget is None else max(1, int(budget * FIRST_ORDERS)), **walk)
     finally:
         tree.first_orders = False
-    return found
+    if first.mapping is not None:
+        if first.stopped == walk["goal"].reached(obj, first.cycles, first.energy_pJ):
+            return first
+        walk.update(incumbent=(first.cycles, first.energy_pJ, first.mapping), trace=first.stats["improvements"])
+    if first.stopped == "interrupted":
+        return first
+    return _one_walk(tree, obj, remaining, budget, **walk)
 
 
 def _retry(found: Found, arch, workload, members, energy, space, tree, obj, goal, seeds, local,

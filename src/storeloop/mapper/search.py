@@ -423,7 +423,7 @@ def _dive(tree, objective, deadline, start, limit=None) -> tuple[_DFS | None, bo
 
 
 def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goal, incumbent, trace,
-               base: int = 0) -> Found:
+               base: int) -> Found:
     """One stage, until (deadline, candidates), either None: no limit; ``found.mapping`` is set
     only when the stage improved on ``incumbent``, and ``found.stopped`` is None when the stage
     covered its whole space."""

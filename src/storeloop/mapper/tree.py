@@ -296,7 +296,7 @@ class Tree(BelowBounds):
             self.stats.update(exact=0, bound_violations=0)
         self.halt = lambda: False  # the search's stop rules (deadline, budget), checked between exact leaves
         # an exact leaf priced in the first temporal order it stands for only (a first, partial walk:
-        # mapper._first_orders); its spatial orders all the same
+        # mapper._two_walks); its spatial orders all the same
         self.first_orders = False
         # the energy gap the search may leave (lexicographic objective): a subtree whose energy
         # bound is within it of the best's, at the best's cycles, is cut (:meth:`cut`); per best
