@@ -208,7 +208,7 @@ def test_reproduce_end_to_end_on_tiny_grids(tmp_path, monkeypatch):
                                        for z in ("512MiB", "1GiB")]
         return specs
 
-    real_ssd = ssd_study._ssd_specs
+    real_ssd = ssd_study.ssd_specs
 
     def tiny_ssd(quick, root):
         specs = real_ssd(True, root)
@@ -218,7 +218,8 @@ def test_reproduce_end_to_end_on_tiny_grids(tmp_path, monkeypatch):
         return specs
 
     monkeypatch.setattr(reproduce, "_specs", tiny)
-    monkeypatch.setattr(ssd_study, "_ssd_specs", tiny_ssd)
+    monkeypatch.setattr(ssd_study, "ssd_specs", tiny_ssd)
+    monkeypatch.setattr(reproduce, "ssd_specs", tiny_ssd)      # (run in one pool with the others first)
     units = "levels.SRAM.instances+levels.RF.instances+compute.instances"
     monkeypatch.setattr(reproduce.studies, "QUICK", {
         "set": {"levels.SRAM.capacity": ["4 KiB"], "levels.RF.capacity": ["32 words"], units: [1, 2]},

@@ -315,3 +315,29 @@ def test_a_fresh_sweep_seeds_each_wave_with_the_waves_before(tmp_path, monkeypat
                 for n in ("one", "two"))
     assert one["mapping"].tolist() == two["mapping"].tolist()
     assert one["energy_pJ"].tolist() == two["energy_pJ"].tolist()
+
+
+def test_sweeps_run_in_one_pool_give_each_the_answers_it_has_alone(tmp_path):
+    """run_sweeps: two sweeps share one pool of two workers and one store (while one waits at a
+    wave mark for its points in flight, the pool runs the other's); each sweep's rows -- mapping,
+    energy, stop -- are those it gets run alone, every point is stored once, and the counts are
+    each sweep's own."""
+    from storeloop.sweeps import run_sweeps
+
+    for f in ("tiny.arch.yaml", "matvec.yaml"):
+        shutil.copy(DATA / f, tmp_path)
+    text = (DATA / "tiny.sweep.yaml").read_text().replace("[512 B, 2 KiB]", "[512 B, 1 KiB, 2 KiB]")
+    (tmp_path / "a.yaml").write_text(text)
+    (tmp_path / "b.yaml").write_text(text.replace("name: tiny", "name: other").replace("[1, 2]\n  constraints",
+                                                                                      "[1, 2, 4]\n  constraints"))
+    a, b = load_sweep(tmp_path / "a.yaml"), load_sweep(tmp_path / "b.yaml")
+    counts = run_sweeps([(a, tmp_path / "both.sqlite"), (b, tmp_path / "both.sqlite")], workers=2, progress=False)
+    run_sweep(a, tmp_path / "a.sqlite", progress=False)
+    run_sweep(b, tmp_path / "b.sqlite", progress=False)
+    cols = ["mapping", "energy_pJ", "cycles", "stopped"]
+    for s, alone, c in ((a, "a", counts[0]), (b, "b", counts[1])):
+        together = read_results(tmp_path / "both.sqlite", s.name).set_index("params").sort_index()
+        single = read_results(tmp_path / f"{alone}.sqlite", s.name).set_index("params").sort_index()
+        assert len(together) == len(single) == c["run"] == c["points"] - c["excluded"]
+        assert together[cols].equals(single[cols])
+    assert counts[0]["points"] != counts[1]["points"]

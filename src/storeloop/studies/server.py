@@ -20,7 +20,7 @@ from storeloop.formats.query import query_from_native
 from storeloop.formats.yamlio import load, loads
 from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT
 from storeloop.mapper.query import map_query
-from storeloop.sweeps import load_sweep, mapped, rank_designs, read_results, run_sweep
+from storeloop.sweeps import load_sweep, mapped, rank_designs, read_results, run_sweeps
 from storeloop.workloads.pir import onionpir_first_dimension, onionpir_query
 
 UNITS = "levels.SRAM.instances+levels.RF.instances+compute.instances"
@@ -36,13 +36,25 @@ QUICK = {"set": {"levels.SRAM.capacity": ["2 KiB", "4 KiB"], "levels.RF.capacity
          "first_dims": FIRST_DIMS, "db_bytes": 4 * 2**30}
 
 
-def run_spec(spec: dict, folder: Path, db: Path, workers: int, progress: bool):
+def run_spec(spec: dict, folder: Path, db: Path, workers: int, progress: bool, ran: dict | None = None):
     """A sweep given as a ``sweep:`` dict (paths absolute), written to ``folder/<name>.sweep.yaml``
-    and run into ``db``: (that file, the sweep's rows)."""
-    f = folder / f"{spec['name']}.sweep.yaml"
-    f.write_text(yaml.safe_dump({"sweep": spec}, sort_keys=False))
-    run_sweep(load_sweep(f), db, workers=workers, progress=progress)
-    return f, read_results(db, spec["name"])
+    and run into ``db``: (that file, the sweep's rows). ``ran``: what :func:`run_specs` returned
+    (a sweep it ran is not run again)."""
+    if ran is not None and spec["name"] in ran:
+        return ran[spec["name"]]
+    return run_specs([spec], folder, db, workers, progress)[spec["name"]]
+
+
+def run_specs(specs: list[dict], folder: Path, db: Path, workers: int, progress: bool) -> dict:
+    """Several sweeps as :func:`run_spec`, in one pool (:func:`storeloop.sweeps.run.run_sweeps`: one
+    sweep's waves overlap the others' points): name -> (file, rows)."""
+    files = []
+    for spec in specs:
+        f = folder / f"{spec['name']}.sweep.yaml"
+        f.write_text(yaml.safe_dump({"sweep": spec}, sort_keys=False))
+        files.append(f)
+    run_sweeps([(load_sweep(f), db) for f in files], workers=workers, progress=progress)
+    return {spec["name"]: (f, read_results(db, spec["name"])) for spec, f in zip(specs, files)}
 
 
 def repository_sweep(name: str, root: Path) -> dict:
@@ -58,19 +70,25 @@ def _design(row) -> str:
     return f"{int(row[UNITS])} x (SRAM {row['levels.SRAM.capacity']}, RF {row['levels.RF.capacity']}, ModMAC)"
 
 
-def workload_set(out: Path, root: Path, db: Path, *, quick: bool = False, workers: int = 2,
-                 progress: bool = False) -> tuple[list[str], list[Path]]:
-    """Study 3: OnionChopper variants ranked across every scheme at three database sizes
-    (``sweeps/workload-set.yaml``)."""
-    from storeloop.studies import server_figures as F  # deferred: matplotlib
-    from storeloop.plots.common import _scheme_and_bytes, save  # deferred: matplotlib
+def workload_set_spec(root: Path, quick: bool = False) -> dict:
+    """Study 3's sweep (``sweeps/workload-set.yaml``; ``quick``: a subset) as a ``sweep:`` dict."""
     spec = repository_sweep("workload-set", root)
     if quick:
         spec["name"], spec["parameters"] = "quick-workload-set", QUICK["set"]
         if QUICK["set_sizes"]:
             spec["workloads"] = [w for w in spec["workloads"] if Path(w["file"] if isinstance(w, dict) else w).stem
                                  .split("-")[-1] in QUICK["set_sizes"]]
-    _, df = run_spec(spec, out.parent, db, workers, progress)
+    return spec
+
+
+def workload_set(out: Path, root: Path, db: Path, *, quick: bool = False, workers: int = 2,
+                 progress: bool = False, ran: dict | None = None) -> tuple[list[str], list[Path]]:
+    """Study 3: OnionChopper variants ranked across every scheme at three database sizes
+    (``sweeps/workload-set.yaml``)."""
+    from storeloop.studies import server_figures as F  # deferred: matplotlib
+    from storeloop.plots.common import _scheme_and_bytes, save  # deferred: matplotlib
+    spec = workload_set_spec(root, quick)
+    _, df = run_spec(spec, out.parent, db, workers, progress, ran)
     ok = mapped(df)
     ranked = rank_designs(ok)
     ranked = ranked[ranked["complete"]].reset_index(drop=True)
@@ -134,12 +152,9 @@ def workload_set(out: Path, root: Path, db: Path, *, quick: bool = False, worker
     return lines, paths
 
 
-def batching(out: Path, root: Path, db: Path, *, quick: bool = False, workers: int = 2,
-             progress: bool = False) -> tuple[list[str], list[Path]]:
-    """Study 4 (thesis ch. 7): ``batch`` OnionPIR queries share one pass over a 1 GiB database; the best
-    design per batch size (units x SRAM size) and where the Disk stops binding the thesis's design."""
-    from storeloop.studies import server_figures as F  # deferred: matplotlib
-    from storeloop.plots.common import save  # deferred: matplotlib
+def batching_spec(out: Path, root: Path, quick: bool = False) -> dict:
+    """Study 4's sweep as a ``sweep:`` dict, its workloads (one per batch size) written to
+    ``out.parent/batched-workloads``."""
     batches = QUICK["batches"] if quick else BATCHES
     folder = (out.parent / "batched-workloads").resolve()       # the sweep file reads absolute paths
     folder.mkdir(parents=True, exist_ok=True)
@@ -153,9 +168,19 @@ def batching(out: Path, root: Path, db: Path, *, quick: bool = False, workers: i
                                                     "bits": 64}}, sort_keys=False, default_flow_style=None))
         files.append(str(f))
     units = QUICK["units"] if quick else BATCH_UNITS
-    spec = {"name": ("quick-" if quick else "") + "batching", "arch": str(root / "arch/onionchopper.yaml"),
+    return {"name": ("quick-" if quick else "") + "batching", "arch": str(root / "arch/onionchopper.yaml"),
             "workloads": files, "parameters": {UNITS: units, "levels.SRAM.capacity": ["4 KiB", "16 KiB"]}}
-    d = mapped(run_spec(spec, out.parent, db, workers, progress)[1]).copy()
+
+
+def batching(out: Path, root: Path, db: Path, *, quick: bool = False, workers: int = 2,
+             progress: bool = False, ran: dict | None = None) -> tuple[list[str], list[Path]]:
+    """Study 4 (thesis ch. 7): ``batch`` OnionPIR queries share one pass over a 1 GiB database; the best
+    design per batch size (units x SRAM size) and where the Disk stops binding the thesis's design."""
+    from storeloop.studies import server_figures as F  # deferred: matplotlib
+    from storeloop.plots.common import save  # deferred: matplotlib
+    batches, units = (QUICK["batches"], QUICK["units"]) if quick else (BATCHES, BATCH_UNITS)
+    spec = batching_spec(out, root, quick)
+    d = mapped(run_spec(spec, out.parent, db, workers, progress, ran)[1]).copy()
     d["batch"] = [int(w.removesuffix(".yaml").split("batch")[-1]) for w in d["workload"]]
     d["units"] = d[UNITS].astype(int)
     d["time_per_query_s"], d["energy_per_query_J"] = d["time_s"] / d["batch"], d["energy_J"] / d["batch"]
@@ -296,15 +321,16 @@ def buffering(root: Path) -> list[str]:
 
 
 def section(out: Path, root: Path, db: Path, *, quick: bool = False, workers: int = 2,
-            progress: bool = False) -> tuple[list[str], list[Path]]:
-    """Every study's section and figures."""
+            progress: bool = False, ran: dict | None = None) -> tuple[list[str], list[Path]]:
+    """Every study's section and figures (``ran``: the sweeps :func:`run_specs` ran already)."""
     lines, paths = [], []
-    for part in (workload_set(out, root, db, quick=quick, workers=workers, progress=progress),
-                 batching(out, root, db, quick=quick, workers=workers, progress=progress),
+    for part in (workload_set(out, root, db, quick=quick, workers=workers, progress=progress, ran=ran),
+                 batching(out, root, db, quick=quick, workers=workers, progress=progress, ran=ran),
                  dimension_choice(out, root, quick=quick)):
         lines += part[0]
         paths += part[1]
     return lines + buffering(root), paths
 
 
-__all__ = ["workload_set", "batching", "dimension_choice", "buffering", "section"]
+__all__ = ["workload_set", "batching", "dimension_choice", "buffering", "section", "run_spec", "run_specs",
+           "workload_set_spec", "batching_spec"]

@@ -20,7 +20,7 @@ def _bound_by(levels_json: str) -> str:
     return " = ".join(k for k, v in busy.items() if v == top)
 
 
-def _ssd_specs(quick: bool, root: Path) -> dict[str, dict]:
+def ssd_specs(quick: bool, root: Path) -> dict[str, dict]:
     """The SSD speed sweep (3b) and the placement sweep (3d) as ``sweep:`` dicts (paths absolute)."""
     out = {key: studies.repository_sweep(name, root) for key, name in (("speed", "ssd-speed"),
                                                                         ("placement", "ssd-placement"))}
@@ -32,9 +32,10 @@ def _ssd_specs(quick: bool, root: Path) -> dict[str, dict]:
 
 
 def ssd_questions(out: Path, root: Path, db: Path, *, quick: bool = False, workers: int = 2,
-                  progress: bool = False) -> tuple[list[str], list[Path]]:
+                  progress: bool = False, ran: dict | None = None) -> tuple[list[str], list[Path]]:
     """The thesis's SSD questions (issue 28, 3a-3d) answered on OnionPIR 64 GiB: the markdown
-    section (every number read from the runs and the store) and its four figures."""
+    section (every number read from the runs and the store) and its four figures (``ran``: the
+    sweeps :func:`storeloop.studies.server.run_specs` ran already)."""
     from storeloop.studies import ssd_figures as F  # deferred: matplotlib
     import dataclasses
 
@@ -53,10 +54,10 @@ def ssd_questions(out: Path, root: Path, db: Path, *, quick: bool = False, worke
             rows.append({"disk": disk, "mapping": name, "cycles": r.cycles, "time_s": r.cycles / r.clock_hz,
                          "energy_J": r.energy_J, "disk_J": r.levels[0].energy_pJ * 1e-12, "stopped": stop,
                          "access": ", ".join(sorted(streams)) or "flat bandwidth"})
-    specs = _ssd_specs(quick, root)
+    specs = ssd_specs(quick, root)
     frames = {}
     for key, spec in specs.items():
-        frames[key] = mapped(studies.run_spec(spec, out.parent, db, workers, progress)[1])
+        frames[key] = mapped(studies.run_spec(spec, out.parent, db, workers, progress, ran)[1])
     base = load_arch(specs["speed"]["arch"])
     ssd, sram = base.levels[0].ssd, next(lvl for lvl in base.levels if lvl.name == "SRAM")
     d = frames["speed"].copy()

@@ -42,13 +42,13 @@ paths (a shared checkout); only the scheduler's client writes the store.
 from __future__ import annotations
 
 from storeloop.sweeps.results import best_points, mapped, own_cycles, rank_designs, read_results
-from storeloop.sweeps.run import run_sweep
+from storeloop.sweeps.run import run_sweep, run_sweeps
 from storeloop.sweeps.worker import level_breakdown, run_point
 from storeloop.formats.sweep import Sweep, load_sweep
 from storeloop.sweeps.grid import point_arch, points, satisfies
 from storeloop.sweeps.store import open_store
 
 
-__all__ = ["Sweep", "best_points", "mapped", "load_sweep", "points", "point_arch", "satisfies", "run_point", "run_sweep", "read_results",
+__all__ = ["Sweep", "best_points", "mapped", "load_sweep", "points", "point_arch", "satisfies", "run_point", "run_sweep", "run_sweeps", "read_results",
            "rank_designs",
            "open_store", "level_breakdown", "own_cycles"]

@@ -1,6 +1,7 @@
 """Where a sweep's points run: local worker processes, or a Dask cluster (local or at an address), at
 most two points (or batches) in flight per worker, stopped at once by Ctrl-C. A :data:`WAVE` mark
-in the job stream makes both store every point in flight before they take the next job."""
+in a job stream makes both store every point of that stream in flight before they take its next
+job (the local pool meanwhile runs the points of other streams it was given)."""
 
 from __future__ import annotations
 
@@ -110,28 +111,50 @@ def run_dask(address: str, workers: int, jobs, store) -> None:
             cluster.close(timeout=2)
 
 
-def run_pool(workers: int, jobs, store) -> None:
+def run_pool(workers: int, streams: list, stores: list) -> None:
     """Local worker processes with at most 2 points in flight per worker (memory stays flat for any
-    grid); on Ctrl-C (or any error) the workers are terminated, not left running."""
+    grid), taking the points of one or more job streams, each stored by its own ``stores[i]``: the
+    first stream's next point, unless that stream waits at a :data:`WAVE` mark for its own points in
+    flight, then the next stream's, and so on (so one sweep's waves do not leave a worker idle
+    while another sweep has points to run). On Ctrl-C (or any error) the workers are terminated,
+    not left running."""
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     pool = ProcessPoolExecutor(workers, initializer=_worker_init)
-    running: dict = {}
+    running: dict = {}                       # future -> (stream, key)
+    flying = [0] * len(streams)              # each stream's points in flight
+    blocked = [False] * len(streams)         # at a wave mark, until its points in flight are stored
+    live = list(range(len(streams)))         # the streams not yet exhausted
 
-    def drain(limit: int) -> None:          # store finished points until at most ``limit`` run
-        while len(running) > limit:
-            ready, _ = wait(running, return_when=FIRST_COMPLETED)
-            for fut in ready:
-                store(running.pop(fut), fut.result())
+    def take() -> bool:                      # submit the next point that may go (False: none may)
+        for s in list(live):
+            if blocked[s]:
+                continue
+            for key, args in streams[s]:
+                if key is WAVE:
+                    if flying[s]:
+                        blocked[s] = True
+                        break
+                    continue
+                running[pool.submit(run_point, *args)] = (s, key)
+                flying[s] += 1
+                return True
+            else:
+                live.remove(s)
+        return False
 
     try:
-        for key, args in jobs:
-            if key is WAVE:
-                drain(0)
-                continue
-            running[pool.submit(run_point, *args)] = key
-            drain(2 * workers - 1)
-        drain(0)
+        while True:
+            while len(running) < 2 * workers and take():
+                pass
+            if not running:
+                break
+            ready, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in ready:
+                s, key = running.pop(fut)
+                stores[s](key, fut.result())
+                flying[s] -= 1
+                blocked[s] = blocked[s] and flying[s] > 0
         pool.shutdown()
     except BaseException:
         for proc in list(getattr(pool, "_processes", {}).values()):

@@ -91,136 +91,182 @@ def run_sweep(sweep: Sweep, db_path: str | Path, *, workers: int = 1, dask: str 
     address or 'local' (a LocalCluster with ``workers`` processes). Rows of earlier inputs (a key
     no point of the current grid has) are kept and marked stale. Ctrl-C stops the workers and
     raises KeyboardInterrupt; what finished before is stored."""
-    db = open_store(db_path)
-    lease = Lease(db_path)
-    context, files, make = run_context(sweep), {}, PointMaker(sweep)
-    # keys of points already final, whatever their stale mark (a key names its inputs exactly)
-    done = {k for (k,) in db.execute(f"select key from points where sweep = ? and {DONE}", (sweep.name,))}
-    done -= {k for _, k in failed_checksums(db, sweep.name)[0]}     # a row changed since written runs again
-    finished, earlier = {}, set()        # (params, workload) -> best mapping; the points stored before
-    for p, w, status, m in db.execute("select params, workload, status, mapping from points where sweep = ? "
-                                      "order by stale, finished", (sweep.name,)):
-        earlier.add((p, w))
-        if status == "ok" and m:
-            finished.setdefault((p, w), m)
-    try:                  # a weight is no input of a result: a changed one relabels the rows, nothing runs again
-        relabel_weights(db, sweep.name, sweep.weights)
-        db.commit()
-    except sqlite3.DatabaseError as exc:
-        raise StoreloopError(f"{db_path}: cannot write to the store ({exc})") from None
-    db.execute("create temp table current (key text primary key)")
-    counts = dict({"points": sweep.size(), "done_before": 0, "excluded": 0, "run": 0, "taken": 0},
-                  **dict.fromkeys(STATUSES, 0))
-    complete = False
-    bar = tqdm(desc=sweep.name, total=counts["points"], unit="point", disable=not progress, file=sys.stderr,
-               dynamic_ncols=True)
+    return run_sweeps([(sweep, db_path)], workers=workers, dask=dask, progress=progress)[0]
 
-    fresh: dict = {}                  # this run's finished mappings, seeds from the next wave on
 
-    def todo() -> Iterator[tuple]:
+def run_sweeps(sweeps: list[tuple[Sweep, str | Path]], *, workers: int = 1, dask: str | None = None,
+               progress: bool = True) -> list[dict]:
+    """Run several sweeps (each into its store, as :func:`run_sweep`) in one pool of local
+    processes: while one sweep waits at a wave mark for its points in flight, the pool takes the
+    next sweep's points, so one sweep's tail overlaps the others' work (a study of many sweeps, as
+    ``storeloop reproduce``, on 2 cores). Each sweep's points, seeds and answers are those it has
+    run alone. With Dask, or one worker, the sweeps run one after the other. Returns each sweep's
+    counts."""
+    leases: dict = {}            # one lease per store: closing a second lock file of it would drop the first's lock
+    runs = []
+    try:
+        for sweep, db_path in sweeps:
+            key = str(Path(db_path).resolve())
+            if key not in leases:
+                leases[key] = Lease(db_path)
+            runs.append(_SweepRun(sweep, db_path, leases[key], progress))
+        if dask:
+            for r in runs:
+                r.run(lambda jobs, store: run_dask(dask, workers, jobs, store))
+        elif workers > 1:
+            run_pool(workers, [r.jobs() for r in runs], [r.store for r in runs])
+            for r in runs:
+                r.finish()
+        else:
+            for r in runs:
+                r.run(None)
+        return [r.counts for r in runs]
+    finally:
+        for r in runs:
+            r.close()
+        for lease in leases.values():
+            lease.close()
+
+
+class _SweepRun:
+    """One sweep's run into its store: the points to run as a job stream (:meth:`jobs`), each
+    finished point stored the moment it arrives (:meth:`store`), and the stale marks once the grid
+    has been walked (:meth:`finish`)."""
+
+    def __init__(self, sweep: Sweep, db_path: str | Path, lease: Lease, progress: bool):
+        self.sweep, self.db_path, self.lease = sweep, db_path, lease
+        self.db = db = open_store(db_path)
+        self.context, self.files, self.make = run_context(sweep), {}, PointMaker(sweep)
+        # keys of points already final, whatever their stale mark (a key names its inputs exactly)
+        done = {k for (k,) in db.execute(f"select key from points where sweep = ? and {DONE}", (sweep.name,))}
+        self.done = done - {k for _, k in failed_checksums(db, sweep.name)[0]}   # a row changed since written runs again
+        # (params, workload) -> best mapping; the points stored before
+        self.finished, self.earlier = {}, set()
+        for p, w, status, m in db.execute("select params, workload, status, mapping from points where sweep = ? "
+                                          "order by stale, finished", (sweep.name,)):
+            self.earlier.add((p, w))
+            if status == "ok" and m:
+                self.finished.setdefault((p, w), m)
+        try:              # a weight is no input of a result: a changed one relabels the rows, nothing runs again
+            relabel_weights(db, sweep.name, sweep.weights)
+            db.commit()
+        except sqlite3.DatabaseError as exc:
+            raise StoreloopError(f"{db_path}: cannot write to the store ({exc})") from None
+        db.execute("create temp table current (key text primary key)")
+        self.counts = dict({"points": sweep.size(), "done_before": 0, "excluded": 0, "run": 0, "taken": 0},
+                           **dict.fromkeys(STATUSES, 0))
+        self.complete = False
+        self.bar = tqdm(desc=sweep.name, total=self.counts["points"], unit="point", disable=not progress,
+                        file=sys.stderr, dynamic_ncols=True)
+        self.fresh: dict = {}             # this run's finished mappings, seeds from the next wave on
+
+    def todo(self) -> Iterator[tuple]:
         """The grid's points not yet in the store, generated as they are needed (the grid is never
         held whole: a 10^9-point grid starts at once and memory stays flat), wave by wave
         (:func:`wave`), with a :data:`WAVE` mark between waves: the executor stores every point
         in flight before it takes the next, so a wave's points are seeded by the earlier waves'.
         Their keys go to a temporary table, so that once the grid has been walked, rows of other
         keys are marked stale."""
-        nonlocal complete
+        sweep, db, counts = self.sweep, self.db, self.counts
         batch = []
         for params, w in (pw for k in range(len(sweep.parameters) + 1) for pw in _wave_points(sweep, k)):
             if params is WAVE:
                 yield WAVE, None
-                finished.update(fresh)           # every point of the waves before is stored now
+                self.finished.update(self.fresh)       # every point of the waves before is stored now
                 continue
             doc = _point_doc(sweep, params)          # one substitution per point, for both uses
             if not satisfies(sweep, params, doc):
                 counts["excluded"] += 1
                 continue
             system = point_system(sweep, params) if sweep.system_file is not None else None
-            key = point_key(sweep, params, w, context, files, doc, system)
+            key = point_key(sweep, params, w, self.context, self.files, doc, system)
             batch.append((key,))
             if len(batch) >= 1000:
                 db.executemany("insert or ignore into current values (?)", batch)
                 db.commit()                      # no open transaction may meet a point's claim
                 batch.clear()
-            if key in done:
+            if key in self.done:
                 counts["done_before"] += 1
                 continue
-            yield key, make(params, w, doc, system)     # an invalid arch is run anyway: its error is stored
+            yield key, self.make(params, w, doc, system)     # an invalid arch is run anyway: its error is stored
         db.executemany("insert or ignore into current values (?)", batch)
         db.commit()
-        complete = True
+        self.complete = True
 
-    def store(key: str, row: dict) -> None:
-        row = {"sweep": sweep.name, "key": key, **row}
+    def store(self, key: str, row: dict) -> None:
+        row = {"sweep": self.sweep.name, "key": key, **row}
         row["checksum"] = row_checksum(row)
+        db, counts = self.db, self.counts
         try:
             db.execute(f"insert or replace into points ({', '.join(row)}) values ({', '.join('?' * len(row))})",
                        list(row.values()))
             # the same point of earlier inputs is stale from now on
-            if (row["params"], row["workload"]) in earlier:
+            if (row["params"], row["workload"]) in self.earlier:
                 db.execute("update points set stale = 1 where sweep = ? and params = ? and workload = ? and key != ?",
-                           (sweep.name, row["params"], row["workload"], key))
+                           (self.sweep.name, row["params"], row["workload"], key))
             db.commit()                          # every point is kept the moment it finishes
         except sqlite3.DatabaseError as exc:     # a full disk, a store made read-only, a corrupted file
             db.rollback()
-            raise failed(exc) from None
+            raise self.failed(exc) from None
         counts["run"] += 1
         counts[row["status"]] += 1
         if row["status"] == "ok" and row.get("mapping"):        # (a system point has none)
-            fresh[(row["params"], row["workload"])] = row["mapping"]
+            self.fresh[(row["params"], row["workload"])] = row["mapping"]
         # the points left to run: the grid less what is stored or excluded (known as the grid streams)
-        bar.total = max(counts["points"] - counts["done_before"] - counts["excluded"], counts["run"])
-        bar.set_postfix_str(", ".join(f"{counts[k]} {k}" for k in STATUSES if counts[k] or k in FINAL), refresh=False)
-        bar.update(1)
+        self.bar.total = max(counts["points"] - counts["done_before"] - counts["excluded"], counts["run"])
+        self.bar.set_postfix_str(", ".join(f"{counts[k]} {k}" for k in STATUSES if counts[k] or k in FINAL),
+                                 refresh=False)
+        self.bar.update(1)
 
-    def failed(exc: Exception) -> StoreloopError:
-        return StoreloopError(f"{db_path}: cannot write to the store ({exc}); the {counts['run']} point(s) committed "
-                              "before are kept, and running the sweep again resumes after them")
+    def failed(self, exc: Exception) -> StoreloopError:
+        return StoreloopError(f"{self.db_path}: cannot write to the store ({exc}); the {self.counts['run']} point(s) "
+                              "committed before are kept, and running the sweep again resumes after them")
 
-    def jobs():
-        for key, point in todo():
+    def jobs(self):
+        for key, point in self.todo():
             if key is WAVE:
                 yield WAVE, None
                 continue
             try:
-                claimed = lease.claim(db, sweep.name, key)
+                claimed = self.lease.claim(self.db, self.sweep.name, key)
             except sqlite3.DatabaseError as exc:
-                raise failed(exc) from None
+                raise self.failed(exc) from None
             if not claimed:
-                counts["taken"] += 1         # another sweep on this store is running it
+                self.counts["taken"] += 1         # another sweep on this store is running it
                 continue
-            yield key, (point, neighbour_seeds(sweep, point, finished))
+            yield key, (point, neighbour_seeds(self.sweep, point, self.finished))
 
-    try:
-        if dask:
-            run_dask(dask, workers, jobs(), store)
-        elif workers > 1:
-            run_pool(workers, jobs(), store)
+    def run(self, executor) -> None:
+        """This sweep alone: on ``executor(jobs, store)``, or here, point after point (None)."""
+        if executor is not None:
+            executor(self.jobs(), self.store)
         else:
-            for k, a in jobs():
+            for k, a in self.jobs():
                 if k is WAVE:
                     continue
                 row = run_point(*a)           # Ctrl-C in a search: the point is kept 'interrupted'
-                store(k, row)
+                self.store(k, row)
                 if row["status"] == "interrupted":
                     raise KeyboardInterrupt   # ... and the sweep stops (re-run on resume)
-        if complete:                         # the whole grid was walked: other keys are stale
+        self.finish()
+
+    def finish(self) -> None:
+        if self.complete:                     # the whole grid was walked: other keys are stale
             try:
-                db.execute("update points set stale = (key not in (select key from current)) where sweep = ?",
-                           (sweep.name,))
-                db.commit()
+                self.db.execute("update points set stale = (key not in (select key from current)) where sweep = ?",
+                                (self.sweep.name,))
+                self.db.commit()
             except sqlite3.DatabaseError as exc:
-                raise failed(exc) from None
-    finally:
-        bar.close()
+                raise self.failed(exc) from None
+
+    def close(self) -> None:
+        self.bar.close()
         try:
-            db.execute("delete from claims where pid = ? and host = ?", (os.getpid(), socket.gethostname()))
-            db.commit()
+            self.db.execute("delete from claims where pid = ? and host = ?", (os.getpid(), socket.gethostname()))
+            self.db.commit()
         except sqlite3.DatabaseError:
             pass                                 # claims of a gone process are taken over by the next run
-        db.close()
-        lease.close()
-    return counts
+        self.db.close()
 
 
 def wave(sweep: Sweep, params: dict) -> int:
