@@ -464,3 +464,23 @@ def test_an_exact_leaf_prices_every_order_it_stands_for(monkeypatch):
             checked += 1
         monkeypatch.setattr(tree_module, "evaluate", evaluate)
     assert checked >= 20, checked
+
+
+@pytest.mark.parametrize("seed", [8, 11, 15])
+def test_a_windowed_search_priced_ahead_goes_as_one_priced_node_by_node(seed, monkeypatch):
+    """The last level's nodes of a windowed problem have their leaves' surrogate prices computed
+    ahead in batches (Tree.prefetch; their exact leaves still priced when the search visits them,
+    against the best then): the same answer, stop, candidates and exact leaves as a search that
+    prices every node alone when it visits it."""
+    from storeloop.mapper import map_workload
+    from storeloop.mapper.tree import Tree
+
+    arch, work, energy, objective, _ = window_case(seed)
+    ahead = map_workload(arch, work, energy, objective=objective, energy_gap=0.0, converge=False)
+    monkeypatch.setattr(Tree, "prefetch", lambda self, nodes, objective: None)
+    alone = map_workload(arch, work, energy, objective=objective, energy_gap=0.0, converge=False)
+    assert ahead.search["exact_leaves"] > 50
+    for k in ("candidates", "exact_leaves", "floored_leaves", "stopped"):
+        assert ahead.search[k] == alone.search[k], k
+    assert (ahead.result.cycles, ahead.result.energy_pJ) == (alone.result.cycles, alone.result.energy_pJ)
+    assert ahead.mapping == alone.mapping

@@ -255,8 +255,12 @@ class _DFS:
         self.stack.append(entry)
         gap = self.goal is not None and self.goal.energy_gap > 0 and self.obj.lexicographic
         # children at the last level are priced ahead in batches (Tree.prefetch); each is still
-        # taken in its turn, so the search goes exactly as if it priced them one by one
-        ahead = {} if ch.node.depth == self.tree.nlev - 2 and self.tree.exact is None else None
+        # taken in its turn, so the search goes exactly as if it priced them one by one. A sliding
+        # window's batches start small and grow while every child priced ahead is visited (a
+        # child the best cuts before its turn was priced for nothing; its exact leaves, the most
+        # of the work, are priced only when visited)
+        ahead = {} if ch.node.depth == self.tree.nlev - 2 else None
+        batch, primed = (LEAF_BATCH if self.tree.exact is None else 8), 0
         for k, i in enumerate(idx):
             entry[2] = k
             if top:
@@ -275,10 +279,16 @@ class _DFS:
                 node = self.tree.child(ch, i)
             else:
                 if i not in ahead:
+                    if self.tree.exact is not None and primed:     # (left in ahead: cut before their turn)
+                        if not ahead:
+                            batch = min(2 * batch, LEAF_BATCH)
+                        elif 2 * len(ahead) > primed:
+                            batch = max(batch // 2, 1)
                     key = self.key()
-                    nxt = [j for j in idx[k:k + LEAF_BATCH]
+                    nxt = [j for j in idx[k:k + batch]
                            if self.best is None or not self.tree.cut(ch.clb[j], ch.elb[j], key, self.obj, note=False)]
                     ahead = {j: self.tree.child(ch, j) for j in nxt}
+                    primed = len(ahead)
                     self.tree.prefetch(list(ahead.values()), self.obj)
                 node = ahead.pop(i)
             self.visit(node)

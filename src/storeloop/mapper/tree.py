@@ -186,8 +186,11 @@ class Node:
     # which beats the others in both, their (extra seconds, extra pJ) over ssd_s and ssd_pJ (the least)
     pending: tuple = ()
     # a last-level node priced ahead with its siblings (Tree.prefetch): (candidates, complete, its
-    # best leaf or ()), taken by Tree.expand as if it priced the node then
+    # best leaf or ()), taken by Tree.expand as if it priced the node then; a sliding window's
+    # node keeps its leaves' surrogate prices instead of a best leaf, (cycles, energy, choice), for
+    # Tree.expand to price the exact leaves that could win when the search visits it
     leaf: tuple | None = None
+    surrogate: tuple | None = None
     # uneven positions (Tree.split): the words the positions of `depth`'s physical level hold so far
     # (down to `depth`), and the tensors they keep
     held: int = 0
@@ -818,6 +821,8 @@ class Tree(BelowBounds):
             cand, complete, out = n.leaf
             self.stats["candidates"] += cand
             self.stats["complete"] += complete
+            if n.surrogate is not None:             # a sliding window's: its exact leaves priced now
+                return self._exact_leaves(*n.surrogate, best, objective, n)
             return () if not out or best is not None and not objective.better(out[0], out[1], best) else out
         combos = self._combos(n)
         if last:
@@ -1159,10 +1164,10 @@ class Tree(BelowBounds):
         """Price the leaves of many last-level nodes at once (one call of the cost kernel instead of
         one per node: a deep search's last level has a few leaves per node) and keep each node's
         best in ``Node.leaf``, with the candidates it counts, for :meth:`expand` to take when the
-        search visits it: the same leaf, counts and order of ties as pricing the node alone. Not
-        for sliding windows' exact leaves or a free layout's pending ones (priced when visited)."""
-        if self.exact is not None:
-            return
+        search visits it: the same leaf, counts and order of ties as pricing the node alone. A
+        sliding window's node keeps its leaves' surrogate prices in ``Node.surrogate`` (their
+        exact prices depend on the best when it is visited); a free layout's pending leaves are
+        priced when visited."""
         todo = []
         for n in nodes:
             if n.depth != self.nlev - 1 or n.pending or n.leaf is not None:
@@ -1194,9 +1199,16 @@ class Tree(BelowBounds):
             c, e = cycles[mine], energy[mine]
             if few_of[j]:
                 c, e = np.where(few[row[mine]], np.inf, c), np.where(few[row[mine]], np.inf, e)
+            if self.exact is not None:
+                n.leaf = (len(mine), complete, ())
+                n.surrogate = (c, e, functools.partial(self._prefetched_choice, n, rows, row[mine], oid[mine], orders))
+                continue
             i = int(objective.argbest(c, e))
             n.leaf = (len(mine), complete,
                       (int(c[i]), float(e[i]), self._leaf_choice(n, rows, int(row[mine[i]]), orders[oid[mine[i]]])))
+
+    def _prefetched_choice(self, n: Node, rows: dict, row: np.ndarray, oid: np.ndarray, orders: list, i: int) -> tuple:
+        return self._leaf_choice(n, rows, int(row[i]), orders[oid[i]])
 
     def _leaves(self, n: Node, rows: dict, best, objective):
         """Exact cycles and energy of every complete mapping under a last-level node; the best one."""
