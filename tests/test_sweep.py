@@ -341,3 +341,23 @@ def test_sweeps_run_in_one_pool_give_each_the_answers_it_has_alone(tmp_path):
         assert len(together) == len(single) == c["run"] == c["points"] - c["excluded"]
         assert together[cols].equals(single[cols])
     assert counts[0]["points"] != counts[1]["points"]
+
+
+def test_the_sweep_command_runs_several_specs_in_one_pool(tmp_path, capsys):
+    """`storeloop sweep A B --workers 2`: both sweeps into one store (--db) in one pool, a summary
+    for each; the same name twice into one store is refused (exit 2), before anything runs."""
+    for f in ("tiny.arch.yaml", "matvec.yaml"):
+        shutil.copy(DATA / f, tmp_path)
+    text = (DATA / "tiny.sweep.yaml").read_text()
+    (tmp_path / "a.yaml").write_text(text)
+    (tmp_path / "b.yaml").write_text(text.replace("name: tiny", "name: other"))
+    db = tmp_path / "r.sqlite"
+    assert main(["sweep", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), "--workers", "2", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "tiny: 8 points in the grid" in out and "other: 8 points in the grid" in out
+    assert set(read_results(db)["sweep"]) == {"tiny", "other"}
+    (tmp_path / "c.yaml").write_text(text)
+    assert main(["sweep", str(tmp_path / "a.yaml"), str(tmp_path / "c.yaml"), "--db", str(tmp_path / "x.sqlite")]) == 2
+    err = capsys.readouterr().err
+    assert "c.yaml" in err and "'tiny'" in err and "Traceback" not in err
+    assert not (tmp_path / "x.sqlite").exists()

@@ -60,7 +60,8 @@ _LAZY = {
     "Stream": ("storeloop.model.ssd", "Stream"), "ssd_performance": ("storeloop.model.ssd", "performance"),
     "ssd_energy_per_request": ("storeloop.model.ssd", "energy_per_request"),
     # sweeps and their stores
-    "run_sweep": ("storeloop.sweeps", "run_sweep"), "read_results": ("storeloop.sweeps", "read_results"),
+    "run_sweep": ("storeloop.sweeps", "run_sweep"), "run_sweeps": ("storeloop.sweeps", "run_sweeps"),
+    "read_results": ("storeloop.sweeps", "read_results"),
     "mapped": ("storeloop.sweeps", "mapped"), "best_points": ("storeloop.sweeps", "best_points"),
     "rank_designs": ("storeloop.sweeps", "rank_designs"), "render_results": ("storeloop.sweeps.results", "render_results"),
     "sweep_names": ("storeloop.sweeps.results", "sweep_names"),

@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--out", help="write a storeloop workload YAML here")
     w.set_defaults(func=cmd_workload)
     s = sub.add_parser("sweep", help="map every point of an architecture grid; results kept in SQLite")
-    s.add_argument("spec", help="sweep YAML (sweeps/)")
+    s.add_argument("spec", nargs="+", help="sweep YAML (sweeps/); several run in one pool of workers")
     s.add_argument("--workers", type=int, default=1, help="local processes (or Dask workers with --dask local)")
     s.add_argument("--dask", help="a Dask scheduler address, or 'local' for a LocalCluster")
     s.add_argument("--db", help="results store (default results/<sweep name>.sqlite)")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from storeloop import (best_points, claims_table, evaluate_system, load_sweep, load_system, mapped, parse_set,
-                       rank_designs, read_results, render_results, run_sweep, sweep_names, system_summary,
+                       rank_designs, read_results, render_results, run_sweeps, sweep_names, system_summary,
                        verify_store)
 from storeloop.cli.render import ranking_summary, system_sweep_summary
 from storeloop.errors import SpecError
@@ -16,10 +16,25 @@ from storeloop.studies import reproduce
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    sweep = load_sweep(args.spec)
-    db = Path(args.db) if args.db else Path("results") / f"{sweep.name}.sqlite"
+    sweeps = [load_sweep(spec) for spec in args.spec]
+    dbs = [Path(args.db) if args.db else Path("results") / f"{s.name}.sqlite" for s in sweeps]
+    seen: dict = {}
+    for spec, s, db in zip(args.spec, sweeps, dbs):
+        first = seen.setdefault((s.name, db.resolve()), spec)
+        if first != spec:
+            raise SpecError(f"the sweep name {s.name!r} is also {first}'s, and both would run into {db}", file=spec,
+                            field="sweep.name", allowed="a name no other sweep of this command stores in the same store")
     _check_workers(args.workers)
-    counts = run_sweep(sweep, db, workers=args.workers, dask=args.dask, progress=sys.stderr.isatty())
+    # several specs: one pool of workers for all (a sweep at a wave's end leaves no worker idle)
+    every = run_sweeps(list(zip(sweeps, dbs)), workers=args.workers, dask=args.dask, progress=sys.stderr.isatty())
+    for sweep, db, counts in zip(sweeps, dbs, every):
+        _sweep_summary(args, sweep, db, counts)
+    return 0
+
+
+def _sweep_summary(args: argparse.Namespace, sweep, db: Path, counts: dict) -> None:
+    """What ``storeloop sweep`` prints for one sweep it ran: the counts, the best point per workload
+    (and scenario), a ranking across workloads, points left without a mapping; and its figures."""
     print(f"{sweep.name}: {counts['points']} points in the grid, {counts['done_before']} already in {db}, "
           f"{counts['excluded']} excluded by constraints, {counts['run']} run now "
           f"({counts['ok']} mapped, {counts['invalid']} without a result, errors stored"
@@ -58,7 +73,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         for path in plot_sweep(db, args.plot, sweep.name):
             print(f"wrote {path}")
-    return 0
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
