@@ -893,6 +893,7 @@ class Tree(BelowBounds):
         used = true_tiles.astype(np.float64) @ keptf                                    # (m, K), exact integers
         # a windowed tensor kept at L1: its fills and the parent's reads of it, from its true tile
         w_fill, w_read = self._window_arrivals(n, rows, true_tiles)
+        rows.update(true=true_tiles, w_fill=w_fill, w_read=w_read)      # (the survivors' for child)
         held = n.held if self._inner(L1) else 0         # (uneven positions: the outer ones' tiles)
         ok = np.ones((m, len(masks)), bool) if lvl1.size_words is None else used + held <= lvl1.size_words
         if self._inner(L1):                # uneven positions (mapper/uneven.py): what the outer ones allow
@@ -1074,13 +1075,9 @@ class Tree(BelowBounds):
         util = n.util.copy()
         util[L1] = rows["util"][j]
         e_acc, ssd_s, ssd_pJ, pending = n.e_acc, n.ssd_s, n.ssd_pJ, n.pending
-        w_fill = w_read = rows["arr"][j:j + 1]
-        one = tiles = None
-        if self.extents is not None or self.split is not None:     # this row's tiles, as the model counts them
-            one = {k: v if k == "perms" else v[j:j + 1] for k, v in rows.items()}
-            tiles = self._true_tiles(one)
-        if self.extents is not None:       # a windowed tensor's true tile bounds its counts
-            w_fill, w_read = self._window_arrivals(n, one, tiles)
+        # this row's tiles as the model counts them, and a windowed tensor's arrivals they bound
+        # (Tree._bounded's, for every row at once)
+        tiles, w_fill, w_read = rows["true"][j:j + 1], rows["w_fill"][j:j + 1], rows["w_read"][j:j + 1]
         for t in range(self.T):
             if not mask >> t & 1:
                 continue
