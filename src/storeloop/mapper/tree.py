@@ -41,6 +41,7 @@ EXACT_COST = 1000
 CARTESIAN_CACHE = 2_000_000      # rows of temporal factor combinations a tree keeps for reuse
 CHUNK_ROWS = 250_000             # (factors, order) rows of one level bounded at once
 MAX_CHILDREN = 2_000_000         # children an expansion keeps (the best bounds); the rest are cut
+LEVEL_MAPS = 100_000             # level mappings Tree.mapping keeps for reuse
 
 
 def _take(rows: dict, info: dict | None, used: np.ndarray) -> tuple[dict, dict | None]:
@@ -282,6 +283,7 @@ class Tree(BelowBounds):
         self.global_lb, self.bound_parts = self.lower_bound()
         self.below = self._below_terms()
         self._refills: dict[tuple, tuple | None] = {}
+        self._level_maps: dict[tuple, object] = {}      # Tree.mapping's, per level and choice
         self._spatial: dict[int, tuple] = {}       # per level: its spatial options as arrays
         self._cartesian: dict[tuple, np.ndarray] = {}   # (level, what is left) -> its temporal factors
         self._cached = 0                                  # rows in _cartesian
@@ -1381,12 +1383,20 @@ class Tree(BelowBounds):
 
     # ------------------------------------------------------------------ output
     def mapping(self, choice: tuple, name: str | None = None) -> Mapping:
-        """The storeloop Mapping of a complete choice (loops with factor 1 are left out)."""
-        levels = []
+        """The storeloop Mapping of a complete choice (loops with factor 1 are left out). Each level's
+        is kept for the next choice that has it (a windowed leaf's orders differ in a level or two)."""
+        levels, cache = [], self._level_maps
         for L, (tf, sx, sy, order, keep, spatial_order) in enumerate(choice):
-            pref = self.space.constraints.at(L).permutation or []
-            dims = [d for ci in order for d in sorted(self.space.classes[ci][1],
-                                                      key=lambda d: (pref.index(d) if d in pref else len(pref), d))]
-            levels.append(self.space.level_mapping(dims, tf, sx, sy, keep, spatial_order))
+            key = (L, order, np.asarray(tf).tobytes(), np.asarray(sx).tobytes(), np.asarray(sy).tobytes(), keep,
+                   spatial_order)
+            lm = cache.get(key)
+            if lm is None:
+                if len(cache) > LEVEL_MAPS:                # memory stays bounded
+                    cache.clear()
+                pref = self.space.constraints.at(L).permutation or []
+                dims = [d for ci in order for d in sorted(self.space.classes[ci][1],
+                                                          key=lambda d: (pref.index(d) if d in pref else len(pref), d))]
+                lm = cache[key] = self.space.level_mapping(dims, tf, sx, sy, keep, spatial_order)
+            levels.append(lm)
         out = Mapping(tuple(levels), name)
         return out if self.split is None else self.split.to_physical(out)
