@@ -251,6 +251,8 @@ class Tree(BelowBounds):
         for ci, (_, ds) in enumerate(space.classes):
             self.class_of[ds] = ci
         self.class_rel = np.array([[ti in ts for ts, _ in space.classes] for ti in range(self.T)], dtype=bool)
+        self._class_dims = np.array([[d in ds for d in range(self.D)] for _, ds in space.classes],
+                                    dtype=bool).reshape(len(space.classes), self.D)
         tot = [f[0] for f in space.fanouts]
         self.cap_below = [math.prod(tot[L:]) for L in range(self.nlev)] + [1]
         # the most words one instance of any level below L can hold (inf: an unbounded level)
@@ -700,12 +702,13 @@ class Tree(BelowBounds):
         """Per (temporal factors) row: the product of each class's factors, and which classes have a
         loop (the pattern that selects the level's orders)."""
         k = len(self.space.classes)
-        cp = np.ones((len(tf), k), np.int64)
-        for ci, (_, ds) in enumerate(self.space.classes):
-            cp[:, ci] = rowprod(tf, ds)
-        pattern = np.zeros(len(tf), np.int64)
-        for ci in range(k):
-            pattern |= (cp[:, ci] > 1).astype(np.int64) << ci
+        if len(tf) <= 64:                  # (a few rows: one masked product, as Tree._per_tensor)
+            cp = np.where(self._class_dims[None, :, :], tf[:, None, :], 1).prod(axis=2)
+        else:
+            cp = np.ones((len(tf), k), np.int64)
+            for ci, (_, ds) in enumerate(self.space.classes):
+                cp[:, ci] = rowprod(tf, ds)
+        pattern = ((cp > 1).astype(np.int64) << np.arange(k)).sum(axis=1)
         return cp, pattern
 
     def _chunks(self, n: Node, combos: tuple) -> list[tuple]:
@@ -762,12 +765,19 @@ class Tree(BelowBounds):
         s = sx * sy
         rem = n.rem[None, :] // (tf * s)
         above = n.above[None, :] * s
-        rd, left = self.rel_dims, self.bounds // above       # (each tensor's dimensions; what one instance owns)
-        scat = n.scat[None, :] * np.stack([rowprod(s, d) for d in rd], axis=1)
-        tile = np.stack([rowprod(rem, d) for d in rd], axis=1)
-        part = np.stack([rowprod(left, d) for d in rd], axis=1)
+        left = self.bounds // above                           # (what one instance owns)
+        scat = n.scat[None, :] * self._per_tensor(s)
+        tile = self._per_tensor(rem)
+        part = self._per_tensor(left)
         return dict(tf=tf, sx=sx, sy=sy, oid=order_ids, perms=perms, P=P, rep=rep, rem=rem, above=above,
                     scat=scat, tile=tile, arr=tile * rep, part=part, util=rowprod(above))
+
+    def _per_tensor(self, a: np.ndarray) -> np.ndarray:
+        """(m, T): the product of each row of ``a`` (m, D) over each tensor's dimensions (a few rows,
+        a last-level node's: one masked product; many: column by column, :func:`rowprod`)."""
+        if len(a) <= 64:
+            return np.where(self.rel[None, :, :], a[:, None, :], 1).prod(axis=2)
+        return np.stack([rowprod(a, d) for d in self.rel_dims], axis=1)
 
     def _true_tiles(self, rows: dict) -> np.ndarray:
         """Each tensor's tile (words) at the next level, as the model counts it: the surrogate's,
