@@ -702,13 +702,15 @@ class Tree(BelowBounds):
         """Per (temporal factors) row: the product of each class's factors, and which classes have a
         loop (the pattern that selects the level's orders)."""
         k = len(self.space.classes)
-        if len(tf) <= 64:                  # (a few rows: one masked product, as Tree._per_tensor)
+        if len(tf) <= 64:                  # (a few rows: one masked product each, as Tree._per_tensor)
             cp = np.where(self._class_dims[None, :, :], tf[:, None, :], 1).prod(axis=2)
-        else:
-            cp = np.ones((len(tf), k), np.int64)
-            for ci, (_, ds) in enumerate(self.space.classes):
-                cp[:, ci] = rowprod(tf, ds)
-        pattern = ((cp > 1).astype(np.int64) << np.arange(k)).sum(axis=1)
+            return cp, ((cp > 1).astype(np.int64) << np.arange(k)).sum(axis=1)
+        cp = np.ones((len(tf), k), np.int64)
+        for ci, (_, ds) in enumerate(self.space.classes):
+            cp[:, ci] = rowprod(tf, ds)
+        pattern = np.zeros(len(tf), np.int64)
+        for ci in range(k):
+            pattern |= (cp[:, ci] > 1).astype(np.int64) << ci
         return cp, pattern
 
     def _chunks(self, n: Node, combos: tuple) -> list[tuple]:
