@@ -702,16 +702,8 @@ class Tree(BelowBounds):
         """Per (temporal factors) row: the product of each class's factors, and which classes have a
         loop (the pattern that selects the level's orders)."""
         k = len(self.space.classes)
-        if len(tf) <= 64:                  # (a few rows: one masked product each, as Tree._per_tensor)
-            cp = np.where(self._class_dims[None, :, :], tf[:, None, :], 1).prod(axis=2)
-            return cp, ((cp > 1).astype(np.int64) << np.arange(k)).sum(axis=1)
-        cp = np.ones((len(tf), k), np.int64)
-        for ci, (_, ds) in enumerate(self.space.classes):
-            cp[:, ci] = rowprod(tf, ds)
-        pattern = np.zeros(len(tf), np.int64)
-        for ci in range(k):
-            pattern |= (cp[:, ci] > 1).astype(np.int64) << ci
-        return cp, pattern
+        cp = self._products(tf, self._class_dims, [ds for _, ds in self.space.classes])
+        return cp, (cp > 1).astype(np.int64) @ (1 << np.arange(k, dtype=np.int64))
 
     def _chunks(self, n: Node, combos: tuple) -> list[tuple]:
         """The (factors, X, Y) combinations of level n.depth cut into consecutive pieces of at
@@ -768,18 +760,19 @@ class Tree(BelowBounds):
         rem = n.rem[None, :] // (tf * s)
         above = n.above[None, :] * s
         left = self.bounds // above                           # (what one instance owns)
-        scat = n.scat[None, :] * self._per_tensor(s)
-        tile = self._per_tensor(rem)
-        part = self._per_tensor(left)
+        scat, tile, part = (self._products(x, self.rel, self.rel_dims) for x in (s, rem, left))
+        scat = n.scat[None, :] * scat
         return dict(tf=tf, sx=sx, sy=sy, oid=order_ids, perms=perms, P=P, rep=rep, rem=rem, above=above,
                     scat=scat, tile=tile, arr=tile * rep, part=part, util=rowprod(above))
 
-    def _per_tensor(self, a: np.ndarray) -> np.ndarray:
-        """(m, T): the product of each row of ``a`` (m, D) over each tensor's dimensions (a few rows,
-        a last-level node's: one masked product; many: column by column, :func:`rowprod`)."""
-        if len(a) <= 64:
-            return np.where(self.rel[None, :, :], a[:, None, :], 1).prod(axis=2)
-        return np.stack([rowprod(a, d) for d in self.rel_dims], axis=1)
+    @staticmethod
+    def _products(a: np.ndarray, mask: np.ndarray, cols: list) -> np.ndarray:
+        """(m, k): the product of each row of ``a`` (m, D) over each of k column sets (``mask``
+        (k, D), ``cols`` the same sets as column lists): a few rows, a last-level node's, in one
+        masked product; many column by column (:func:`rowprod`, faster on long arrays)."""
+        if len(a) <= 64 or not cols:
+            return np.where(mask[None, :, :], a[:, None, :], 1).prod(axis=2)
+        return np.stack([rowprod(a, c) for c in cols], axis=1)
 
     def _true_tiles(self, rows: dict) -> np.ndarray:
         """Each tensor's tile (words) at the next level, as the model counts it: the surrogate's,
@@ -907,7 +900,8 @@ class Tree(BelowBounds):
         used = true_tiles.astype(np.float64) @ keptf                                    # (m, K), exact integers
         # a windowed tensor kept at L1: its fills and the parent's reads of it, from its true tile
         w_fill, w_read = self._window_arrivals(n, rows, true_tiles)
-        rows.update(true=true_tiles, w_fill=w_fill, w_read=w_read)      # (the survivors' for child)
+        if self.extents is not None or self.split is not None:          # (the survivors' for child)
+            rows.update(true=true_tiles, w_fill=w_fill, w_read=w_read)
         held = n.held if self._inner(L1) else 0         # (uneven positions: the outer ones' tiles)
         ok = np.ones((m, len(masks)), bool) if lvl1.size_words is None else used + held <= lvl1.size_words
         if self._inner(L1):                # uneven positions (mapper/uneven.py): what the outer ones allow
@@ -1090,8 +1084,11 @@ class Tree(BelowBounds):
         util[L1] = rows["util"][j]
         e_acc, ssd_s, ssd_pJ, pending = n.e_acc, n.ssd_s, n.ssd_pJ, n.pending
         # this row's tiles as the model counts them, and a windowed tensor's arrivals they bound
-        # (Tree._bounded's, for every row at once)
-        tiles, w_fill, w_read = rows["true"][j:j + 1], rows["w_fill"][j:j + 1], rows["w_read"][j:j + 1]
+        # (Tree._bounded's, for every row at once, where they differ from the surrogate's)
+        tiles, w_fill = None, rows["arr"][j:j + 1]
+        w_read = w_fill
+        if "true" in rows:
+            tiles, w_fill, w_read = rows["true"][j:j + 1], rows["w_fill"][j:j + 1], rows["w_read"][j:j + 1]
         for t in range(self.T):
             if not mask >> t & 1:
                 continue

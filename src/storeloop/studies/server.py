@@ -178,8 +178,9 @@ def batching(out: Path, root: Path, db: Path, *, quick: bool = False, workers: i
     design per batch size (units x SRAM size) and where the Disk stops binding the thesis's design."""
     from storeloop.studies import server_figures as F  # deferred: matplotlib
     from storeloop.plots.common import save  # deferred: matplotlib
-    batches, units = (QUICK["batches"], QUICK["units"]) if quick else (BATCHES, BATCH_UNITS)
+    batches = QUICK["batches"] if quick else BATCHES
     spec = batching_spec(out, root, quick)
+    units = spec["parameters"][UNITS]
     d = mapped(run_spec(spec, out.parent, db, workers, progress, ran)[1]).copy()
     d["batch"] = [int(w.removesuffix(".yaml").split("batch")[-1]) for w in d["workload"]]
     d["units"] = d[UNITS].astype(int)
