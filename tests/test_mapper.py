@@ -486,6 +486,33 @@ def test_converged_holds_for_a_share_of_the_time_limit(monkeypatch):
         assert eager.result.energy_pJ >= held.result.energy_pJ
 
 
+def test_with_an_incumbent_the_walk_goes_once_and_waits_where_an_aspiration_would(monkeypatch):
+    """With the local search's mapping in hand the branch and bound walks once, without the
+    aspiration stages (a stage that finds nothing leaves its subtrees for the next to walk again),
+    and 'converged' waits where the stage at the largest aspiration below the best's cycles would
+    still be walking. The SSD sweep's 32-channel point with 4 KiB SRAMs and 2 MACs: the local
+    search's cycles are above the bound, the optimum 0.6 % above it; the walk proves its cycles
+    (and its energy within the gap). Without the wait it stopped 'converged' after 7 M
+    candidates, its cycles not proven (the retry found them)."""
+    from storeloop.mapper import search
+    from storeloop.sweeps import load_sweep, point_arch
+
+    a = point_arch(load_sweep(ROOT / "sweeps/ssd-speed.yaml"), {
+        "levels.Disk.ssd.channels": 32, "levels.SRAM.capacity": "4 KiB", "levels.RF.instances+compute.instances": 2})
+    w = load_workload(ROOT / "workloads/onionpir-64GiB.yaml")
+    e = energy_table(a, None)
+    aspirations, stage = [], search._bnb_stage
+    monkeypatch.setattr(search, "_bnb_stage", lambda *args, **kw: aspirations.append(args[6]) or stage(*args, **kw))
+    out = map_workload(a, w, e, budget=200_000_000)
+    s = out.search
+    bound = max(v for k, v in s["lower_bound_parts"].items() if k != "subtrees left open")
+    assert s["local_search"]["cycles"] > out.result.cycles > bound and aspirations == [None]
+    assert s["stopped"] == "energy-gap" and s["cycles_optimal"] and s["lower_bound_cycles"] == out.result.cycles
+    monkeypatch.setattr(search._DFS, "aspiring", lambda self, spent: False)
+    eager = map_workload(a, w, e, budget=200_000_000).search
+    assert eager["stopped"] == "converged" and eager["candidates"] < s["candidates"] / 2
+
+
 def test_a_patient_local_search_stops_when_it_has_waited_as_long_as_it_searched():
     """The local search without a budget but with a patience P (a default search's retry) looks
     at P candidates at least, and stops once it has gone as long without an improvement as it
