@@ -367,7 +367,7 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
     space. With an ``incumbent`` given (the local search's, normally) it walks once: an aspiration
     stage that found nothing would leave its subtrees, whose bounds are the lowest, for the next
     stage to walk again, and the incumbent prunes from the start (the SSD sweep's 16- and
-    32-channel points, whose cycles lie 0.2-0.4 % above their bound: 105 s -> 82 s, the same
+    32-channel points, whose cycles lie 0.2-1.6 % above their bound: 105 s -> 82 s, the same
     answers). That walk does not stop 'converged' where an aspiration stage would have walked on:
     in a top-level subtree whose cycle bound is at most the largest aspiration below the best's
     cycles, within the first stage's share of the time and budget (:meth:`_DFS.aspiring`).
