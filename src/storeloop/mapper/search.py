@@ -398,21 +398,22 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
     if fallback is not None:
         incumbent = fallback.best
     best, trace = incumbent, list(trace or []) + (fallback.trace if fallback is not None else [])
+
+    def half() -> tuple:                 # a stage's share: half of the time and of the candidates left
+        return (None if deadline is None else time.monotonic() + (deadline - time.monotonic()) / 2,
+                None if limit is None else (tree.stats["candidates"] + limit) // 2)
+
     hold = None
     if fallback is None and best is not None and len(stages) > 1:
         # with a mapping in hand (not the dive's first one), one walk: an aspiration stage that
         # found nothing would leave its subtrees for the next stage to walk again. It does not
         # converge where and while a stage would have walked on (the subtrees at its bound, in
         # the first stage's share)
-        hold = (stages[:-1], None if deadline is None else start + (deadline - start) / 2,
-                None if limit is None else (tree.stats["candidates"] + limit) // 2)
+        hold = (stages[:-1], *half())
         stages = [None]
     found = Found(stopped="interrupted", stats=dict(tree.stats)) if interrupted else None
     for i, aspiration in enumerate([] if interrupted else stages):
-        share = (deadline, limit)
-        if i < len(stages) - 1:
-            share = (None if deadline is None else time.monotonic() + (deadline - time.monotonic()) / 2,
-                     None if limit is None else (tree.stats["candidates"] + limit) // 2)
+        share = half() if i < len(stages) - 1 else (deadline, limit)
         found = _bnb_stage(tree, objective, share, threads, progress, start, aspiration, goal, best, trace, base,
                            hold)
         improved = found.mapping is not None
