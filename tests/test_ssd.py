@@ -462,11 +462,14 @@ def test_an_ssd_stream_is_no_faster_than_two_child_tiles_per_least_latency():
     least the bound's seconds and picojoules per word, reads and writes, on the flash channels and
     behind the host link. At most two child tiles are in flight, so by Little's law small tiles
     bind far below the peak: a mutant that lets one tile alone in flight fails this, and the
-    bound for a 256 KiB tile (a 16-channel stripe) is less than half the peak stream."""
+    bound for a 256 KiB tile (a 16-channel stripe) is less than half the peak stream. A read's
+    flash rounds pass at most what is in flight (model.ssd.in_flight_read_Bps): a mutant that
+    leaves out the rounds' transfers fails this too."""
     import dataclasses
 
     from storeloop import load_arch
     from storeloop.model.disk import bounds_per_word, least_seconds_per_word, stand_in, word_rates
+    from storeloop.model.ssd import least_latency
 
     base = load_arch(Path(__file__).parents[1] / "arch" / "onionchopper-ssd.yaml").levels[0]
     for channels in (2, 8, 16):
@@ -487,6 +490,12 @@ def test_an_ssd_stream_is_no_faster_than_two_child_tiles_per_least_latency():
     ssd = dataclasses.replace(base.ssd, channels=16)
     peak = least_seconds_per_word(ssd, base.word_bits)[0]
     assert bounds_per_word(ssd, base.word_bits, 32768, 32768, True, 0.0)[0] > 2 * peak
+    # two 256 KiB tiles in flight: Little's law alone allows more than the peak on 2 channels, but
+    # every flash round senses, then passes its pages over the 2 channels, so the stream is slower
+    ssd = dataclasses.replace(base.ssd, channels=2)
+    peak, wbytes = least_seconds_per_word(ssd, base.word_bits)[0], base.word_bits / 8
+    assert 2 * 32768 * wbytes / least_latency(ssd, True) > wbytes / peak
+    assert bounds_per_word(ssd, base.word_bits, 32768, 32768, True, 0.0)[0] > 1.1 * peak
 
 
 def test_the_cycle_bound_from_first_keepers_holds_against_brute_force_and_binds():

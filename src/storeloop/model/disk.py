@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from storeloop.model.ssd import Stream, joules_per_byte, least_latency, performance, short_request_bounds
+from storeloop.model.ssd import (Stream, in_flight_read_Bps, joules_per_byte, least_latency, performance,
+                                 short_request_bounds)
 from storeloop.ir import ActionCosts
 
 
@@ -112,11 +113,15 @@ def bounds_per_word(ssd, word_bits: int, longest_run_words: int, largest_tile_wo
     than a stripe are random requests, bounded by :func:`storeloop.model.ssd.short_request_bounds`;
     longer ones by the peak streams and ``least_pJ`` (the least energy per word of any stream).
     And at most two child tiles are in flight (:func:`_request`), so by Little's law no stream
-    moves more than two tiles' bytes per :func:`storeloop.model.ssd.least_latency`."""
+    moves more than two tiles' bytes per :func:`storeloop.model.ssd.least_latency`, and no read
+    stream more than the flash rounds pass of them (:func:`storeloop.model.ssd.in_flight_read_Bps`)."""
     wbytes = word_bits / 8
     peak = least_seconds_per_word(ssd, word_bits)[0 if read else 1]
     run = longest_run_words * wbytes
-    in_flight = least_latency(ssd, read) / (2 * largest_tile_words)      # seconds per word
+    if read:                                                             # seconds per word
+        in_flight = wbytes / in_flight_read_Bps(ssd, 2 * largest_tile_words * wbytes)
+    else:
+        in_flight = least_latency(ssd, read) / (2 * largest_tile_words)
     if run >= ssd.page_bytes * ssd.channels:
         return max(peak, in_flight), least_pJ
     bw, jpb = short_request_bounds(ssd, int(run), read, ssd.accelerator)

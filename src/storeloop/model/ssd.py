@@ -146,6 +146,18 @@ def least_latency(ssd: SSD, read: bool) -> float:
     return ssd.command_s + (0.0 if ssd.write_cache_bytes else ssd.program_s) + ssd.controller_s
 
 
+def in_flight_read_Bps(ssd: SSD, in_flight_bytes: float) -> float:
+    """Most bytes/s of any read stream with at most ``in_flight_bytes`` requested at once: by
+    Little's law no more than that per :func:`least_latency`, and a channel's round (a command,
+    tR, then the transfers of the pages it sensed) moves at most what is in flight on it, so
+    channel c with M_c bytes moves at most M_c / (command + tR + M_c / rate); that is concave in
+    M_c, so the channels together move at most B / (command + tR + B / (C rate)) for B bytes in
+    flight (tests/test_ssd.py checks the model against it)."""
+    b = float(in_flight_bytes)
+    rounds = b / (ssd.command_s + ssd.read_s + b / (ssd.channels * ssd.channel_Bps))
+    return min(b / least_latency(ssd, True), rounds)
+
+
 @dataclass(frozen=True, slots=True)
 class Stream:
     request_bytes: int
