@@ -178,12 +178,15 @@ def test_the_disk_as_an_ssd_prices_the_mapping_access_pattern():
 def test_short_request_bounds_hold_for_every_stream():
     """The mapper's SSD bounds (model.ssd.short_request_bounds, SSD.peak_*_Bps) against the model
     itself: no stream of requests up to s bytes shorter than a stripe is faster or cheaper per byte
-    than the bound for s, and no stream at all beats the peak streams."""
+    than the bound for s, no stream at all beats the peak streams, and no read stream beats what
+    its flash rounds pass of the bytes it keeps in flight (model.ssd.in_flight_read_Bps), which
+    binds below both the peak and Little's law for some of them."""
     import dataclasses
 
     from storeloop import load_arch
-    from storeloop.model.ssd import joules_per_byte, short_request_bounds
+    from storeloop.model.ssd import in_flight_read_Bps, joules_per_byte, least_latency, short_request_bounds
 
+    binding = 0
     for device in (load_arch(Path(__file__).parents[1] / "arch" / "onionchopper-ssd.yaml").levels[0].ssd,
                    mqsim_model(REF / "ssdconfig.xml")):
         stripe = device.page_bytes * device.channels
@@ -197,11 +200,16 @@ def test_short_request_bounds_hold_for_every_stream():
                         st = Stream(size, "sequential" if size >= stripe else "random", qd, 1.0 if read else 0.0)
                         bw = performance(ssd, st, placement).bandwidth_Bps
                         assert bw <= (peak_r if read else peak_w) * (1 + 1e-12)
+                        if read:
+                            rounds = in_flight_read_Bps(ssd, size * qd)
+                            assert bw <= rounds * (1 + 1e-12), (size, qd, placement)
+                            binding += rounds < min(peak_r, size * qd / least_latency(ssd, True))
                         if size < stripe:
                             for bigger in (size, size + 8, stripe - 1):
                                 ub, least = short_request_bounds(ssd, bigger, read, placement)
                                 assert bw <= ub * (1 + 1e-12), (size, qd, read, bigger)
                                 assert joules_per_byte(ssd, st, placement) >= least * (1 - 1e-12)
+    assert binding
 
 
 def test_word_rates_of_many_rows_are_word_rates_row_by_row():
