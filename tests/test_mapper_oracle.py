@@ -522,3 +522,46 @@ def test_the_bounds_of_what_a_stopped_walk_leaves_hold():
             assert found.cycles == want[0] and energy_pJ <= want[1] * (1 + 1e-9), msg
             proven += found.energy_pJ > want[1] * (1 + 1e-9)       # a claim the answer alone would break
     assert checked >= 60 and proven >= 5, (checked, proven)
+
+
+def test_the_combinations_bounded_without_their_orders_lose_in_every_order(monkeypatch):
+    """Tree._plausible drops a level's (factors, spatial) combinations whose one relaxed row (each
+    tensor arriving as rarely as any order allows) is dominated on cycles. Checked on the random
+    cases with a cycle-first objective (plain and on tiny SSDs): every order of every dropped
+    combination, bounded in full with every keep set, is dominated by the best so far, and the
+    check is not empty (with the relaxed rows tried wherever a level has an order). A mutant whose
+    relaxed rows count every loop of the level above each tensor (the most arrivals, not the
+    least) fails it."""
+    from storeloop.mapper import tree as T
+    from test_ssd import ssd_oracle_case
+
+    plausible, checked = T.Tree._plausible, [0, 0]
+
+    def checking(self, n, combos, masks, best, objective):
+        kept = plausible(self, n, combos, masks, best, objective)
+        if len(kept[0]) == len(combos[0]):
+            return kept
+        alive = {tuple(map(tuple, x)) for x in zip(*(a.tolist() for a in kept))}
+        gone = [i for i, x in enumerate(zip(*(a.tolist() for a in combos))) if tuple(map(tuple, x)) not in alive]
+        rows = self._rows(n, *(a[gone] for a in combos))
+        if rows is not None:
+            got = self._bounded(n, rows, masks, best, objective)
+            assert len(got[1]) == 0, f"a dropped combination survives in some order: {got[3][:5]} vs {best}"
+            checked[0] += len(rows["P"])
+        checked[1] += len(gone)
+        return kept
+
+    monkeypatch.setattr(T.Tree, "_plausible", checking)
+    monkeypatch.setattr(T, "PLAUSIBLE_ORDERS", 1)          # wherever a level has an order
+    for seed in SEEDS:
+        arch, work, energy, objective, constraints, _ = case(seed)
+        if objective in ("delay", "delay,energy"):
+            try:
+                map_workload(arch, work, energy, objective=objective, time_limit=30, energy_gap=0.0,
+                             constraints=constraints)
+            except StoreloopError:
+                pass
+    for seed in range(40):
+        arch, work, energy, objective = ssd_oracle_case(seed)
+        map_workload(arch, work, energy, objective="delay,energy", time_limit=30, energy_gap=0.0)
+    assert checked[0] >= 800 and checked[1] >= 500, checked

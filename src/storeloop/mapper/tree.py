@@ -42,6 +42,7 @@ CARTESIAN_CACHE = 2_000_000      # rows of temporal factor combinations a tree k
 CHUNK_ROWS = 250_000             # (factors, order) rows of one level bounded at once
 MAX_CHILDREN = 2_000_000         # children an expansion keeps (the best bounds); the rest are cut
 LEVEL_MAPS = 100_000             # level mappings Tree.mapping keeps for reuse
+PLAUSIBLE_ORDERS = 2             # orders per combination of a level's factors from which they are bounded first without them
 
 
 def _take(rows: dict, info: dict | None, used: np.ndarray) -> tuple[dict, dict | None]:
@@ -756,14 +757,55 @@ class Tree(BelowBounds):
                     run = run * cp[a:b, ci]
                     r[:, self.class_rel[:, ci]] = run[:, None]
             P[a:b] = run
+        return dict(self._row_state(n, tf, sx, sy, P, rep), oid=order_ids, perms=perms)
+
+    def _row_state(self, n: Node, tf, sx, sy, P, rep) -> dict:
+        """The arrays of rows of level n.depth with temporal factors ``tf``, spatial ``sx``, ``sy``,
+        loop products ``P`` and per-tensor products down to each one's innermost relevant loop ``rep``."""
         s = sx * sy
         rem = n.rem[None, :] // (tf * s)
         above = n.above[None, :] * s
         left = self.bounds // above                           # (what one instance owns)
         scat, tile, part = (self._products(x, self.rel, self.rel_dims) for x in (s, rem, left))
         scat = n.scat[None, :] * scat
-        return dict(tf=tf, sx=sx, sy=sy, oid=order_ids, perms=perms, P=P, rep=rep, rem=rem, above=above,
+        return dict(tf=tf, sx=sx, sy=sy, P=P, rep=rep, rem=rem, above=above,
                     scat=scat, tile=tile, arr=tile * rep, part=part, util=rowprod(above))
+
+    def _plausible(self, n: Node, combos: tuple, masks: np.ndarray, best: tuple, objective) -> tuple:
+        """The (factors, X, Y) combinations of level n.depth that some order might let beat ``best``
+        on cycles. Each combination is bounded once, as one row whose tensors each arrive as
+        rarely as the least of its orders allows (per tensor: the product of the loops down to its
+        innermost relevant one, least over the orders): every cycle term of :meth:`_bounded` (the
+        compute's, the traffic at each port, the SSD's streams) grows with those arrivals, and the
+        rest does not depend on the order, so no order of a combination whose row is dominated on
+        cycles alone (its energy taken as 0) can beat ``best``. The orders of the others are
+        bounded in full. Pays where a level has several orders per combination and most
+        combinations lose (the SSD sweep's fast designs: 105 M of 105 M candidates were children
+        of the DRAM's loops, 120 of which survived). The least arrivals are taken over every order
+        (a relaxation of the orders the space keeps)."""
+        tf, sx, sy = combos
+        orders = self.space.orders[n.depth]
+        cp, pattern = self._patterns(tf)
+        per = np.zeros(int(pattern.max(initial=0)) + 1, np.int64)
+        for p in np.unique(pattern):
+            per[p] = len(orders.get(int(p), ()))
+        counts = per[pattern]
+        if len(tf) == 0 or counts.sum() < PLAUSIBLE_ORDERS * len(tf):
+            return combos                     # about one order a combination: little to gain
+        some = counts > 0                     # (a pattern with no order has no rows)
+        cp = cp[some]
+        P = n.P * cp.prod(axis=1)
+        # with a loop here that indexes t, at least every loop over its classes comes down to its
+        # innermost relevant one (the least of any order: the others inside)
+        own = np.stack([np.where(self.class_rel[t][None, :], cp, 1).prod(axis=1) for t in range(self.T)], axis=1)
+        rep = np.where(own > 1, n.P * own, n.rep[None, :])
+        rows = self._row_state(n, tf[some], sx[some], sy[some], P, rep)
+        rows["cid"] = np.nonzero(some)[0]
+        ok, clb = self._bounded(n, rows, masks, None, objective, cycles_only=True)
+        lose = objective.dominated(clb, np.zeros_like(clb), best)
+        self.stats["pruned_bound"] += int(np.count_nonzero(ok & lose))
+        alive = rows["cid"][(ok & ~lose).any(axis=1)]
+        return tuple(a[alive] for a in combos)
 
     @staticmethod
     def _products(a: np.ndarray, mask: np.ndarray, cols: list) -> np.ndarray:
@@ -838,6 +880,8 @@ class Tree(BelowBounds):
         masks = np.array(self.space.keep_masks[n.depth + 1], dtype=np.int64)
         kept = None                                     # (rows, r, c, clb, elb, refill) of the survivors so far
         for piece in self._chunks(n, combos):
+            if best is not None and self.split is None and objective.name in ("delay", "delay,energy"):
+                piece = self._plausible(n, piece, masks, best, objective)     # (cycle-first: cycles prune)
             rows = self._rows(n, *piece)
             if rows is None:
                 continue
@@ -885,9 +929,10 @@ class Tree(BelowBounds):
         rows, info = _take(rows, info, used)
         return rows, r.reshape(-1), c[order], clb[order], elb[order], info
 
-    def _bounded(self, n: Node, rows: dict, masks: np.ndarray, best, objective) -> tuple:
+    def _bounded(self, n: Node, rows: dict, masks: np.ndarray, best, objective, cycles_only: bool = False) -> tuple:
         """Every (row, keep mask) child of ``rows``: capacity checked, bounded, those the best so far
-        dominates dropped; the surviving rows' arrays only."""
+        dominates dropped; the surviving rows' arrays only. ``cycles_only``: (which fit, their
+        cycle bounds) of every child, (m, K) each."""
         L1 = n.depth + 1
         lvl1 = self.arch.levels[L1]
         m, T = len(rows["P"]), self.T
@@ -930,7 +975,7 @@ class Tree(BelowBounds):
             return np.where(forced, rows["P"] / rows["rep"][:, t], 1.0)
 
         # what the levels below L1 must still spend (where the innermost level serves each compute)
-        deep = self.below[L1] is not None
+        deep = self.below[L1] is not None and not cycles_only
         arrived, moved = [], []                    # per tensor: words arriving at L1, moved below it
         refill = deep and not self.pages and self.ssd is None and self.arch.levels[-1].size_words is not None
         counted = np.zeros((m, len(masks))) if refill else None   # the node's energy of those words
@@ -1025,6 +1070,8 @@ class Tree(BelowBounds):
                 rd, wr = (tr[l] if len(ls) == 1 else sum(tr[v] for v in ls) for tr in (tr_r, tr_w))
                 clb = np.maximum(clb, self._traffic_cycles(l, rd, wr) * SAFE)
         clb = np.ceil(clb)          # (cycles are whole: at least the bound rounded up)
+        if cycles_only:
+            return ok, clb
         e = e * SAFE
         keepc = ok
         if best is not None:
