@@ -772,17 +772,17 @@ class Tree(BelowBounds):
                     scat=scat, tile=tile, arr=tile * rep, part=part, util=rowprod(above))
 
     def _plausible(self, n: Node, combos: tuple, masks: np.ndarray, best: tuple, objective) -> tuple:
-        """The (factors, X, Y) combinations of level n.depth that some order might let beat ``best``
-        on cycles. Each combination is bounded once, as one row whose tensors each arrive as
-        rarely as the least of its orders allows (per tensor: the product of the loops down to its
-        innermost relevant one, least over the orders): every cycle term of :meth:`_bounded` (the
-        compute's, the traffic at each port, the SSD's streams) grows with those arrivals, and the
-        rest does not depend on the order, so no order of a combination whose row is dominated on
-        cycles alone (its energy taken as 0) can beat ``best``. The orders of the others are
+        """The (factors, X, Y) combinations of level n.depth that some order might let beat ``best``.
+        Each combination is bounded once, as one row whose tensors each arrive as rarely as any
+        order allows (per tensor: the product of the loops down to its innermost relevant one,
+        least over every order, a relaxation of those the space keeps). Every cycle term of
+        :meth:`_bounded` (the compute's, the traffic at each port, the SSD's streams) and every
+        energy term but what the levels below must still spend (left out: it is not less than 0)
+        grows with those arrivals, and the rest does not depend on the order, so no order of a
+        combination whose row ``best`` dominates can beat it. The orders of the others are
         bounded in full. Pays where a level has several orders per combination and most
         combinations lose (the SSD sweep's fast designs: 105 M of 105 M candidates were children
-        of the DRAM's loops, 120 of which survived). The least arrivals are taken over every order
-        (a relaxation of the orders the space keeps)."""
+        of the DRAM's loops, 120 of which survived)."""
         tf, sx, sy = combos
         orders = self.space.orders[n.depth]
         cp, pattern = self._patterns(tf)
@@ -801,8 +801,8 @@ class Tree(BelowBounds):
         rep = np.where(own > 1, n.P * own, n.rep[None, :])
         rows = self._row_state(n, tf[some], sx[some], sy[some], P, rep)
         rows["cid"] = np.nonzero(some)[0]
-        ok, clb = self._bounded(n, rows, masks, None, objective, cycles_only=True)
-        lose = objective.dominated(clb, np.zeros_like(clb), best)
+        ok, clb, elb = self._bounded(n, rows, masks, None, objective, relaxed=True)
+        lose = objective.dominated(clb, elb, best)      # (the gap's cuts, :meth:`cut`, are left to the full rows)
         self.stats["pruned_bound"] += int(np.count_nonzero(ok & lose))
         alive = rows["cid"][(ok & ~lose).any(axis=1)]
         return tuple(a[alive] for a in combos)
@@ -880,8 +880,8 @@ class Tree(BelowBounds):
         masks = np.array(self.space.keep_masks[n.depth + 1], dtype=np.int64)
         kept = None                                     # (rows, r, c, clb, elb, refill) of the survivors so far
         for piece in self._chunks(n, combos):
-            if best is not None and self.split is None and objective.name in ("delay", "delay,energy"):
-                piece = self._plausible(n, piece, masks, best, objective)     # (cycle-first: cycles prune)
+            if best is not None and self.split is None:
+                piece = self._plausible(n, piece, masks, best, objective)
             rows = self._rows(n, *piece)
             if rows is None:
                 continue
@@ -929,10 +929,11 @@ class Tree(BelowBounds):
         rows, info = _take(rows, info, used)
         return rows, r.reshape(-1), c[order], clb[order], elb[order], info
 
-    def _bounded(self, n: Node, rows: dict, masks: np.ndarray, best, objective, cycles_only: bool = False) -> tuple:
+    def _bounded(self, n: Node, rows: dict, masks: np.ndarray, best, objective, relaxed: bool = False) -> tuple:
         """Every (row, keep mask) child of ``rows``: capacity checked, bounded, those the best so far
-        dominates dropped; the surviving rows' arrays only. ``cycles_only``: (which fit, their
-        cycle bounds) of every child, (m, K) each."""
+        dominates dropped; the surviving rows' arrays only. ``relaxed`` (rows of :meth:`_plausible`):
+        (which fit, their cycle bounds, their energy bounds without what the levels below must still
+        spend) of every child, (m, K) each."""
         L1 = n.depth + 1
         lvl1 = self.arch.levels[L1]
         m, T = len(rows["P"]), self.T
@@ -975,7 +976,7 @@ class Tree(BelowBounds):
             return np.where(forced, rows["P"] / rows["rep"][:, t], 1.0)
 
         # what the levels below L1 must still spend (where the innermost level serves each compute)
-        deep = self.below[L1] is not None and not cycles_only
+        deep = self.below[L1] is not None and not relaxed
         arrived, moved = [], []                    # per tensor: words arriving at L1, moved below it
         refill = deep and not self.pages and self.ssd is None and self.arch.levels[-1].size_words is not None
         counted = np.zeros((m, len(masks))) if refill else None   # the node's energy of those words
@@ -1070,9 +1071,9 @@ class Tree(BelowBounds):
                 rd, wr = (tr[l] if len(ls) == 1 else sum(tr[v] for v in ls) for tr in (tr_r, tr_w))
                 clb = np.maximum(clb, self._traffic_cycles(l, rd, wr) * SAFE)
         clb = np.ceil(clb)          # (cycles are whole: at least the bound rounded up)
-        if cycles_only:
-            return ok, clb
         e = e * SAFE
+        if relaxed:
+            return ok, clb, e
         keepc = ok
         if best is not None:
             out = self.cut(clb, e, best, objective, valid=ok)
