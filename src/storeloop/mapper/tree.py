@@ -45,6 +45,21 @@ LEVEL_MAPS = 100_000             # level mappings Tree.mapping keeps for reuse
 PLAUSIBLE_ORDERS = 2             # orders per combination of a level's factors from which they are bounded first without them
 
 
+_SHAPES: dict = {}             # id of a level's spatial options (shared by map spaces) -> (them, their shapes)
+
+
+def _unit_shapes(opts: list) -> list[tuple]:
+    """The distinct products X x Y of a level's spatial options, the most units first; computed
+    once per options list (map spaces share them, mapper/space.py), which the cache holds."""
+    got = _SHAPES.get(id(opts))
+    if got is None or got[0] is not opts:
+        if len(_SHAPES) > 4096:
+            _SHAPES.clear()
+        shapes = sorted({tuple(a * b for a, b in zip(x, y)) for x, y in opts}, key=math.prod, reverse=True)
+        got = _SHAPES[id(opts)] = (opts, shapes)
+    return got[1]
+
+
 def _take(rows: dict, info: dict | None, used: np.ndarray) -> tuple[dict, dict | None]:
     """The rows ``used`` of an expansion's row arrays and of its refill information."""
     if info is not None:
@@ -275,8 +290,9 @@ class Tree(BelowBounds):
         self.reach_lo = np.ones((self.nlev + 1, self.D), np.float64)
         for L in range(self.nlev - 1, -1, -1) if self.D else ():
             rng = np.array([space.temporal_range(L, d) for d in range(self.D)], np.float64)
-            opts = np.array([np.array(x) * np.array(y) for x, y in space.spatial_options[L]] or [np.ones(self.D)],
-                            np.float64).reshape(-1, self.D)
+            so = space.spatial_options[L]
+            opts = (np.array([x for x, _ in so], np.float64) * np.array([y for _, y in so], np.float64)
+                    if so else np.ones(self.D)).reshape(-1, self.D)
             self.reach_hi[L] = self.reach_hi[L + 1] * rng[:, 1] * opts.max(axis=0)
             self.reach_lo[L] = self.reach_lo[L + 1] * rng[:, 0] * opts.min(axis=0)
         # each tensor's elements, every one of which leaves its backing level and enters its
@@ -385,9 +401,9 @@ class Tree(BelowBounds):
         relaxation)."""
         per_level = []
         for opts in self.space.spatial_options:
-            xy = {tuple(a * b for a, b in zip(x, y)) for x, y in opts}
+            xy = _unit_shapes(opts)
             if len(xy) > 1 or any(f > 1 for o in xy for f in o):
-                per_level.append(sorted(xy, key=math.prod, reverse=True))
+                per_level.append(xy)
         if not per_level:
             return 1
         if math.prod(len(o) for o in per_level) > self.JOINT_UNITS:
