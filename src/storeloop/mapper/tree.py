@@ -727,15 +727,19 @@ class Tree(BelowBounds):
         most :data:`CHUNK_ROWS` rows once each takes every order of its pattern (one piece when
         they fit), so that one expansion's arrays stay bounded whatever the problem."""
         tf = combos[0]
-        orders = self.space.orders[n.depth]
-        per = np.zeros(max(orders, default=0) + 1, np.int64)
-        per[list(orders)] = [len(o) for o in orders.values()]
-        counts = per[self._patterns(tf)[1]]
+        counts = self._orders_of(n, self._patterns(tf)[1])
         if counts.sum() <= CHUNK_ROWS:
             return [combos]
         cuts = np.searchsorted(np.cumsum(counts), np.arange(CHUNK_ROWS, counts.sum(), CHUNK_ROWS), side="right")
         bounds = [0, *sorted(set(cuts.tolist()) - {0, len(tf)}), len(tf)]
         return [tuple(a[lo:hi] for a in combos) for lo, hi in zip(bounds, bounds[1:])]
+
+    def _orders_of(self, n: Node, pattern: np.ndarray) -> np.ndarray:
+        """Per row, how many orders of level n.depth's loops its pattern (:meth:`_patterns`) has."""
+        orders = self.space.orders[n.depth]
+        per = np.zeros(max(max(orders, default=0), int(pattern.max(initial=0))) + 1, np.int64)
+        per[list(orders)] = [len(o) for o in orders.values()]
+        return per[pattern]
 
     def _rows(self, n: Node, tf: np.ndarray, sx: np.ndarray, sy: np.ndarray) -> dict | None:
         """Every (factors, order) of level n.depth for the combinations (tf, sx, sy), with the state
@@ -800,12 +804,8 @@ class Tree(BelowBounds):
         combinations lose (the SSD sweep's fast designs: 105 M of 105 M candidates were children
         of the DRAM's loops, 120 of which survived)."""
         tf, sx, sy = combos
-        orders = self.space.orders[n.depth]
         cp, pattern = self._patterns(tf)
-        per = np.zeros(int(pattern.max(initial=0)) + 1, np.int64)
-        for p in np.unique(pattern):
-            per[p] = len(orders.get(int(p), ()))
-        counts = per[pattern]
+        counts = self._orders_of(n, pattern)
         if len(tf) == 0 or counts.sum() < PLAUSIBLE_ORDERS * len(tf):
             return combos                     # about one order a combination: little to gain
         some = counts > 0                     # (a pattern with no order has no rows)
@@ -813,7 +813,7 @@ class Tree(BelowBounds):
         P = n.P * cp.prod(axis=1)
         # with a loop here that indexes t, at least every loop over its classes comes down to its
         # innermost relevant one (the least of any order: the others inside)
-        own = np.stack([np.where(self.class_rel[t][None, :], cp, 1).prod(axis=1) for t in range(self.T)], axis=1)
+        own = self._products(cp, self.class_rel, [np.flatnonzero(r) for r in self.class_rel])
         rep = np.where(own > 1, n.P * own, n.rep[None, :])
         rows = self._row_state(n, tf[some], sx[some], sy[some], P, rep)
         rows["cid"] = np.nonzero(some)[0]
