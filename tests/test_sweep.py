@@ -277,10 +277,10 @@ def test_a_point_ended_by_the_time_limit_runs_again_on_resume(tmp_path, monkeypa
 
 
 def test_a_fresh_sweep_seeds_each_wave_with_the_waves_before(tmp_path, monkeypatch):
-    """A run maps the grid wave by wave (a point's wave: how many of its parameters sit at an odd
-    position of their lists); every point but those of wave 0 starts from the stored mappings of
-    its neighbours one wave down, never from a point of its own wave, so the answers do not depend
-    on how many workers run or which finished first."""
+    """A run maps the grid wave by wave (a point's wave: the steps from each of its values to the
+    nearest position of its list that is a multiple of SPACING, summed); every point but those of
+    wave 0 starts from the stored mappings of its neighbours one wave down, never from a point of
+    its own wave, so the answers do not depend on how many workers run or which finished first."""
     import json
 
     import storeloop.sweeps.run as run
@@ -301,7 +301,11 @@ def test_a_fresh_sweep_seeds_each_wave_with_the_waves_before(tmp_path, monkeypat
     monkeypatch.setattr(run, "run_point", recorded)
     run_sweep(s, tmp_path / "one.sqlite", progress=False)
     waves = [wave(s, p) for p, _, _ in calls]
-    assert waves == sorted(waves) and set(waves) == {0, 1, 2, 3}      # the waves in turn
+    # the waves in turn: the third capacity is two steps from a wave-0 value, each instance count one
+    assert waves == sorted(waves) and set(waves) == {0, 1, 2, 3, 4}
+    assert [p for p, _, _ in calls if wave(s, p) == 0] == [{"levels.SRAM.capacity": "512 B", "levels.SRAM.instances": 1,
+                                                          "compute.instances": 1}]
+    assert all(seeds for p, seeds, _ in calls if wave(s, p))     # every other point has a neighbour one wave down
     mapped = {json.dumps(p, sort_keys=True): (wave(s, p), row["mapping"]) for p, _, row in calls}
     for p, seeds, _ in calls:
         if wave(s, p) == 0:
@@ -361,3 +365,54 @@ def test_the_sweep_command_runs_several_specs_in_one_pool(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "c.yaml" in err and "'tiny'" in err and "Traceback" not in err
     assert not (tmp_path / "x.sqlite").exists()
+
+
+def test_a_seed_from_a_design_with_more_units_is_fitted_to_this_one():
+    """A neighbour's mapping whose spatial factors exceed this design's fanouts is a seed all the
+    same: the excess moves, a prime at a time, into the same dimension's temporal loop at that level,
+    so every level's tile and every dimension's product stay as they were; the strict reading of
+    the same file still refuses it."""
+    import math
+
+    from storeloop.formats.mapping import mapping_from_native
+    from storeloop.formats.yamlio import loads
+    from storeloop.ir.check import check_mapping, fit_fanouts
+    from storeloop import load_workload
+
+    s = load_sweep(ROOT / "sweeps" / "thesis-initial.yaml")
+    w = load_workload(ROOT / "workloads" / "onionpir-64GiB.yaml")
+    text = (ROOT / "mappings" / "onionchopper-thesis-best.yaml").read_text()
+    big = point_arch(s, {"levels.SRAM.instances": 2, "levels.RF.instances+compute.instances": 2})
+    seed = mapping_from_native(loads(text, "seed"), big, w)
+    assert fit_fanouts(big, seed) == seed                   # it fits: as it is
+    for units in (1, 2):
+        small = point_arch(s, {"levels.SRAM.instances": 1, "levels.RF.instances+compute.instances": units})
+        with pytest.raises(SpecError, match="exceed the fanout"):
+            mapping_from_native(loads(text, "seed"), small, w)
+        fitted = mapping_from_native(loads(text, "seed"), small, w, fit=True)
+        check_mapping(small, w, fitted)
+        for a, b in zip(seed.levels, fitted.levels):         # the same tile at every level
+            assert [math.prod(lp.factor for lp in a.temporal + a.spatial if lp.dim == d) for d in range(len(w.dims))] == \
+                   [math.prod(lp.factor for lp in b.temporal + b.spatial if lp.dim == d) for d in range(len(w.dims))]
+            assert a.keep == b.keep and [lp.dim for lp in a.temporal] == [lp.dim for lp in b.temporal]
+        j = w.dims.index("J")
+        assert [(lp.dim, lp.factor) for lp in fitted.levels[1].temporal if lp.dim == j] == [(j, 16)]
+        assert not fitted.levels[1].spatial
+
+
+def test_fitting_a_mesh_moves_the_axis_past_its_extent_first():
+    """On a 4 x 4 mesh, X = 16 exceeds the X extent: X gives up primes (each from its largest loop)
+    until it fits, Y keeps its own, and a dimension with no temporal loop at the level gets one,
+    innermost."""
+    from storeloop.ir import LevelMapping, Loop, Mapping
+    from storeloop.formats.load import load_arch
+    from storeloop.ir.check import fit_fanouts
+
+    arch = load_arch(DATA / "a3-v04.arch.yaml")
+    L = next(i for i in range(len(arch.levels)) if arch.fanout(i)[1:] == (4, 4))
+    lm = LevelMapping(temporal=(Loop(0, 3),), spatial=(Loop(1, 8, True, "X"), Loop(2, 2, True, "X"), Loop(0, 2, True, "Y")))
+    levels = [LevelMapping()] * len(arch.levels)
+    levels[L] = lm
+    fitted = fit_fanouts(arch, Mapping(tuple(levels))).levels[L]
+    assert [(lp.dim, lp.factor) for lp in fitted.temporal] == [(0, 3), (1, 4)]
+    assert sorted((lp.axis, lp.dim, lp.factor) for lp in fitted.spatial) == [("X", 1, 2), ("X", 2, 2), ("Y", 0, 2)]

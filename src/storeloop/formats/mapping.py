@@ -10,7 +10,7 @@ from storeloop.formats.quantities import ExpressionError, integer
 from storeloop.formats.validate import Strict, top_level
 from storeloop.formats.yamlio import LDict, error_at
 from storeloop.ir import Arch, LevelMapping, Loop, Mapping, Workload
-from storeloop.ir.check import check_mapping
+from storeloop.ir.check import check_mapping, fit_fanouts
 
 
 class LevelMappingSpec(Strict):
@@ -59,7 +59,10 @@ def _loops(text: str | list[str], workload: Workload, doc, loc, *, spatial: bool
     return tuple(loops)
 
 
-def mapping_from_native(doc: LDict, arch: Arch, workload: Workload) -> Mapping:
+def mapping_from_native(doc: LDict, arch: Arch, workload: Workload, *, fit: bool = False) -> Mapping:
+    """The mapping ``doc`` gives, checked against ``arch`` and ``workload``. ``fit``: spatial factors
+    past a level's fanout are moved into its temporal loops first (:func:`storeloop.ir.check.fit_fanouts`:
+    a seed from a neighbouring design)."""
     spec: MappingSpec = top_level(MappingSpec, doc, "mapping")
     names = [lvl.name for lvl in arch.levels]
     tensors = [t.name for t in workload.tensors]
@@ -101,6 +104,8 @@ def mapping_from_native(doc: LDict, arch: Arch, workload: Workload) -> Mapping:
         locs[li] = loc
     mapping = Mapping(levels=tuple(per_level.get(li, LevelMapping()) for li in range(len(names))), name=spec.name,
                       imperfect=spec.imperfect)
+    if fit:
+        mapping = fit_fanouts(arch, mapping)
     validate_mapping(doc, mapping, arch, workload, locs, ("mapping", "levels"))
     return mapping
 

@@ -8,7 +8,7 @@ import math
 
 from storeloop.errors import MappingError
 from storeloop.ir.arch import Arch
-from storeloop.ir.mapping import Mapping
+from storeloop.ir.mapping import Loop, Mapping
 from storeloop.ir.workload import Workload
 
 
@@ -75,6 +75,41 @@ def check_mapping(arch: Arch, workload: Workload, mapping: Mapping) -> None:
             raise MappingError(f"spatial Y expansion {y} at {arch.levels[li].name} exceeds the mesh Y "
                                f"fanout {fy} to {child}", level=arch.levels[li].name, kind="fanout")
 
+
+
+def fit_fanouts(arch: Arch, mapping: Mapping) -> Mapping:
+    """``mapping`` with each level's spatial factors past its fanout (X, Y or both together) moved,
+    a prime at a time from the largest loop of the axis over, into the same dimension's temporal
+    loop at that level (appended innermost if it has none): a seed mapped on a neighbouring design
+    with more units, made to fit this one. Every level's tile and the factor products are
+    unchanged, so only the fanouts differ (a mapping that fits is returned as it is)."""
+    levels = list(mapping.levels)
+    for li, lm in enumerate(levels):
+        total, fx, fy = arch.fanout(li)
+        spatial = {(lp.axis, lp.dim): lp.factor for lp in lm.spatial}
+        temporal = {lp.dim: lp.factor for lp in lm.temporal}
+        extra = []                                    # dimensions given a temporal loop here
+        while True:
+            x = math.prod(f for (a, _), f in spatial.items() if a == "X")
+            y = math.prod(f for (a, _), f in spatial.items() if a == "Y")
+            if x <= fx and y <= fy and x * y <= total:
+                break
+            axis = "X" if x > fx or (y <= fy and x >= y) else "Y"
+            key = max((k for k in spatial if k[0] == axis), key=lambda k: spatial[k])
+            p = min(q for q in range(2, spatial[key] + 1) if spatial[key] % q == 0)
+            spatial[key] //= p
+            d = key[1]
+            if d not in temporal:
+                extra.append(d)
+            temporal[d] = temporal.get(d, 1) * p
+        if not extra and all(temporal[lp.dim] == lp.factor for lp in lm.temporal):
+            continue
+        levels[li] = dataclasses.replace(
+            lm, temporal=tuple(dataclasses.replace(lp, factor=temporal[lp.dim]) for lp in lm.temporal)
+            + tuple(Loop(d, temporal[d]) for d in extra),
+            spatial=tuple(dataclasses.replace(lp, factor=spatial[lp.axis, lp.dim]) for lp in lm.spatial
+                          if spatial[lp.axis, lp.dim] > 1))
+    return dataclasses.replace(mapping, levels=tuple(levels))
 
 #: the most operations (the product of a workload's bounds) the model counts: it counts in 64-bit integers
 MAX_OPS = 2**62

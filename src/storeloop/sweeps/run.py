@@ -169,7 +169,7 @@ class _SweepRun:
         keys are marked stale."""
         sweep, db, counts = self.sweep, self.db, self.counts
         batch = []
-        for params, w in (pw for k in range(len(sweep.parameters) + 1) for pw in _wave_points(sweep, k)):
+        for params, w in (pw for k in range(SPACING // 2 * len(sweep.parameters) + 1) for pw in _wave_points(sweep, k)):
             if params is WAVE:
                 yield WAVE, None
                 self.finished.update(self.fresh)       # every point of the waves before is stored now
@@ -270,11 +270,23 @@ class _SweepRun:
 
 
 def wave(sweep: Sweep, params: dict) -> int:
-    """A point's wave: how many of its parameters sit at an odd position of their lists. A point of
-    wave k > 0 has a neighbour of wave k - 1 one step along each of those parameters, so a run
-    that maps the waves in turn can seed every point but those of wave 0 (one in 2^n of an
+    """A point's wave: the sum over its parameters of how many steps its value lies from the nearest
+    position of its list that is a multiple of :data:`SPACING`. A point of wave k > 0 has a
+    neighbour of wave k - 1 one step along each parameter it is off such a position, so a run that
+    maps the waves in turn can seed every point but those of wave 0 (about one in SPACING^n of an
     n-parameter grid) with finished neighbours (:func:`neighbour_seeds`)."""
-    return sum(values.index(params["+".join(names)]) % 2 for names, values in sweep.parameters)
+    return sum(_steps(values.index(params["+".join(names)])) for names, values in sweep.parameters)
+
+
+#: a wave-0 value every this many positions of a parameter's list: the points of wave 0, which no
+#: finished neighbour seeds, are about 1 in 4^n of an n-parameter grid, not 1 in 2^n (measured on
+#: the thesis sweep's 4,896 points: 358 unseeded local searches of about 16 ms each became 58, and
+#: its CPU time fell from 30.4 s to 24.6 s, the same cycles and stops, energies within the gap)
+SPACING = 4
+
+
+def _steps(i: int) -> int:
+    return min(i % SPACING, SPACING - i % SPACING)
 
 
 def _wave_points(sweep: Sweep, k: int) -> Iterator[tuple]:

@@ -75,9 +75,9 @@ def _run_point(point: Point, seeds, row: dict) -> list[str]:
     starts = []
     for text in seeds:
         try:
-            starts.append(mapping_from_native(loads(text, "a neighbouring point's mapping"), arch, w))
+            starts.append(mapping_from_native(loads(text, "a neighbouring point's mapping"), arch, w, fit=True))
         except StoreloopError:
-            pass                     # a neighbour's mapping that does not fit this arch
+            pass                     # a neighbour's mapping that does not fit this arch (its levels)
     given = point.mapper
     opts = given.model_copy(update={"time_limit": given.time_limit or SAFETY_TIME_LIMIT,
                                     "budget": given.budget or DEFAULT_BUDGET})
