@@ -76,7 +76,6 @@ def check_mapping(arch: Arch, workload: Workload, mapping: Mapping) -> None:
                                f"fanout {fy} to {child}", level=arch.levels[li].name, kind="fanout")
 
 
-
 def fit_fanouts(arch: Arch, mapping: Mapping) -> Mapping:
     """``mapping`` with each level's spatial factors past its fanout (X, Y or both together) moved,
     a prime at a time from the largest loop of the axis over, into the same dimension's temporal
@@ -88,7 +87,7 @@ def fit_fanouts(arch: Arch, mapping: Mapping) -> Mapping:
         total, fx, fy = arch.fanout(li)
         spatial = {(lp.axis, lp.dim): lp.factor for lp in lm.spatial}
         temporal = {lp.dim: lp.factor for lp in lm.temporal}
-        extra = []                                    # dimensions given a temporal loop here
+        extra, moved = [], False                      # (dimensions given a temporal loop here)
         while True:
             x = math.prod(f for (a, _), f in spatial.items() if a == "X")
             y = math.prod(f for (a, _), f in spatial.items() if a == "Y")
@@ -98,11 +97,11 @@ def fit_fanouts(arch: Arch, mapping: Mapping) -> Mapping:
             key = max((k for k in spatial if k[0] == axis), key=lambda k: spatial[k])
             p = min(q for q in range(2, spatial[key] + 1) if spatial[key] % q == 0)
             spatial[key] //= p
-            d = key[1]
+            d, moved = key[1], True
             if d not in temporal:
                 extra.append(d)
             temporal[d] = temporal.get(d, 1) * p
-        if not extra and all(temporal[lp.dim] == lp.factor for lp in lm.temporal):
+        if not moved:
             continue
         levels[li] = dataclasses.replace(
             lm, temporal=tuple(dataclasses.replace(lp, factor=temporal[lp.dim]) for lp in lm.temporal)
@@ -110,6 +109,7 @@ def fit_fanouts(arch: Arch, mapping: Mapping) -> Mapping:
             spatial=tuple(dataclasses.replace(lp, factor=spatial[lp.axis, lp.dim]) for lp in lm.spatial
                           if spatial[lp.axis, lp.dim] > 1))
     return dataclasses.replace(mapping, levels=tuple(levels))
+
 
 #: the most operations (the product of a workload's bounds) the model counts: it counts in 64-bit integers
 MAX_OPS = 2**62
