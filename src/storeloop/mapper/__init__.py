@@ -490,7 +490,14 @@ def _two_walks(tree, obj, remaining, budget, **walk) -> Found:
         walk.update(incumbent=(first.cycles, first.energy_pJ, first.mapping), trace=first.stats["improvements"])
     if first.stopped == "interrupted":
         return first
-    return _one_walk(tree, obj, remaining, budget, **walk)
+    known = len(walk.get("trace") or ())
+    found = _one_walk(tree, obj, remaining, budget, **walk)
+    # the search's time is both walks' (its improvements: from the first walk's start)
+    spent = first.stats["seconds"]
+    found.stats["seconds"] += spent
+    found.stats["improvements"] = found.stats["improvements"][:known] + [
+        (round(t + spent, 3), *rest) for t, *rest in found.stats["improvements"][known:]]
+    return found
 
 
 def _retry(found: Found, arch, workload, members, energy, space, tree, obj, goal, seeds, local,
