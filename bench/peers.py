@@ -13,12 +13,16 @@ answers agree when priced in one model: storeloop's mapping in AccelForge's mode
 ZigZag's mappings in storeloop's (:func:`accelforge_nodes`, :func:`from_accelforge`, :func:`zigzag_nodes`;
 a peer's per-tensor storage positions become uneven positions, ``below:``).
 
-A third problem, ``imperfect`` (a 97 x 83 x 61 matmul, ``mm-primes.yaml``), runs ``map --imperfect
+The thesis's einsum, ``pir``: OnionPIR's ``C[m,n,p,q,c,d] = A[m,j,p,k,c,d] * B[j,n,k,q,c,d]`` (ch. 3.3)
+at a size the peers map (``onionpir-small.yaml``: 8 dimensions, 524,288 computes) on the same arch;
+storeloop with ``--objective energy``, the metric both peers minimize.
+
+Another problem, ``imperfect`` (a 97 x 83 x 61 matmul, ``mm-primes.yaml``), runs ``map --imperfect
 --objective energy`` beside FFM with its imperfect loops explored: storeloop prices a loop that
 overshoots a bound as the padded problem, AccelForge as a shorter last tile, so the same mapping
 costs a little more in storeloop's model (the one-model lines show it).
 
-    .venv/bin/python bench/peers.py [matmul] [conv3x] [imperfect]      (default: matmul and conv3x)
+    .venv/bin/python bench/peers.py [matmul] [conv3x] [pir] [imperfect]      (default: matmul, conv3x and pir)
 """
 
 from __future__ import annotations
@@ -117,6 +121,24 @@ AF_CONV = """workload:
     - {name: W, projection: [k, c, r, s]}
     - {name: O, projection: [n, k, p, q], output: True}
 """
+AF_PIR = """workload:
+  iteration_space_shape:
+    m: 0 <= m < 1
+    n: 0 <= n < 64
+    p: 0 <= p < 2
+    q: 0 <= q < 1
+    j: 0 <= j < 16
+    k: 0 <= k < 2
+    c: 0 <= c < 2
+    d: 0 <= d < 64
+  bits_per_value: {All: 16}
+  einsums:
+  - name: PIR
+    tensor_accesses:
+    - {name: A, projection: [m, j, p, k, c, d]}
+    - {name: B, projection: [j, n, k, q, c, d]}
+    - {name: C, projection: [m, n, p, q, c, d], output: True}
+"""
 AF_RUN = """import shutil, sys, json, accelforge as af
 if shutil.which("dot") is None:
     # AccelForge 1.0 renders each answer to mapping.svg through Graphviz after its search
@@ -197,6 +219,15 @@ ZZ_CONV = """- id: 0
   operand_precision: {W: 16, I: 16, O: 16, O_final: 16}
   operand_source: {I: 0, W: 0}
 """
+ZZ_PIR = """- id: 0
+  operator_type: Gemm
+  equation: O[m][n][p][q][c][d]+=I[m][j][p][k][c][d]*W[j][n][k][q][c][d]
+  dimension_relations: []
+  loop_dims: [M, N, P, Q, J, K, C, D]
+  loop_sizes: [1, 64, 2, 1, 16, 2, 2, 64]
+  operand_precision: {W: 16, I: 16, O: 16, O_final: 16}
+  operand_source: {I: 0, W: 0}
+"""
 # the problems: storeloop's workload file, AccelForge's and ZigZag's workload texts, storeloop's time limit,
 # AccelForge's einsum name, storeloop's options and AccelForge's mapper settings beyond the defaults.
 # 'imperfect': three primes, where both storeloop (--imperfect: padded, priced as the padded problem)
@@ -209,7 +240,9 @@ PROBLEMS = {"matmul": ("256^3 matmul", "mm256.yaml", AF_MATMUL, ZZ_MATMUL, None,
             "imperfect": ("97 x 83 x 61 matmul (imperfect factorization)", "mm-primes.yaml",
                           AF_MATMUL.replace("m < 256", "m < 97").replace("n < 256", "n < 83").replace("k < 256", "k < 61"),
                           ZZ_MATMUL.replace("loop_sizes: [256, 256, 256]", "loop_sizes: [97, 61, 83]"), None, "Matmul",
-                          {"imperfect": True, "objective": "energy"}, IMPERFECT_AF)}
+                          {"imperfect": True, "objective": "energy"}, IMPERFECT_AF),
+            "pir": ("OnionPIR einsum (thesis ch. 3.3, scaled down)", "onionpir-small.yaml", AF_PIR, ZZ_PIR, None,
+                    "PIR", {"objective": "energy"}, [])}
 PEER_TIMEOUT = float(os.environ.get("STORELOOP_PEER_TIMEOUT", 1800))   # seconds a peer may take on one problem
 ZZ_MAPPING = """- name: default
   memory_operand_links: {O: O, W: I2, I: I1}
@@ -230,6 +263,7 @@ print("ZZMAP " + json.dumps({"temporal": plain(cme.temporal_mapping.mapping_dic_
 # ZigZag's operands and loop dimensions as storeloop's tensors and dimensions, per problem
 ZZ_NAMES = {"matmul": ({"I": "A", "W": "B", "O": "Z"}, {"B": "m", "C": "k", "K": "n"}),
             "imperfect": ({"I": "A", "W": "B", "O": "Z"}, {"B": "m", "C": "k", "K": "n"}),
+            "pir": ({"I": "A", "W": "B", "O": "C"}, {d: d.lower() for d in "MNPQJKCD"}),
             "conv3x": ({"I": "I", "W": "W", "O": "O"},
                        {"B": "n", "K": "k", "C": "c", "OY": "p", "OX": "q", "FY": "r", "FX": "s"})}
 ZZ_LEVELS = ["RF", "GLB", "DRAM"]               # its memories per operand, innermost first
@@ -508,7 +542,7 @@ def one_model(arch, work, table, out, sl: dict, ffm: dict, af_files: dict, einsu
 
 
 def main() -> None:
-    chosen = sys.argv[1:] or ["matmul", "conv3x"]
+    chosen = sys.argv[1:] or ["matmul", "conv3x", "pir"]
     unknown = [k for k in chosen if k not in PROBLEMS]
     if unknown:
         sys.exit(f"peers.py: unknown problem {unknown[0]!r}; allowed: {', '.join(PROBLEMS)}")

@@ -24,7 +24,9 @@ peers = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(peers)
 
 PROBLEMS = [("Z[m,n] = A[m,k] * B[k,n]", {"M": 8, "N": 4, "K": 8}),
-            ("O[n,k,p,q] = W[k,c,r,s] * I[n,c,p+r,q+s]", {"N": 1, "K": 4, "C": 2, "P": 4, "Q": 2, "R": 3, "S": 2})]
+            ("O[n,k,p,q] = W[k,c,r,s] * I[n,c,p+r,q+s]", {"N": 1, "K": 4, "C": 2, "P": 4, "Q": 2, "R": 3, "S": 2}),
+            ("C[m,n,p,q,c,d] = A[m,j,p,k,c,d] * B[j,n,k,q,c,d]",     # the thesis einsum (peers.py pir)
+             {"M": 1, "N": 4, "P": 2, "Q": 1, "J": 4, "K": 2, "C": 2, "D": 4})]
 ENERGY = EnergyTable({"DRAM": ActionCosts(128.0, 128.0, 0.0, "t"), "GLB": ActionCosts(16.4, 11.0, 1.0, "t"),
                       "RF": ActionCosts(0.17, 0.17, 1.0, "t")}, ActionCosts(3.8, 0.0, 1.0, "t"), "t")
 # the peers' arch in small: DRAM -> GLB -> 4 x (RF -> MAC)
@@ -39,7 +41,7 @@ def _counts(m: Mapping, work):
     return every_count(r), r.energy_pJ
 
 
-@pytest.mark.parametrize("text, bounds", PROBLEMS, ids=["matmul", "conv"])
+@pytest.mark.parametrize("text, bounds", PROBLEMS, ids=["matmul", "conv", "pir"])
 def test_a_mapping_taken_to_accelforge_and_back_prices_the_same(text, bounds):
     work = einsum_workload("p", text, bounds, bits=16)
     space = MapSpace(ARCH, surrogate(work), exact=work) if work.windowed else MapSpace(ARCH, work)
