@@ -91,54 +91,25 @@ AF_ARCH = """arch:
     actions:
     - {{name: compute, energy: {MAC}e-12, throughput: 1e9}}
 """
-AF_MATMUL = """workload:
-  iteration_space_shape:
-    m: 0 <= m < 256
-    n: 0 <= n < 256
-    k: 0 <= k < 256
-  bits_per_value: {All: 16}
-  einsums:
-  - name: Matmul
-    tensor_accesses:
-    - {name: A, projection: [m, k]}
-    - {name: B, projection: [k, n]}
-    - {name: Z, projection: [m, n], output: True}
-"""
-AF_CONV = """workload:
-  iteration_space_shape:
-    n: 0 <= n < 1
-    k: 0 <= k < 128
-    c: 0 <= c < 128
-    p: 0 <= p < 28
-    q: 0 <= q < 28
-    r: 0 <= r < 3
-    s: 0 <= s < 3
-  bits_per_value: {All: 16}
-  einsums:
-  - name: Conv
-    tensor_accesses:
-    - {name: I, projection: {N: n, C: c, H: p+r, W: q+s}}
-    - {name: W, projection: [k, c, r, s]}
-    - {name: O, projection: [n, k, p, q], output: True}
-"""
-AF_PIR = """workload:
-  iteration_space_shape:
-    m: 0 <= m < 1
-    n: 0 <= n < 64
-    p: 0 <= p < 2
-    q: 0 <= q < 1
-    j: 0 <= j < 16
-    k: 0 <= k < 2
-    c: 0 <= c < 2
-    d: 0 <= d < 64
-  bits_per_value: {All: 16}
-  einsums:
-  - name: PIR
-    tensor_accesses:
-    - {name: A, projection: [m, j, p, k, c, d]}
-    - {name: B, projection: [j, n, k, q, c, d]}
-    - {name: C, projection: [m, n, p, q, c, d], output: True}
-"""
+
+
+def af_workload(einsum: str, bounds: dict[str, int], accesses: list[str]) -> str:
+    """AccelForge's workload file of one einsum over ``bounds`` (rank variable -> size, 16-bit
+    values), its tensor accesses as AccelForge writes them."""
+    return ("workload:\n  iteration_space_shape:\n" + "".join(f"    {v}: 0 <= {v} < {n}\n" for v, n in bounds.items())
+            + "  bits_per_value: {All: 16}\n  einsums:\n" + f"  - name: {einsum}\n    tensor_accesses:\n"
+            + "".join(f"    - {a}\n" for a in accesses))
+
+
+MATMUL_ACCESSES = ["{name: A, projection: [m, k]}", "{name: B, projection: [k, n]}",
+                   "{name: Z, projection: [m, n], output: True}"]
+AF_MATMUL = af_workload("Matmul", {"m": 256, "n": 256, "k": 256}, MATMUL_ACCESSES)
+AF_CONV = af_workload("Conv", {"n": 1, "k": 128, "c": 128, "p": 28, "q": 28, "r": 3, "s": 3},
+                      ["{name: I, projection: {N: n, C: c, H: p+r, W: q+s}}", "{name: W, projection: [k, c, r, s]}",
+                       "{name: O, projection: [n, k, p, q], output: True}"])
+AF_PIR = af_workload("PIR", {"m": 1, "n": 64, "p": 2, "q": 1, "j": 16, "k": 2, "c": 2, "d": 64},
+                     ["{name: A, projection: [m, j, p, k, c, d]}", "{name: B, projection: [j, n, k, q, c, d]}",
+                      "{name: C, projection: [m, n, p, q, c, d], output: True}"])
 AF_RUN = """import shutil, sys, json, accelforge as af
 if shutil.which("dot") is None:
     # AccelForge 1.0 renders each answer to mapping.svg through Graphviz after its search
@@ -201,33 +172,21 @@ operational_array:
   dimensions: [D1]
   sizes: [16]
 """
-ZZ_MATMUL = """- id: 0
-  operator_type: Gemm
-  equation: O[b][k]+=I[b][c]*W[c][k]
-  dimension_relations: []
-  loop_dims: [B, C, K]
-  loop_sizes: [256, 256, 256]
-  operand_precision: {W: 16, I: 16, O: 16, O_final: 16}
-  operand_source: {I: 0, W: 0}
-"""
-ZZ_CONV = """- id: 0
-  operator_type: Conv
-  equation: O[b][k][oy][ox]+=W[k][c][fy][fx]*I[b][c][iy][ix]
-  dimension_relations: [ix=1*ox+1*fx, iy=1*oy+1*fy]
-  loop_dims: [B, K, C, OY, OX, FY, FX]
-  loop_sizes: [1, 128, 128, 28, 28, 3, 3]
-  operand_precision: {W: 16, I: 16, O: 16, O_final: 16}
-  operand_source: {I: 0, W: 0}
-"""
-ZZ_PIR = """- id: 0
-  operator_type: Gemm
-  equation: O[m][n][p][q][c][d]+=I[m][j][p][k][c][d]*W[j][n][k][q][c][d]
-  dimension_relations: []
-  loop_dims: [M, N, P, Q, J, K, C, D]
-  loop_sizes: [1, 64, 2, 1, 16, 2, 2, 64]
-  operand_precision: {W: 16, I: 16, O: 16, O_final: 16}
-  operand_source: {I: 0, W: 0}
-"""
+
+
+def zz_layer(operator: str, equation: str, relations: str, sizes: dict[str, int]) -> str:
+    """ZigZag's workload file of one layer: its operator type, equation, dimension relations and
+    loop dimensions with their sizes (16-bit operands, both inputs from layer 0)."""
+    return (f"- id: 0\n  operator_type: {operator}\n  equation: {equation}\n  dimension_relations: [{relations}]\n"
+            f"  loop_dims: [{', '.join(sizes)}]\n  loop_sizes: [{', '.join(map(str, sizes.values()))}]\n"
+            "  operand_precision: {W: 16, I: 16, O: 16, O_final: 16}\n  operand_source: {I: 0, W: 0}\n")
+
+
+ZZ_MATMUL = zz_layer("Gemm", "O[b][k]+=I[b][c]*W[c][k]", "", {"B": 256, "C": 256, "K": 256})
+ZZ_CONV = zz_layer("Conv", "O[b][k][oy][ox]+=W[k][c][fy][fx]*I[b][c][iy][ix]", "ix=1*ox+1*fx, iy=1*oy+1*fy",
+                   {"B": 1, "K": 128, "C": 128, "OY": 28, "OX": 28, "FY": 3, "FX": 3})
+ZZ_PIR = zz_layer("Gemm", "O[m][n][p][q][c][d]+=I[m][j][p][k][c][d]*W[j][n][k][q][c][d]", "",
+                  {"M": 1, "N": 64, "P": 2, "Q": 1, "J": 16, "K": 2, "C": 2, "D": 64})
 # the problems: storeloop's workload file, AccelForge's and ZigZag's workload texts, storeloop's time limit,
 # AccelForge's einsum name, storeloop's options and AccelForge's mapper settings beyond the defaults.
 # 'imperfect': three primes, where both storeloop (--imperfect: padded, priced as the padded problem)
@@ -238,8 +197,8 @@ IMPERFECT_AF = ["spec.mapper.explore_imperfect_temporal_loops = True",
 PROBLEMS = {"matmul": ("256^3 matmul", "mm256.yaml", AF_MATMUL, ZZ_MATMUL, None, "Matmul", {}, []),
             "conv3x": ("ResNet-50 conv3_x", "conv3x.yaml", AF_CONV, ZZ_CONV, 120, "Conv", {}, []),
             "imperfect": ("97 x 83 x 61 matmul (imperfect factorization)", "mm-primes.yaml",
-                          AF_MATMUL.replace("m < 256", "m < 97").replace("n < 256", "n < 83").replace("k < 256", "k < 61"),
-                          ZZ_MATMUL.replace("loop_sizes: [256, 256, 256]", "loop_sizes: [97, 61, 83]"), None, "Matmul",
+                          af_workload("Matmul", {"m": 97, "n": 83, "k": 61}, MATMUL_ACCESSES),
+                          zz_layer("Gemm", "O[b][k]+=I[b][c]*W[c][k]", "", {"B": 97, "C": 61, "K": 83}), None, "Matmul",
                           {"imperfect": True, "objective": "energy"}, IMPERFECT_AF),
             "pir": ("OnionPIR einsum (thesis ch. 3.3, scaled down)", "onionpir-small.yaml", AF_PIR, ZZ_PIR, None,
                     "PIR", {"objective": "energy"}, [])}
