@@ -182,7 +182,8 @@ def zz_layer(operator: str, equation: str, relations: str, sizes: dict[str, int]
             "  operand_precision: {W: 16, I: 16, O: 16, O_final: 16}\n  operand_source: {I: 0, W: 0}\n")
 
 
-ZZ_MATMUL = zz_layer("Gemm", "O[b][k]+=I[b][c]*W[c][k]", "", {"B": 256, "C": 256, "K": 256})
+ZZ_MATMUL_EQUATION = "O[b][k]+=I[b][c]*W[c][k]"
+ZZ_MATMUL = zz_layer("Gemm", ZZ_MATMUL_EQUATION, "", {"B": 256, "C": 256, "K": 256})
 ZZ_CONV = zz_layer("Conv", "O[b][k][oy][ox]+=W[k][c][fy][fx]*I[b][c][iy][ix]", "ix=1*ox+1*fx, iy=1*oy+1*fy",
                    {"B": 1, "K": 128, "C": 128, "OY": 28, "OX": 28, "FY": 3, "FX": 3})
 ZZ_PIR = zz_layer("Gemm", "O[m][n][p][q][c][d]+=I[m][j][p][k][c][d]*W[j][n][k][q][c][d]", "",
@@ -198,7 +199,7 @@ PROBLEMS = {"matmul": ("256^3 matmul", "mm256.yaml", AF_MATMUL, ZZ_MATMUL, None,
             "conv3x": ("ResNet-50 conv3_x", "conv3x.yaml", AF_CONV, ZZ_CONV, 120, "Conv", {}, []),
             "imperfect": ("97 x 83 x 61 matmul (imperfect factorization)", "mm-primes.yaml",
                           af_workload("Matmul", {"m": 97, "n": 83, "k": 61}, MATMUL_ACCESSES),
-                          zz_layer("Gemm", "O[b][k]+=I[b][c]*W[c][k]", "", {"B": 97, "C": 61, "K": 83}), None, "Matmul",
+                          zz_layer("Gemm", ZZ_MATMUL_EQUATION, "", {"B": 97, "C": 61, "K": 83}), None, "Matmul",
                           {"imperfect": True, "objective": "energy"}, IMPERFECT_AF),
             "pir": ("OnionPIR einsum (thesis ch. 3.3, scaled down)", "onionpir-small.yaml", AF_PIR, ZZ_PIR, None,
                     "PIR", {"objective": "energy"}, [])}
