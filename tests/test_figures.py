@@ -260,25 +260,6 @@ def test_reproduce_end_to_end_on_tiny_grids(tmp_path, monkeypatch):
     assert "# Buffering" in text and "need double buffering only at DRAM" in text
 
 
-def test_reproduce_runs_what_reads_no_sweep_beside_the_sweeps(tmp_path):
-    """With more than one worker, ``reproduce`` computes the seed systems and the studies that read no
-    sweep in a spawned process at the lowest priority while the sweeps run: the same sections and
-    figures as in this process (what ``workers=1`` does, above)."""
-    import multiprocessing
-    import os
-    from concurrent.futures import ProcessPoolExecutor
-
-    here = reproduce._independent(tmp_path / "here", ROOT, True)
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=reproduce._lowest_priority) as pool:
-        there = pool.submit(reproduce._independent, tmp_path / "there", ROOT, True).result()
-        niceness = pool.submit(os.nice, 0).result()
-    assert there[0] == here[0] and there[2][0] == here[2][0] and len(here[0]) > 20
-    assert [p.name for p in there[1] + there[2][1]] == [p.name for p in here[1] + here[2][1]]
-    assert all(p.is_file() and p.parent == tmp_path / "there" for p in there[1] + there[2][1])
-    assert niceness == 19
-
-
 def test_cpu_baseline_computes_the_pir_einsum_exactly():
     from storeloop.studies import cpu
     from storeloop.workloads.pir import pir_workload

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import os
 import time
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from storeloop import load_arch
@@ -132,35 +131,32 @@ def run(out: str | Path = "results/reproduction", *, quick: bool = False, worker
     out.mkdir(parents=True, exist_ok=True)
     db = out / "reproduction.sqlite"
     frames, timing, files = {}, {}, {}
-    # what reads no sweep (the seed systems, OnionPIR's dimension choice, buffering) runs in a second
-    # process while the sweeps run, at the lowest priority: it takes the cores the sweeps leave idle
-    # (while a wave waits for its last points); the chapter's figures are drawn there after the
-    # sweeps (spawned: a fork of a process with threads may deadlock); with one worker, all in this process
-    side_pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_lowest_priority) \
-        if workers > 1 else _Here()
-    with side_pool as pool:
-        side = pool.submit(_timed, _independent, out / "figures", root, quick)
-        # every sweep in one pool, the ones whose waves hold the longest chains of searches first:
-        # while one waits for its wave's last points, the others' points run
-        t = time.monotonic()
-        specs = _specs(quick, root)
-        ran = studies.run_specs([*ssd_specs(quick, root).values(), studies.batching_spec(out / "figures", root, quick),
-                                 *specs.values(), studies.workload_set_spec(root, quick)], out, db, workers, progress)
-        timing["sweeps"] = time.monotonic() - t
-        for key, spec in specs.items():
-            files[key], frames[key] = ran[spec["name"]]
-        (sections, system_figures, independent), timing["beside the sweeps: seed systems, two studies"] = side.result()
-        t = time.monotonic()
-        cpu = cpu_baseline(out, quick)                # (measured alone: nothing else runs beside it)
-        timing["cpu baseline"] = time.monotonic() - t
+    # every sweep in one pool, the ones whose waves hold the longest chains of searches first: while
+    # one waits for its wave's last points, the others' points run
+    t = time.monotonic()
+    specs = _specs(quick, root)
+    ran = studies.run_specs([*ssd_specs(quick, root).values(), studies.batching_spec(out / "figures", root, quick),
+                             *specs.values(), studies.workload_set_spec(root, quick)], out, db, workers, progress)
+    timing["sweeps"] = time.monotonic() - t
+    for key, spec in specs.items():
+        files[key], frames[key] = ran[spec["name"]]
+    t = time.monotonic()
+    cpu = cpu_baseline(out, quick)                # (measured alone: nothing else runs beside it)
+    timing["cpu baseline"] = time.monotonic() - t
+    # the chapter's figures are drawn in a second process while this one writes the other sections
+    # (spawned: a fork of a process with threads may deadlock)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         drawn = pool.submit(_timed, figures, frames, cpu, out / "figures", root, files["refined"])
+        t = time.monotonic()
+        sections, system_figures = systems(out / "figures", root)
+        timing["seed systems"] = time.monotonic() - t
         t = time.monotonic()
         ssd_lines, ssd_figures = ssd_questions(out / "figures", root, db, quick=quick, workers=workers,
                                                progress=progress, ran=ran)
         timing["the Disk as an SSD"] = time.monotonic() - t
         t = time.monotonic()
         study_lines, study_figures = studies.section(out / "figures", root, db, quick=quick, workers=workers,
-                                                     progress=progress, ran=ran, independent=independent)
+                                                     progress=progress, ran=ran)
         timing["whole-server studies"] = time.monotonic() - t
         written, timing["figures"] = drawn.result()
     md = out / "reproduction.md"
@@ -168,28 +164,6 @@ def run(out: str | Path = "results/reproduction", *, quick: bool = False, worker
                   + "\n".join(sections + ssd_lines + study_lines))
     return {"figures": written + system_figures + ssd_figures + study_figures, "report": md, "store": db,
             "seconds": timing}
-
-
-class _Here(Executor):
-    """An executor that runs each call at once, in this process (``workers=1``)."""
-
-    def submit(self, fn, /, *args, **kwargs) -> Future:
-        done = Future()
-        done.set_result(fn(*args, **kwargs))
-        return done
-
-
-def _lowest_priority() -> None:
-    """A side process's initializer: the lowest CPU priority (where the OS has one), so that it
-    runs on what the sweeps' workers leave idle."""
-    if hasattr(os, "nice"):
-        os.nice(19)
-
-
-def _independent(out: Path, root: Path, quick: bool) -> tuple:
-    """The sections that read no sweep: the seed systems' (lines, figures) and the studies'."""
-    sections, paths = systems(out, root)
-    return sections, paths, studies.independent_section(out, root, quick)
 
 
 def _timed(fn, *args):

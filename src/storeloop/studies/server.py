@@ -322,25 +322,16 @@ def buffering(root: Path) -> list[str]:
 
 
 def section(out: Path, root: Path, db: Path, *, quick: bool = False, workers: int = 2,
-            progress: bool = False, ran: dict | None = None,
-            independent: tuple[list[str], list[Path]] | None = None) -> tuple[list[str], list[Path]]:
-    """Every study's section and figures (``ran``: the sweeps :func:`run_specs` ran already;
-    ``independent``: what :func:`independent_section` returned, if it ran already)."""
+            progress: bool = False, ran: dict | None = None) -> tuple[list[str], list[Path]]:
+    """Every study's section and figures (``ran``: the sweeps :func:`run_specs` ran already)."""
     lines, paths = [], []
     for part in (workload_set(out, root, db, quick=quick, workers=workers, progress=progress, ran=ran),
                  batching(out, root, db, quick=quick, workers=workers, progress=progress, ran=ran),
-                 independent or independent_section(out, root, quick)):
+                 dimension_choice(out, root, quick=quick)):
         lines += part[0]
         paths += part[1]
-    return lines, paths
-
-
-def independent_section(out: Path, root: Path, quick: bool = False) -> tuple[list[str], list[Path]]:
-    """The studies that read no sweep (OnionPIR's dimension choice, buffering): their lines and
-    figures, which :func:`storeloop.studies.reproduce.run` computes while the sweeps run."""
-    lines, paths = dimension_choice(out, root, quick=quick)
     return lines + buffering(root), paths
 
 
-__all__ = ["workload_set", "batching", "dimension_choice", "buffering", "section", "independent_section", "run_spec", "run_specs",
+__all__ = ["workload_set", "batching", "dimension_choice", "buffering", "section", "run_spec", "run_specs",
            "workload_set_spec", "batching_spec"]
