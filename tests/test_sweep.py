@@ -284,6 +284,9 @@ def test_a_fresh_sweep_seeds_each_wave_with_the_waves_before(tmp_path, monkeypat
     import json
 
     import storeloop.sweeps.run as run
+    from storeloop import load_workload
+    from storeloop.formats.mapping import mapping_from_native
+    from storeloop.formats.yamlio import loads
     from storeloop.sweeps.run import wave
 
     for f in ("tiny.arch.yaml", "matvec.yaml"):
@@ -306,7 +309,10 @@ def test_a_fresh_sweep_seeds_each_wave_with_the_waves_before(tmp_path, monkeypat
     assert [p for p, _, _ in calls if wave(s, p) == 0] == [{"levels.SRAM.capacity": "512 B", "levels.SRAM.instances": 1,
                                                           "compute.instances": 1}]
     assert all(seeds for p, seeds, _ in calls if wave(s, p))     # every other point has a neighbour one wave down
-    mapped = {json.dumps(p, sort_keys=True): (wave(s, p), row["mapping"]) for p, _, row in calls}
+    # a fresh run's seeds are the mappings its workers returned (what their stored text loads to)
+    mapped = {json.dumps(p, sort_keys=True): (wave(s, p), row["seed"]) for p, _, row in calls}
+    w = load_workload(s.workloads[0])
+    assert all(mapping_from_native(loads(row["mapping"]), point_arch(s, p), w) == row["seed"] for p, _, row in calls)
     for p, seeds, _ in calls:
         if wave(s, p) == 0:
             assert seeds == ()

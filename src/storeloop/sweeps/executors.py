@@ -1,7 +1,7 @@
 """Where a sweep's points run: local worker processes, or a Dask cluster (local or at an address), at
-most two points (or batches) in flight per worker, stopped at once by Ctrl-C. A :data:`WAVE` mark
-in a job stream makes both store every point of that stream in flight before they take its next
-job (the local pool meanwhile runs the points of other streams it was given)."""
+most two tasks (a point or a batch of points) in flight per worker, stopped at once by Ctrl-C. A
+:data:`WAVE` mark in a job stream makes both store every point of that stream in flight before they
+take its next job (the local pool meanwhile runs the points of other streams it was given)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 import signal
 
 from storeloop.errors import StoreloopError
-from storeloop.sweeps.worker import _worker_init, run_batch, run_point
+from storeloop.sweeps.worker import _worker_init, run_batch, run_timed_batch
 
 DASK_BATCH = 8                      # points per Dask task
 WAVE = object()                     # a job stream's mark (key): every point in flight is stored before the next job is taken
@@ -111,36 +111,51 @@ def run_dask(address: str, workers: int, jobs, store) -> None:
             cluster.close(timeout=2)
 
 
+#: the seconds of work a local pool's task aims at: a stream's points go in batches of about this
+#: much work (by its points so far), so a sweep of many quick points does not pay the pool's
+#: per-task round trip (pickling, pipes, three threads) for each, and a slow point goes alone
+TASK_SECONDS = 0.1
+POOL_BATCH = 32                     # points per local task, at most
+
+
 def run_pool(workers: int, streams: list, stores: list) -> None:
-    """Local worker processes with at most 2 points in flight per worker (memory stays flat for any
+    """Local worker processes with at most 2 tasks in flight per worker (memory stays flat for any
     grid), taking the points of one or more job streams, each stored by its own ``stores[i]``: the
-    first stream's next point, unless that stream waits at a :data:`WAVE` mark for its own points in
-    flight, then the next stream's, and so on (so one sweep's waves do not leave a worker idle
-    while another sweep has points to run). On Ctrl-C (or any error) the workers are terminated,
-    not left running."""
+    first stream's next points, unless that stream waits at a :data:`WAVE` mark for its own points
+    in flight, then the next stream's, and so on (so one sweep's waves do not leave a worker idle
+    while another sweep has points to run). A task is one point, or a batch of a stream's quick
+    points (:data:`TASK_SECONDS`; never across a wave mark). On Ctrl-C (or any error) the workers
+    are terminated, not left running."""
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     pool = ProcessPoolExecutor(workers, initializer=_worker_init)
-    running: dict = {}                       # future -> (stream, key)
+    running: dict = {}                       # future -> (stream, keys)
     flying = [0] * len(streams)              # each stream's points in flight
     blocked = [False] * len(streams)         # at a wave mark, until its points in flight are stored
+    per_point = [None] * len(streams)        # each stream's seconds per point, as measured so far
     live = list(range(len(streams)))         # the streams not yet exhausted
 
-    def take() -> bool:                      # submit the next point that may go (False: none may)
+    def take() -> bool:                      # submit the next task that may go (False: none may)
         for s in list(live):
             if blocked[s]:
                 continue
+            size = 1 if not per_point[s] else max(1, min(POOL_BATCH, int(TASK_SECONDS / per_point[s])))
+            batch = []
             for key, args in streams[s]:
                 if key is WAVE:
-                    if flying[s]:
+                    if flying[s] or batch:
                         blocked[s] = True
                         break
                     continue
-                running[pool.submit(run_point, *args)] = (s, key)
-                flying[s] += 1
-                return True
+                batch.append((key, args))
+                if len(batch) == size:
+                    break
             else:
                 live.remove(s)
+            if batch:
+                running[pool.submit(run_timed_batch, [args for _, args in batch])] = (s, [k for k, _ in batch])
+                flying[s] += len(batch)
+                return True
         return False
 
     try:
@@ -151,10 +166,14 @@ def run_pool(workers: int, streams: list, stores: list) -> None:
                 break
             ready, _ = wait(running, return_when=FIRST_COMPLETED)
             for fut in ready:
-                s, key = running.pop(fut)
-                stores[s](key, fut.result())
-                flying[s] -= 1
+                s, keys = running.pop(fut)
+                rows, seconds = fut.result()
+                for key, row in zip(keys, rows):
+                    stores[s](key, row)
+                flying[s] -= len(keys)
                 blocked[s] = blocked[s] and flying[s] > 0
+                per_point[s] = seconds / len(keys) if per_point[s] is None else \
+                    (per_point[s] + seconds / len(keys)) / 2
         pool.shutdown()
     except BaseException:
         for proc in list(getattr(pool, "_processes", {}).values()):

@@ -22,7 +22,7 @@ from storeloop.sweeps.executors import WAVE, run_dask, run_pool
 from storeloop.sweeps.grid import Point, PointMaker, _point_doc, points, satisfies
 from storeloop.sweeps.store import (DONE, FINAL, STATUSES, Lease, failed_checksums, open_store, relabel_weights,
                                     row_checksum)
-from storeloop.sweeps.worker import run_point
+from storeloop.sweeps.worker import SEED, run_point
 from storeloop.system import load_system
 
 
@@ -195,6 +195,7 @@ class _SweepRun:
 
     def store(self, key: str, row: dict) -> None:
         row = {"sweep": self.sweep.name, "key": key, **row}
+        seed = row.pop(SEED, None)
         row["checksum"] = row_checksum(row)
         db, counts = self.db, self.counts
         try:
@@ -211,7 +212,7 @@ class _SweepRun:
         counts["run"] += 1
         counts[row["status"]] += 1
         if row["status"] == "ok" and row.get("mapping"):        # (a system point has none)
-            self.fresh[(row["params"], row["workload"])] = row["mapping"]
+            self.fresh[(row["params"], row["workload"])] = seed or row["mapping"]
         # the points left to run: the grid less what is stored or excluded (known as the grid streams)
         self.bar.total = max(counts["points"] - counts["done_before"] - counts["excluded"], counts["run"])
         self.bar.set_postfix_str(", ".join(f"{counts[k]} {k}" for k in STATUSES if counts[k] or k in FINAL),
@@ -298,12 +299,12 @@ def _wave_points(sweep: Sweep, k: int) -> Iterator[tuple]:
             yield params, w
 
 
-def neighbour_seeds(sweep: Sweep, point: Point, finished: dict, count: int = 2) -> tuple[str, ...]:
+def neighbour_seeds(sweep: Sweep, point: Point, finished: dict, count: int = 2) -> tuple:
     """The stored mappings of the ``count`` nearest points (one, then two steps along one
     parameter's list; same workload) that were finished before this point's wave started (in an
     earlier run, or in an earlier wave of this one): never a point of the same wave, so a point's
     answer does not depend on which worker finished first. ``finished``: (params JSON, workload
-    label) -> mapping YAML."""
+    label) -> mapping (YAML text as stored, or the Mapping a worker returned)."""
     params, out = point.params, []
     for step in (1, 2):
         for names, values in sweep.parameters:

@@ -13,6 +13,8 @@ from storeloop.errors import StoreloopError
 from storeloop.formats.load import energy_table
 from storeloop.formats.mapping import mapping_from_native, mapping_to_native
 from storeloop.formats.yamlio import dumps, loads
+from storeloop.ir import Mapping
+from storeloop.ir.check import check_mapping, fit_fanouts
 from storeloop.mapper import MapTimeout, map_workload
 from storeloop.mapper.imperfect import padding_text
 from storeloop.mapper.options import DEFAULT_BUDGET, SAFETY_TIME_LIMIT
@@ -33,13 +35,13 @@ def _run_system_point(system: tuple, row: dict) -> None:
                result=json.dumps(r, default=str))
 
 
-def run_point(point: Point, seeds: tuple[str, ...] = ()) -> dict:
+def run_point(point: Point, seeds: tuple[str | Mapping, ...] = ()) -> dict:
     """Map one point (:class:`~storeloop.sweeps.grid.Point`: everything it needs, typed; no file is
     read here); never raises for a bad point (the error is the result). Runs in workers. ``seeds``:
-    mapping YAML texts (of neighbouring points) to start the search from; one that does not fit this
-    point is skipped. The row's status is one of :data:`STATUSES`; warnings (a plug-in that fell
-    back to another, a component priced 0), with those raised building the point, are kept in its
-    ``notes``."""
+    mappings of neighbouring points to start the search from, as stored (YAML text) or as a worker
+    returned them (:data:`SEED`); one that does not fit this point is skipped. The row's status is
+    one of :data:`STATUSES`; warnings (a plug-in that fell back to another, a component priced 0),
+    with those raised building the point, are kept in its ``notes``."""
     row = {"params": json.dumps(point.params, sort_keys=True), "workload": point.label, "finished": time.time(),
            "scenario": point.scenario, "weight": point.weight}
     said: list[str] = []                                     # what the mapped point says of itself
@@ -67,17 +69,27 @@ def run_point(point: Point, seeds: tuple[str, ...] = ()) -> dict:
     return row
 
 
+#: a mapped row's mapping as an object (not stored: the store takes it out), for the neighbours it
+#: seeds to use without parsing its YAML text
+SEED = "seed"
+
+
 def _run_point(point: Point, seeds, row: dict) -> list[str]:
     """Fill ``row`` with the point's mapping and prices; returns the notes it adds (an imperfect
     mapping's padding)."""
     arch, w = point.arch, point.workload
     energy = energy_table(arch, point.energy)
     starts = []
-    for text in seeds:
+    for seed in seeds:
         try:
-            starts.append(mapping_from_native(loads(text, "a neighbouring point's mapping"), arch, w, fit=True))
+            if isinstance(seed, Mapping):        # as a worker returned it: the same as its text loads to
+                seed = fit_fanouts(arch, seed)
+                check_mapping(arch, w, seed)
+            else:
+                seed = mapping_from_native(loads(seed, "a neighbouring point's mapping"), arch, w, fit=True)
         except StoreloopError:
-            pass                     # a neighbour's mapping that does not fit this arch (its levels)
+            continue                 # a neighbour's mapping that does not fit this arch (its levels)
+        starts.append(seed)
     given = point.mapper
     opts = given.model_copy(update={"time_limit": given.time_limit or SAFETY_TIME_LIMIT,
                                     "budget": given.budget or DEFAULT_BUDGET})
@@ -93,7 +105,7 @@ def _run_point(point: Point, seeds, row: dict) -> list[str]:
                seconds=s["seconds"], clock_hz=arch.clock_hz, stopped=s["stopped"],
                lower_bound_energy_pJ=s["lower_bound_energy_pJ"], energy_gap=s["energy_gap"],
                mapping=dumps(mapping_to_native(out.mapping, arch, w)),
-               levels=json.dumps(levels), priced_by=r.priced_by)
+               levels=json.dumps(levels), priced_by=r.priced_by, **{SEED: out.mapping})
     if not r.padding:
         return []
     return [f"imperfect mapping: pads {padding_text(s['imperfect']['padded'])}; {r.padding:,} of its "
@@ -127,5 +139,13 @@ def _worker_init() -> None:
 
 
 def run_batch(batch: list[tuple]) -> list[dict]:
-    """Several points in one task (Dask's per-task cost is shared by the batch)."""
+    """Several points in one task (the per-task cost of a pool or of Dask is shared by the batch;
+    the objects the points share, their workload say, are sent once)."""
     return [run_point(*args) for args in batch]
+
+
+def run_timed_batch(batch: list[tuple]) -> tuple[list[dict], float]:
+    """:func:`run_batch`, and the seconds it took here (what the local pool sizes its batches by)."""
+    t = time.monotonic()
+    rows = run_batch(batch)
+    return rows, time.monotonic() - t
