@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 from storeloop.energy import declared_attributes
@@ -37,14 +38,23 @@ def unread_attribute(cls: str, key: str) -> tuple[str, str] | None:
     import difflib
 
     declared = declared_attributes(cls)
-    if declared is None:
+    if declared is None or key in STORELOOP_ATTRIBUTES or key in declared[0]:
         return None
     read = sorted(STORELOOP_ATTRIBUTES | declared[0], key=str.lower)
-    if key in read:
-        return None
     near = difflib.get_close_matches(str(key), read, n=1, cutoff=0.6)
     return (f"no energy plug-in of class {cls!r} ({', '.join(declared[1])}) nor storeloop reads attribute {key!r}"
             + (f"; did you mean {near[0]!r}?" if near else ""), ", ".join(read))
+
+
+_KNOWN = _COUNTS + _PORTS + _RATES + _ENERGIES
+
+
+@functools.lru_cache(maxsize=4096)
+def _near_known(key: str) -> list[str]:
+    """The numeric attribute ``key`` may be a slip of (same letters but case, or close)."""
+    import difflib
+
+    return [k for k in _KNOWN if k.lower() == key.lower()] or difflib.get_close_matches(key, _KNOWN, n=1, cutoff=0.85)
 
 
 def check_attributes(doc, loc: tuple, attrs: dict, cls: str | None = None) -> None:
@@ -52,17 +62,13 @@ def check_attributes(doc, loc: tuple, attrs: dict, cls: str | None = None) -> No
     numbers >= 0, bandwidths positive, energy overrides finite and >= 0 (errors at the attribute).
     With the component's ``cls``: an attribute that no energy plug-in of the class reads (when they
     all declare theirs) and storeloop does not read is refused, with a did-you-mean."""
-    import difflib
-
-    known = _COUNTS + _PORTS + _RATES + _ENERGIES
     for key in attrs if cls is not None else ():
         unread = unread_attribute(cls, key)
         if unread:
             raise error_at(doc, loc + (key,), unread[0], allowed=unread[1])
     for key, value in attrs.items():
-        if key not in known:
-            near = [k for k in known if k.lower() == str(key).lower()] or \
-                difflib.get_close_matches(str(key), known, n=1, cutoff=0.85)
+        if key not in _KNOWN:
+            near = _near_known(str(key))
             if near and near[0].replace("-", "_") != str(key).replace("-", "_"):
                 raise error_at(doc, loc + (key,), f"unknown attribute {key!r}; did you mean {near[0]!r}?",
                                allowed=f"{near[0]} (or a model attribute that is not a near-miss of a known one)")

@@ -37,7 +37,7 @@ def read_results(db_path: str | Path, sweep: str | None = None):
         gone = set(bad)
         df = df[[(s, k) not in gone for s, k in zip(df["sweep"], df["key"])]].reset_index(drop=True)
     _check_rows(df, db_path)
-    params = df["params"].map(json.loads).apply(pd.Series) if len(df) else pd.DataFrame()
+    params = pd.DataFrame(df["params"].map(json.loads).tolist(), index=df.index) if len(df) else pd.DataFrame()
     df = pd.concat([df, params], axis=1)
     for col in params.columns:                # "10 GB/s" -> 10.0 in <col>.value, "GB/s" in <col>.unit
         split = [_quantity(v) for v in params[col]]

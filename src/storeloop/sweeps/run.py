@@ -146,7 +146,7 @@ class _SweepRun:
                                           "order by stale, finished", (sweep.name,)):
             self.earlier.add((p, w))
             if status == "ok" and m:
-                self.finished.setdefault((p, w), m)
+                self.finished.setdefault((_params_key(json.loads(p)), w), m)
         try:              # a weight is no input of a result: a changed one relabels the rows, nothing runs again
             relabel_weights(db, sweep.name, sweep.weights)
             db.commit()
@@ -212,7 +212,7 @@ class _SweepRun:
         counts["run"] += 1
         counts[row["status"]] += 1
         if row["status"] == "ok" and row.get("mapping"):        # (a system point has none)
-            self.fresh[(row["params"], row["workload"])] = seed or row["mapping"]
+            self.fresh[(_params_key(json.loads(row["params"])), row["workload"])] = seed or row["mapping"]
         # the points left to run: the grid less what is stored or excluded (known as the grid streams)
         self.bar.total = max(counts["points"] - counts["done_before"] - counts["excluded"], counts["run"])
         self.bar.set_postfix_str(", ".join(f"{counts[k]} {k}" for k in STATUSES if counts[k] or k in FINAL),
@@ -299,12 +299,18 @@ def _wave_points(sweep: Sweep, k: int) -> Iterator[tuple]:
             yield params, w
 
 
+def _params_key(params: dict) -> tuple:
+    """A point's parameter values as a key (its stored params JSON, loaded, gives the same; a list
+    value, a layout's rank order, as a tuple)."""
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
+
+
 def neighbour_seeds(sweep: Sweep, point: Point, finished: dict, count: int = 2) -> tuple:
     """The stored mappings of the ``count`` nearest points (one, then two steps along one
     parameter's list; same workload) that were finished before this point's wave started (in an
     earlier run, or in an earlier wave of this one): never a point of the same wave, so a point's
-    answer does not depend on which worker finished first. ``finished``: (params JSON, workload
-    label) -> mapping (YAML text as stored, or the Mapping a worker returned)."""
+    answer does not depend on which worker finished first. ``finished``: (:func:`_params_key`,
+    workload label) -> mapping (YAML text as stored, or the Mapping a worker returned)."""
     params, out = point.params, []
     for step in (1, 2):
         for names, values in sweep.parameters:
@@ -316,7 +322,7 @@ def neighbour_seeds(sweep: Sweep, point: Point, finished: dict, count: int = 2) 
             for j in (i - step, i + step):
                 if 0 <= j < len(values):
                     other = dict(params, **{k: values[j]})
-                    m = finished.get((json.dumps(other, sort_keys=True), point.label))
+                    m = finished.get((_params_key(other), point.label))
                     if m and len(out) < count:
                         out.append(m)
     return tuple(out)
