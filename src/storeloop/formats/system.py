@@ -9,7 +9,6 @@ the validated specs into the frozen objects of :mod:`storeloop.ir.system`; the a
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import difflib
 import math
@@ -31,7 +30,7 @@ from storeloop.formats.system_schema import (DEVICE_SPECS, STAGE_SPECS, EinsumSt
                                              RegisterStoreStageSpec, StreamStageSpec, SystemSpec, TableStageSpec,
                                              _Stage)
 from storeloop.formats.validate import shape as _shape, validate
-from storeloop.formats.yamlio import LDict, error_at, load
+from storeloop.formats.yamlio import LDict, copy_doc, error_at, load
 from storeloop.ir.system import BYTES_PER_S, RESOURCES, Claim, Device, Flow, Stage, System
 from storeloop.mapper.objective import NAMES as OBJECTIVES
 
@@ -153,12 +152,12 @@ def _einsum(spec: EinsumStageSpec, ctx: Context, loc: tuple, base: Path, devices
 
     arch_path, work_path = path_of("arch"), path_of("workload")
     if spec.arch_set:
-        doc = copy.deepcopy(load(arch_path))
+        doc = copy_doc(load(arch_path))
         if not isinstance(doc, dict) or "arch" not in doc:
             raise ctx.err(loc + ("arch_set",), f"{arch_path} is not a storeloop arch file, so arch_set cannot "
                           "address its fields", "arch_set only with storeloop-format arch files")
         def overridden(keys) -> LDict:
-            out = copy.deepcopy(doc)
+            out = copy_doc(doc)
             for key in keys:
                 set_arch_field(out, str(key), spec.arch_set[key], ctx.root, loc + ("arch_set", key))
             return out
@@ -184,7 +183,7 @@ def _einsum(spec: EinsumStageSpec, ctx: Context, loc: tuple, base: Path, devices
     if spec.disk_from is not None:
         arch = _disk_from(spec, arch, devices, ctx, loc)
     if spec.bounds:
-        doc = copy.deepcopy(load(work_path))
+        doc = copy_doc(load(work_path))
         if not isinstance(doc, dict) or "workload" not in doc or not isinstance(doc["workload"].get("bounds"), dict):
             raise ctx.err(loc + ("bounds",), f"{work_path} is not a storeloop workload file with bounds",
                           "bounds only with storeloop-format workloads")
@@ -303,7 +302,7 @@ def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...]
                           f.source, f.assumed, f.pattern, f.queue_depth))
     scenarios = {k: _overrides(v) for k, v in spec.scenarios.items()}
     for name, items in scenarios.items():          # every path a scenario sets must exist in this file
-        trial = copy.deepcopy(doc)
+        trial = copy_doc(doc)
         for key, value in items:
             try:
                 set_system_field(trial, key, value)
@@ -321,7 +320,7 @@ def system_from_doc(doc: Any, path: Path, overrides: tuple[tuple[str, Any], ...]
         if isinstance(c.at, str) and c.at not in scenarios:
             raise ctx.err(loc + ("at",), f"no scenario named '{c.at}'", ", ".join(scenarios) or "define scenarios")
         at = scenarios[c.at] if isinstance(c.at, str) else _overrides(c.at or {})
-        trial = copy.deepcopy(doc)
+        trial = copy_doc(doc)
         for key, value in at if not isinstance(c.at, str) else ():
             try:
                 set_system_field(trial, key, value)
@@ -376,7 +375,7 @@ def load_system(path: str | Path, overrides: dict[str, Any] | list[tuple[str, An
     doc = load(path)
     items = tuple(overrides.items()) if isinstance(overrides, dict) else tuple(overrides)
     if items:
-        doc = copy.deepcopy(doc)
+        doc = copy_doc(doc)
         for key, value in items:
             set_system_field(doc, key, value)
     try:
