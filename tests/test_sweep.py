@@ -353,6 +353,47 @@ def test_sweeps_run_in_one_pool_give_each_the_answers_it_has_alone(tmp_path):
     assert counts[0]["points"] != counts[1]["points"]
 
 
+def test_the_local_pool_batches_quick_points_and_never_across_a_wave_mark(monkeypatch):
+    """run_pool sends a stream's quick points in batches (one task, one round trip) but no point
+    of a wave leaves before every point of the waves before it is stored (its seeds come from
+    them), whichever the batch sizes; every point is stored once, by its own stream's store."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from storeloop.mapper.options import MapperOptions
+    from storeloop.sweeps.executors import WAVE, run_pool
+    from storeloop.sweeps.grid import Point
+
+    stored: list[list[str]] = [[], []]
+    waves = [[1, 300, 2, 150], [40, 1]]
+
+    def stream(s: int):
+        for w, n in enumerate(waves[s]):
+            if w:
+                yield WAVE, None
+            for i in range(n):
+                key = f"{s}.{w}.{i}"
+                # every point of the waves before is stored before one of this wave is taken
+                assert sum(1 for k in stored[s] if int(k.split(".")[1]) < w) == sum(waves[s][:w])
+                # a point whose arch did not load: its row is the error, at once (a quick point)
+                yield key, (Point(params={"i": i}, label="w", scenario="{}", weight=1.0, mapper=MapperOptions(),
+                                  error=f"point {key}"), ())
+
+    def store(s: int):
+        def put(key: str, row: dict) -> None:
+            assert row["status"] == "invalid" and row["error"] == f"point {key}"
+            stored[s].append(key)
+        return put
+
+    tasks = []
+    submit = ProcessPoolExecutor.submit
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", lambda self, fn, batch: tasks.append(len(batch)) or
+                        submit(self, fn, batch))
+    run_pool(2, [stream(0), stream(1)], [store(0), store(1)])
+    for s in (0, 1):
+        assert sorted(stored[s]) == sorted(f"{s}.{w}.{i}" for w, n in enumerate(waves[s]) for i in range(n))
+    assert sum(tasks) == sum(map(sum, waves)) and max(tasks) > 1 and len(tasks) < sum(map(sum, waves)) / 4
+
+
 def test_the_sweep_command_runs_several_specs_in_one_pool(tmp_path, capsys):
     """`storeloop sweep A B --workers 2`: both sweeps into one store (--db) in one pool, a summary
     for each; the same name twice into one store is refused (exit 2), before anything runs."""
