@@ -10,15 +10,31 @@ import os
 import signal
 
 from storeloop.errors import StoreloopError
-from storeloop.sweeps.worker import _worker_init, run_batch, run_timed_batch
+from storeloop.sweeps.worker import _worker_init, run_batch
 
-DASK_BATCH = 8                      # points per Dask task
 WAVE = object()                     # a job stream's mark (key): every point in flight is stored before the next job is taken
+
+#: the seconds of work a task aims at: a stream's points go in batches of about this much work (by
+#: its points so far), so a sweep of many quick points does not pay the per-task round trip
+#: (pickling, pipes and threads; Dask's scheduler) for each, and a slow point goes alone
+TASK_SECONDS = 0.1
+MAX_BATCH = 32                      # points per task, at most
+
+
+def batch_size(per_point: float | None) -> int:
+    """Points for the next task of a stream whose points took ``per_point`` seconds each so far
+    (None: none has finished yet, so one)."""
+    return 1 if not per_point else max(1, min(MAX_BATCH, int(TASK_SECONDS / per_point)))
+
+
+def _mean(per_point: float | None, seconds: float, points: int) -> float:
+    """The running estimate of a stream's seconds per point after a task of ``points`` took ``seconds``."""
+    return seconds / points if per_point is None else (per_point + seconds / points) / 2
 
 
 def run_dask(address: str, workers: int, jobs, store) -> None:
-    """Points on a Dask cluster ('local': a LocalCluster of ``workers`` processes) in batches of
-    :data:`DASK_BATCH`, at most two batches per worker in flight; a scheduler that cannot be
+    """Points on a Dask cluster ('local': a LocalCluster of ``workers`` processes) in batches
+    (:func:`batch_size`), at most two batches per worker in flight; a scheduler that cannot be
     reached is an error within 5 s."""
     import logging
 
@@ -59,24 +75,25 @@ def run_dask(address: str, workers: int, jobs, store) -> None:
         size = max(1, len(client.scheduler_info().get("workers", {})) or workers)
         futures: dict = {}
         waiting = False                 # at a WAVE mark: nothing is submitted until all in flight are stored
+        per_point = None                # seconds per point, as measured so far
 
         def submit(n: int) -> list:
             nonlocal waiting
             out = []
             for _ in range(0 if waiting else n):
-                batch = []
+                batch, limit = [], batch_size(per_point)
                 for key, args in jobs:
                     if key is WAVE:
                         waiting = True
                         break
                     batch.append((key, args))
-                    if len(batch) == DASK_BATCH:
+                    if len(batch) == limit:
                         break
                 if batch:
                     fut = client.submit(run_batch, [args for _, args in batch], pure=False)
                     futures[fut] = [key for key, _ in batch]
                     out.append(fut)
-                if waiting or len(batch) < DASK_BATCH:
+                if waiting or len(batch) < limit:
                     break
             return out
 
@@ -88,10 +105,15 @@ def run_dask(address: str, workers: int, jobs, store) -> None:
                 out += submit(2 * size)
             return out
 
-        pending = as_completed(more(2 * size))
-        for fut in pending:
-            for key, row in zip(futures.pop(fut), fut.result()):
+        # with_results: each finished batch's rows are gathered in the client's event loop as it
+        # finishes, not by a blocking round trip to its worker here (which waits on that worker's
+        # event loop while its search holds the interpreter)
+        pending = as_completed(more(2 * size), with_results=True)
+        for fut, (rows, seconds) in pending:
+            keys = futures.pop(fut)
+            for key, row in zip(keys, rows):
                 store(key, row)
+            per_point = _mean(per_point, seconds, len(keys))
             for f in more(1):
                 pending.add(f)
     except KeyboardInterrupt:
@@ -111,20 +133,13 @@ def run_dask(address: str, workers: int, jobs, store) -> None:
             cluster.close(timeout=2)
 
 
-#: the seconds of work a local pool's task aims at: a stream's points go in batches of about this
-#: much work (by its points so far), so a sweep of many quick points does not pay the pool's
-#: per-task round trip (pickling, pipes, three threads) for each, and a slow point goes alone
-TASK_SECONDS = 0.1
-POOL_BATCH = 32                     # points per local task, at most
-
-
 def run_pool(workers: int, streams: list, stores: list) -> None:
     """Local worker processes with at most 2 tasks in flight per worker (memory stays flat for any
     grid), taking the points of one or more job streams, each stored by its own ``stores[i]``: the
     first stream's next points, unless that stream waits at a :data:`WAVE` mark for its own points
     in flight, then the next stream's, and so on (so one sweep's waves do not leave a worker idle
     while another sweep has points to run). A task is one point, or a batch of a stream's quick
-    points (:data:`TASK_SECONDS`; never across a wave mark). On Ctrl-C (or any error) the workers
+    points (:func:`batch_size`; never across a wave mark). On Ctrl-C (or any error) the workers
     are terminated, not left running."""
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -139,8 +154,7 @@ def run_pool(workers: int, streams: list, stores: list) -> None:
         for s in list(live):
             if blocked[s]:
                 continue
-            size = 1 if not per_point[s] else max(1, min(POOL_BATCH, int(TASK_SECONDS / per_point[s])))
-            batch = []
+            size, batch = batch_size(per_point[s]), []
             for key, args in streams[s]:
                 if key is WAVE:
                     if flying[s] or batch:
@@ -153,7 +167,7 @@ def run_pool(workers: int, streams: list, stores: list) -> None:
             else:
                 live.remove(s)
             if batch:
-                running[pool.submit(run_timed_batch, [args for _, args in batch])] = (s, [k for k, _ in batch])
+                running[pool.submit(run_batch, [args for _, args in batch])] = (s, [k for k, _ in batch])
                 flying[s] += len(batch)
                 return True
         return False
@@ -172,8 +186,7 @@ def run_pool(workers: int, streams: list, stores: list) -> None:
                     stores[s](key, row)
                 flying[s] -= len(keys)
                 blocked[s] = blocked[s] and flying[s] > 0
-                per_point[s] = seconds / len(keys) if per_point[s] is None else \
-                    (per_point[s] + seconds / len(keys)) / 2
+                per_point[s] = _mean(per_point[s], seconds, len(keys))
         pool.shutdown()
     except BaseException:
         for proc in list(getattr(pool, "_processes", {}).values()):

@@ -138,14 +138,10 @@ def _worker_init() -> None:
         pass
 
 
-def run_batch(batch: list[tuple]) -> list[dict]:
+def run_batch(batch: list[tuple]) -> tuple[list[dict], float]:
     """Several points in one task (the per-task cost of a pool or of Dask is shared by the batch;
-    the objects the points share, their workload say, are sent once)."""
-    return [run_point(*args) for args in batch]
-
-
-def run_timed_batch(batch: list[tuple]) -> tuple[list[dict], float]:
-    """:func:`run_batch`, and the seconds it took here (what the local pool sizes its batches by)."""
+    the objects its points share, their workload say, are sent once): their rows, and the seconds
+    they took here (what the executors size the next batches by)."""
     t = time.monotonic()
-    rows = run_batch(batch)
+    rows = [run_point(*args) for args in batch]
     return rows, time.monotonic() - t
