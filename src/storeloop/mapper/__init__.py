@@ -176,11 +176,15 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
             if again is not None and obj.better(again[0], again[1], incumbent[:2]):
                 incumbent, rounded = again, r2 if r2 is not None else rounded
         trace = [(local["seconds"], incumbent[0], incumbent[1])] if incumbent and incumbent[2] is not None else []
-        # the branch and bound gets all but RETRY_SHARE of the time left: a search the time limit
-        # ends still gets its retry (a time-limited search does no worse than one that converged);
-        # a budget bounds the branch and bound, and the retry has its own (LOCAL_RETRY)
+        # the branch and bound (both walks of a windowed search) ends by a deadline that keeps
+        # RETRY_SHARE of the time left after the local search: a search the time limit ends still
+        # gets its retry (a time-limited search does no worse than one that converged); a budget
+        # bounds the branch and bound, and the retry has its own (LOCAL_RETRY)
+        bnb_end = None if time_limit is None else \
+            time.monotonic() + max(0.0, time_limit - (time.monotonic() - t0)) * (1 - RETRY_SHARE)
+
         def remaining() -> float | None:
-            return None if time_limit is None else max(0.0, time_limit - (time.monotonic() - t0)) * (1 - RETRY_SHARE)
+            return None if bnb_end is None else max(0.0, bnb_end - time.monotonic())
 
         found = (_two_walks if window else _one_walk)(tree, obj, remaining, opts.budget, threads=threads,
                                                       progress=progress, incumbent=incumbent, goal=goal, trace=trace)
