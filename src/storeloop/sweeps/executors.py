@@ -24,7 +24,9 @@ MAX_BATCH = 32                      # points per task, at most
 def batch_size(per_point: float | None) -> int:
     """Points for the next task of a stream whose points took ``per_point`` seconds each so far
     (None: none has finished yet, so one)."""
-    return 1 if not per_point else max(1, min(MAX_BATCH, int(TASK_SECONDS / per_point)))
+    if per_point is None:
+        return 1
+    return MAX_BATCH if per_point <= 0 else max(1, min(MAX_BATCH, int(TASK_SECONDS / per_point)))
 
 
 def _mean(per_point: float | None, seconds: float, points: int) -> float:
