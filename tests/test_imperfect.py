@@ -268,6 +268,7 @@ def test_a_sweep_point_notes_its_padding():
     assert row["status"] == "ok" and row["cycles"] == 3 and row["computes"] == 9
     assert "imperfect mapping: pads M 7 -> 9; 2 of its 9 computes are padding" in row["notes"]
     assert mapping_from_native(loads(row["mapping"], "row"), arch, work).imperfect
+    assert "seed" not in row             # the Mapping object only where a sweep asks for it (with_mapping)
 
 
 def test_an_ssd_bound_problem_ends_the_walk_at_once():

@@ -296,9 +296,9 @@ def test_a_fresh_sweep_seeds_each_wave_with_the_waves_before(tmp_path, monkeypat
     s = load_sweep(spec)
     real, calls = run.run_point, []
 
-    def recorded(point, seeds=()):
-        row = real(point, seeds)
-        calls.append((point.params, seeds, row))
+    def recorded(point, seeds=(), **keywords):
+        row = real(point, seeds, **keywords)
+        calls.append((point.params, seeds, dict(row)))
         return row
 
     monkeypatch.setattr(run, "run_point", recorded)

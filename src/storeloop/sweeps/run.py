@@ -245,7 +245,7 @@ class _SweepRun:
             for k, a in self.jobs():
                 if k is WAVE:
                     continue
-                row = run_point(*a)           # Ctrl-C in a search: the point is kept 'interrupted'
+                row = run_point(*a, with_mapping=True)    # Ctrl-C in a search: the point is kept 'interrupted'
                 self.store(k, row)
                 if row["status"] == "interrupted":
                     raise KeyboardInterrupt   # ... and the sweep stops (re-run on resume)

@@ -35,13 +35,15 @@ def _run_system_point(system: tuple, row: dict) -> None:
                result=json.dumps(r, default=str))
 
 
-def run_point(point: Point, seeds: tuple[str | Mapping, ...] = ()) -> dict:
+def run_point(point: Point, seeds: tuple[str | Mapping, ...] = (), *, with_mapping: bool = False) -> dict:
     """Map one point (:class:`~storeloop.sweeps.grid.Point`: everything it needs, typed; no file is
     read here); never raises for a bad point (the error is the result). Runs in workers. ``seeds``:
-    mappings of neighbouring points to start the search from, as stored (YAML text) or as a worker
-    returned them (:data:`SEED`); one that does not fit this point is skipped. The row's status is
-    one of :data:`STATUSES`; warnings (a plug-in that fell back to another, a component priced 0),
-    with those raised building the point, are kept in its ``notes``."""
+    mappings of neighbouring points to start the search from, as stored (YAML text) or as objects
+    (``with_mapping``); one that does not fit this point is skipped. The row's status is one of
+    :data:`STATUSES`; warnings (a plug-in that fell back to another, a component priced 0), with
+    those raised building the point, are kept in its ``notes``. ``with_mapping``: the row also
+    holds the answer's Mapping under :data:`SEED` (not a stored column: the sweep's store takes it
+    out and hands it to the neighbours it seeds)."""
     row = {"params": json.dumps(point.params, sort_keys=True), "workload": point.label, "finished": time.time(),
            "scenario": point.scenario, "weight": point.weight}
     said: list[str] = []                                     # what the mapped point says of itself
@@ -63,6 +65,8 @@ def run_point(point: Point, seeds: tuple[str | Mapping, ...] = ()) -> dict:
             row.update(status="interrupted", error="interrupted (Ctrl-C)")
         except Exception:                   # a bug, not the point's fault: keep the traceback
             row.update(status="error", error=traceback.format_exc())
+    if not with_mapping:
+        row.pop(SEED, None)
     notes = list(dict.fromkeys([*point.notes, *(str(w.message) for w in caught), *said]))
     if notes:
         row["notes"] = "\n".join(notes)
@@ -143,5 +147,5 @@ def run_batch(batch: list[tuple]) -> tuple[list[dict], float]:
     the objects its points share, their workload say, are sent once): their rows, and the seconds
     they took here (what the executors size the next batches by)."""
     t = time.monotonic()
-    rows = [run_point(*args) for args in batch]
+    rows = [run_point(*args, with_mapping=True) for args in batch]
     return rows, time.monotonic() - t
