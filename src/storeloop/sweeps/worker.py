@@ -22,6 +22,11 @@ from storeloop.sweeps.grid import Point
 from storeloop.system import evaluate_system
 
 
+#: a mapped row's mapping as an object (not stored: the store takes it out), for the neighbours it
+#: seeds to use without parsing its YAML text
+SEED = "seed"
+
+
 def _run_system_point(system: tuple, row: dict) -> None:
     loaded, error = system
     if error is not None:
@@ -71,11 +76,6 @@ def run_point(point: Point, seeds: tuple[str | Mapping, ...] = (), *, with_mappi
     if notes:
         row["notes"] = "\n".join(notes)
     return row
-
-
-#: a mapped row's mapping as an object (not stored: the store takes it out), for the neighbours it
-#: seeds to use without parsing its YAML text
-SEED = "seed"
 
 
 def _run_point(point: Point, seeds, row: dict) -> list[str]:
