@@ -1338,13 +1338,16 @@ class Tree(BelowBounds):
             base = choice(int(i))
             orders = [self.space.expansions[L][c[3]] for L, c in enumerate(base)]
             split = [[d for d in range(self.D) if c[1][d] > 1 or c[2][d] > 1] for c in base[:-1]]
+            upper, floor = None, 0.0
             for loops in itertools.islice(itertools.product(*orders), 1 if self.first_orders else None):
                 if key is not None and self.windowed and self.split is None:
                     # (the floor does not depend on the spatial loops' order: once for all of them,
-                    # counted against a budget as their pricing would have been)
-                    some = tuple(c[:3] + (o,) + c[4:] for c, o in zip(base, loops))
-                    if objective.dominated(cycles[i], (energy[i] + self._send_floor(n, self.mapping(some))) * SAFE,
-                                           key):
+                    # counted against a budget as their pricing would have been; nor on the last
+                    # level's loop order, which the product varies fastest: once per order above it)
+                    if loops[:-1] != upper:
+                        some = tuple(c[:3] + (o,) + c[4:] for c, o in zip(base, loops))
+                        upper, floor = loops[:-1], self._send_floor(n, self.mapping(some))
+                    if objective.dominated(cycles[i], (energy[i] + floor) * SAFE, key):
                         spared = math.prod(math.factorial(len(ds)) for ds in split)
                         self.stats["floored"] = self.stats.get("floored", 0) + spared
                         self.stats["candidates"] += EXACT_COST * spared

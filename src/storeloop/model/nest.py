@@ -584,31 +584,45 @@ def send_floors(workload: Workload, mapping: Mapping, t: Tensor) -> dict[tuple[i
     box, plus those words at every step, in the walk's iteration-0 / iteration-1 order."""
     ndims, nlev = len(workload.dims), len(mapping.levels)
     loops = _flatten(mapping)
-    stride, inner, coef = _strides(loops, ndims), _spans(loops, nlev, ndims), _coefficients(t)
-    zero = (0,) * len(t.ranks)
+    stride, inner = _strides(loops, ndims), _spans(loops, nlev, ndims)
     kept = [L for L in range(nlev) if mapping.levels[L].keeps(t.name)]
     out = {}
     for pl, child in zip(kept, kept[1:]):
-        spans, split = list(inner[child]), {}
-        for li, d, f, sp in loops:
-            if sp and pl <= li < child and d in coef:
-                spans[d] *= f
-                split[d] = split.get(d, 1) * f
-        own = _extents(t, inner[child])
-        if any(len([d for d, _ in rank if d in split]) > 1 or
-               any(c * inner[child][d] > own[r] for d, c in rank if d in split) for r, rank in enumerate(t.ranks)):
-            continue                                # the children's tiles leave gaps or cross: no box
-        extents = _extents(t, spans)
-        box = math.prod(extents)
-        above = [(f, tuple(c * s for c in coef[d]) if d in coef else zero)
-                 for (li, d, f, sp), s in zip(loops, stride) if li < child and not sp]
-        inward, words = zero, 0
-        for f, step in reversed(above):             # innermost first: words(i) = words(i+1) f + (f - 1) new
-            shift = tuple(x - y for x, y in zip(step, inward))
-            inward = tuple(x + y for x, y in zip(inward, step))
-            words = words * f + (f - 1) * _new_words(shift, extents, box)
-        out[pl, child] = box + words
+        above = tuple((li, d, f, sp, s) for (li, d, f, sp), s in zip(loops, stride) if li < child)
+        words = _pair_sends(t, pl, above, tuple(inner[child]))
+        if words is not None:
+            out[pl, child] = words
     return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _pair_sends(t: Tensor, pl: int, above: tuple, child_spans: tuple) -> int | None:
+    """:func:`send_floors` of one pair of keepers: ``above``, the loops above the child (level,
+    dimension, factor, spatial, stride), and the child's tile spans; None where the children's
+    tiles form no box. Cached: a windowed search bounds many leaves that share the loops above a
+    keeper (those of one node differ in the last level's only)."""
+    coef = _coefficients(t)
+    zero = (0,) * len(t.ranks)
+    spans, split = list(child_spans), {}
+    for li, d, f, sp, _ in above:
+        if sp and pl <= li and d in coef:
+            spans[d] *= f
+            split[d] = split.get(d, 1) * f
+    own = _extents(t, child_spans)
+    if any(len([d for d, _ in rank if d in split]) > 1 or
+           any(c * child_spans[d] > own[r] for d, c in rank if d in split) for r, rank in enumerate(t.ranks)):
+        return None                                 # the children's tiles leave gaps or cross: no box
+    extents = _extents(t, spans)
+    box = math.prod(extents)
+    inward, words = zero, 0
+    for li, d, f, sp, s in reversed(above):         # innermost first: words(i) = words(i+1) f + (f - 1) new
+        if sp:
+            continue
+        step = tuple(c * s for c in coef[d]) if d in coef else zero
+        shift = tuple(x - y for x, y in zip(step, inward))
+        inward = tuple(x + y for x, y in zip(inward, step))
+        words = words * f + (f - 1) * _new_words(shift, extents, box)
+    return box + words
 
 
 def storage_order(arch: Arch, workload: Workload, L: int, t: Tensor) -> list[int]:
