@@ -11,6 +11,7 @@ Two oracles on small random windowed problems, both written from the model's sid
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import random
@@ -418,6 +419,33 @@ def test_a_windowed_tensors_send_floor_never_exceeds_the_models_reads():
                     checked += 1
                     equal += words == reads
     assert checked >= 20_000 and equal >= checked // 4, (checked, equal)
+
+
+def test_a_windowed_tensors_send_floor_ignores_the_last_levels_loop_order():
+    """The tree's exact leaves bound a leaf's sends once per order of the levels above the last
+    (Tree._exact_leaves), because model.nest.send_floors counts only the loops above each child
+    keeper, and the last level's only through their products. Over every mapping of 40 random
+    windowed problems, every order of the last level's temporal loops gives the same floors, and
+    some mapping of most problems has a last level with two loops or more to reorder."""
+    from storeloop.model.nest import send_floors
+
+    reordered = 0
+    for seed in range(40):
+        arch, work, _, _, at = window_case(seed)
+        tensors = [t for t in work.tensors if t.window and not t.read_write]
+        for mapping in every_mapping(arch, work, {}, at):
+            last = mapping.levels[-1]
+            loops = [lp for lp in last.temporal if lp.factor > 1]
+            if len(loops) < 2 or not tensors:
+                continue
+            for t in tensors:
+                want = send_floors(work, mapping, t)
+                for order in itertools.permutations(loops):
+                    other = dataclasses.replace(mapping, levels=mapping.levels[:-1] + (
+                        dataclasses.replace(last, temporal=tuple(order)),))
+                    assert send_floors(work, other, t) == want, f"seed {seed}\n{mapping}\n{other}"
+                    reordered += 1
+    assert reordered >= 1000, reordered
 
 
 def test_an_exact_leaf_prices_every_order_it_stands_for(monkeypatch):
