@@ -425,8 +425,8 @@ def test_a_windowed_tensors_send_floor_ignores_the_last_levels_loop_order():
     """The tree's exact leaves bound a leaf's sends once per order of the levels above the last
     (Tree._exact_leaves), because model.nest.send_floors counts only the loops above each child
     keeper, and the last level's only through their products. Over every mapping of 40 random
-    windowed problems, every order of the last level's temporal loops gives the same floors, and
-    some mapping of most problems has a last level with two loops or more to reorder."""
+    windowed problems whose last level has two loops or more, every order of them gives the same
+    floors (over 10,000 orders checked)."""
     from storeloop.model.nest import send_floors
 
     reordered = 0
@@ -445,7 +445,7 @@ def test_a_windowed_tensors_send_floor_ignores_the_last_levels_loop_order():
                         dataclasses.replace(last, temporal=tuple(order)),))
                     assert send_floors(work, other, t) == want, f"seed {seed}\n{mapping}\n{other}"
                     reordered += 1
-    assert reordered >= 1000, reordered
+    assert reordered >= 10_000, reordered
 
 
 def test_an_exact_leaf_prices_every_order_it_stands_for(monkeypatch):
