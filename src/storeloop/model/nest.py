@@ -595,12 +595,12 @@ def send_floors(workload: Workload, mapping: Mapping, t: Tensor) -> dict[tuple[i
     return out
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 14)
 def _pair_sends(t: Tensor, pl: int, above: tuple, child_spans: tuple) -> int | None:
     """:func:`send_floors` of one pair of keepers: ``above``, the loops above the child (level,
     dimension, factor, spatial, stride), and the child's tile spans; None where the children's
     tiles form no box. Cached: a windowed search bounds many leaves that share the loops above a
-    keeper (those of one node differ in the last level's only)."""
+    keeper (those of one node differ in the last level's only); 16,384 entries of about 1 KB."""
     coef = _coefficients(t)
     zero = (0,) * len(t.ranks)
     spans, split = list(child_spans), {}
