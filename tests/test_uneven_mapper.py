@@ -103,6 +103,41 @@ def test_map_uneven_matches_brute_force_and_finds_what_even_mappings_miss():
     assert beats_even >= 4, f"only {beats_even} problems where an uneven mapping beats every even one"
 
 
+def test_the_innermost_levels_positions_are_bounded_together():
+    """The capacity bounds of the innermost level R (the root's, Tree._capacity_bound, and a node's,
+    BelowBounds._refill_cases) weigh R's positions as one level: a tensor at an inner position
+    takes a word at least and is refilled on every iteration above its position, and words beyond
+    R come from a level above all of them. On the uneven cases, against brute force over every
+    uneven mapping: the root's energy bound stays at or below the least energy, and is that energy
+    on some problems; and the tree alone, told that a mapping a hair worse than it exists, still
+    finds it (no node bound on the optimum's path is above it). Mutants fail: R's tensors at inner
+    positions weighed as if at the outermost one (the even bound) fails the root bound at 6 of these
+    12 problems, and an inner tensor counted as two words at 4."""
+    from storeloop.ir.constraints import Constraints
+    from storeloop.mapper import _prepare
+    from storeloop.mapper.objective import Objective
+    from storeloop.mapper.search import branch_and_bound
+
+    tight = even_above = 0
+    for seed in range(12):
+        arch, work, energy, _ = uneven_case(seed)
+        least = math.inf
+        for mapping in every_uneven_mapping(arch, work):
+            try:
+                least = min(least, evaluate(arch, work, mapping, energy).energy_pJ)
+            except MappingError:
+                continue
+        tree = _prepare(arch, work, energy, Constraints(), False, uneven=True).tree
+        bound = tree.energy_bound()[0]
+        assert bound <= least * (1 + 1e-9), f"seed {seed}: the uneven space's energy bound {bound} > its least {least}"
+        tight += math.isclose(bound, least, rel_tol=1e-6)
+        even_above += _prepare(arch, work, energy, Constraints(), False).tree.energy_bound()[0] > least * (1 + 1e-9)
+        found = branch_and_bound(tree, Objective("energy"), progress=False, incumbent=(math.inf, least * (1 + 1e-7), None))
+        assert found.mapping is not None and math.isclose(found.energy_pJ, least, rel_tol=1e-9), \
+            f"seed {seed}: the tree found {found.energy_pJ if found.mapping else None}, brute force {least}"
+    assert tight >= 4 and even_above >= 4, (tight, even_above)
+
+
 def test_an_uneven_answer_is_written_and_read_back_as_the_same_mapping(tmp_path):
     """The answer's positions are printed and survive the mapping file (``below:``): loaded back, it
     prices the same."""

@@ -105,6 +105,7 @@ class BelowBounds:
         one of them, and a split's shares only grow with it), or None where there are more than
         :data:`MAX_SPLITS` (each tensor then takes its own best share)."""
         out = []
+        g = self._positions(self.nlev - 1)[0]
         for L1 in range(self.nlev):
             if self.space.fanouts[-1][0] != 1 or L1 == self.nlev - 1:
                 out.append(None)
@@ -115,7 +116,8 @@ class BelowBounds:
                 acc = self.wpw if self.rw[t] else self.rpw
                 opts = [(0.0 if self.rw[t] else float(min(self.wpw[l] for l in may if l <= L)), float(acc[L]),
                          self.cap_below[L]) for L in may]
-                between = [L for L in may if L < self.nlev - 1]
+                # (levels between L1 and R's positions: those :meth:`_refill_cases` weighs together)
+                between = [L for L in may if L < (self.nlev - 1 if L1 >= g else g)]
                 per_t.append((float(acc[L1]), opts, (float(min(self.rpw[between], default=np.inf)),
                                                      float(min(self.wpw[between], default=np.inf)))))
             splits = maximal_splits(tuple(int(b) for b in self.bounds), int(self.cap_below[L1]))
@@ -211,12 +213,24 @@ class BelowBounds:
         sizes = self.sizes
         others = self.other_dims
         share = np.stack([sp[:, d].prod(axis=1) for d in others], axis=1)
+        # uneven positions of R below L1: f and e are those of the outermost position that keeps a
+        # tensor; a kept tensor below it takes a word at least and is refilled on every iteration
+        # above its own position (Tree._capacity_cases)
+        g, masks = self._positions(R)
+        if L1 >= g:
+            g, masks = R, tuple(self.space.keep_masks[R])
         at_r, words, work = [], [], 0
-        for mask in self.space.keep_masks[R]:
+        pairs = [(m, o) for m in masks for o in range(m + 1) if o & m == o and (o or not m)] if g < R \
+            else [(m, m) for m in masks]
+        for mask, outer in pairs:
             kept = [t for t in range(self.T) if mask >> t & 1]
-            tied = [d for d in dims if any(self.rel[t][d] for t in kept)]
+            held = [t for t in kept if outer >> t & 1]
+            if len(kept) > S:
+                continue
+            tied = [d for d in dims if any(self.rel[t][d] for t in held)]
             shapes = tile_shapes(tuple(int(rem[d]) for d in tied),
-                                 tuple(tuple(bool(self.rel[t][d]) for d in tied) for t in kept), int(S), self.REFILL_WORK)
+                                 tuple(tuple(bool(self.rel[t][d]) for d in tied) for t in held),
+                                 int(S) - (len(kept) - len(held)), self.REFILL_WORK)
             if shapes is not None:                 # (1 outside the tied dimensions)
                 full = np.ones((len(shapes), self.D), np.int64)
                 full[:, tied] = shapes
@@ -245,6 +259,7 @@ class BelowBounds:
                     moved[:, t, k] = x
             moved /= sh[:, :, None]
             in_r = np.array([mask >> t & 1 for t in range(self.T)], bool)
+            in_outer = np.array([outer >> t & 1 for t in range(self.T)], bool)
             for e in es:
                 if e < 0:
                     cond = ok & exact & (not looped)
@@ -253,7 +268,7 @@ class BelowBounds:
                     cond = cond | (ok & exact & looped)
                 if not cond.any():
                     continue
-                k = (in_r & (self.rel[:, e] if e >= 0 else False)).astype(np.int64)   # which column each tensor takes
+                k = (in_r & ((self.rel[:, e] if e >= 0 else False) | ~in_outer)).astype(np.int64)   # each tensor's column
                 cols = np.arange(self.T)
                 at_r.append(at[cond][:, cols, k].sum(axis=1))
                 words.append(moved[cond][:, cols, k])

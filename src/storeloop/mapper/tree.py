@@ -104,43 +104,57 @@ def cartesian(lists: list[list[int]]) -> np.ndarray:
 
 @functools.lru_cache(maxsize=1024)
 def _capacity_cases(bounds: tuple[int, ...], rel: tuple[tuple[bool, ...], ...], keep_masks: tuple[int, ...], S: int,
-                    ratio: int, sizes: tuple[float, ...], macs: float) -> tuple:
+                    ratio: int, sizes: tuple[float, ...], macs: float, positions: bool = False) -> tuple:
     """The cases of :meth:`Tree._capacity_bound` that depend only on the problem's shape (its
     tensors' ``sizes`` and ``macs`` included), the innermost level's keep sets and capacity ``S``
     and its instances per top instance ``ratio``: per case (kept set, tile factors f at R, e; -1:
     no loop above R) that is open (its e has a loop left above R) and unlike the ones before it,
     the tensors kept (n, T) and the words of each tensor that enter R (n, T); and the splits'
-    Pareto-largest shares per tensor (k, T). Cached for the process: a sweep's points share most of them."""
+    Pareto-largest shares per tensor (k, T). Cached for the process: a sweep's points share most of them.
+
+    ``positions`` (uneven positions, ``mapper/uneven.py``): R's kept tensors may lie at several
+    positions among its loops. f and e are then those of the outermost position that keeps a
+    tensor, whose tensors are weighed as above; each kept tensor below it (the ``inner`` ones of
+    a case) holds a tile of at least one word and, since the loop just above its position indexes
+    it (the split's rule), is refilled on every iteration above that position: at least
+    ``macs / prod(f_d, d not in t)`` words, its loops below being a part of f's."""
     T, D = len(rel), len(bounds)
     dims = [d for d in range(D) if bounds[d] > 1]
-    masks, fs, es = [], [], []
+    masks, outers, fs, es = [], [], [], []
     for mask in keep_masks:
         kept = [t for t in range(T) if mask >> t & 1]
-        # dimensions no kept tensor has take their whole bound at R (it only lowers refills);
-        # the others are enumerated over the tile shapes that fit in S
-        fr = [d for d in dims if not any(rel[t][d] for t in kept)]
-        tied = [d for d in dims if d not in fr]
-        shapes: list[dict[int, int]] = []
+        subsets = [o for o in range(1, mask + 1) if o & mask == o] if positions and kept else [mask]
+        for outer in subsets:
+            held = [t for t in kept if outer >> t & 1]
+            inner = len(kept) - len(held)             # a word each, at least
+            # dimensions no tensor at f's position has take their whole bound at R (it only lowers
+            # refills); the others are enumerated over the tile shapes that fit in S
+            fr = [d for d in dims if not any(rel[t][d] for t in held)]
+            tied = [d for d in dims if d not in fr]
+            shapes: list[dict[int, int]] = []
 
-        def grow(i: int, f: dict[int, int]) -> None:
-            shapes.append(dict(f))
-            for j in range(i, len(tied)):
-                d = tied[j]
-                for g in divisors(bounds[d])[1:]:
-                    f[d] = g
-                    fits = sum(math.prod(f.get(dd, 1) for dd in tied if rel[t][dd]) for t in kept) <= S
-                    if fits:
-                        grow(j + 1, f)
-                    del f[d]
-                    if not fits:
-                        break
+            def grow(i: int, f: dict[int, int]) -> None:
+                shapes.append(dict(f))
+                for j in range(i, len(tied)):
+                    d = tied[j]
+                    for g in divisors(bounds[d])[1:]:
+                        f[d] = g
+                        fits = sum(math.prod(f.get(dd, 1) for dd in tied if rel[t][dd]) for t in held) + inner <= S
+                        if fits:
+                            grow(j + 1, f)
+                        del f[d]
+                        if not fits:
+                            break
 
-        grow(0, {d: bounds[d] for d in fr})
-        for f in shapes:
-            for e in dims + [-1]:
-                masks.append(mask)
-                fs.append([f.get(d, 1) for d in range(D)])
-                es.append(e)
+            if inner + len(held) > S:
+                continue
+            grow(0, {d: bounds[d] for d in fr})
+            for f in shapes:
+                for e in dims + [-1]:
+                    masks.append(mask)
+                    outers.append(outer)
+                    fs.append([f.get(d, 1) for d in range(D)])
+                    es.append(e)
 
     def shares_of(i: int, left: int, s: dict[int, int]):
         """Per split of at most ``left`` instances over dims[i:], each tensor's share."""
@@ -161,8 +175,9 @@ def _capacity_cases(bounds: tuple[int, ...], rel: tuple[tuple[bool, ...], ...], 
     relm = np.array(rel, bool)
     masks, fe, es = np.array(masks), np.array(fs, np.int64).reshape(len(fs), D), np.array(es)
     kept = ((masks[:, None] >> np.arange(T)[None, :]) & 1).astype(bool)                  # (n, T)
+    inside = kept & ~((np.array(outers)[:, None] >> np.arange(T)[None, :]) & 1).astype(bool)
     has_e = es >= 0
-    e_rel = np.where(has_e[:, None], relm.T[np.maximum(es, 0)], False)                     # (n, T)
+    e_rel = np.where(has_e[:, None], relm.T[np.maximum(es, 0)], False) | inside           # (n, T)
     left = fe < b[None, :]                                                                 # (n, D)
     ok = np.where(has_e, left[np.arange(len(es)), np.maximum(es, 0)], ~left.any(axis=1))
     inner = fe.prod(axis=1).astype(np.float64)
@@ -590,15 +605,17 @@ class Tree(BelowBounds):
         bounds = self.bounds
         sizes = self.sizes
         top = np.where(self.rw, self.wpw[self.back], self.rpw[self.back])
-        above = np.where(self.rw, self.wpw[:R].min(), self.rpw[:R].min())      # cheapest level above R
-        read_above = self.rpw[:R].min()
+        # uneven positions: R's positions (virtual levels g..R) are one level, whose tensors may
+        # lie at any of them; words beyond R come from a level above all of them
+        g, masks = self._positions(R)
+        above = np.where(self.rw, self.wpw[:g].min(), self.rpw[:g].min())      # cheapest level above R
+        read_above = self.rpw[:g].min()
         per_word_r = np.where(self.rw, self.wpw[R], self.rpw[R])              # R's own access per compute
         ratio = lvl.instances // self.arch.levels[0].instances                # R instances per top instance
         share_c = self.arch.compute.instances / self.arch.levels[0].instances
 
         keptm, words, share = _capacity_cases(tuple(int(b) for b in bounds), tuple(map(tuple, self.rel.tolist())),
-                                              tuple(self.space.keep_masks[R]), int(S), int(ratio),
-                                              tuple(map(float, sizes)), macs)
+                                              masks, int(S), int(ratio), tuple(map(float, sizes)), macs, g < R)
         # every split (k) x case (n) x tensor at once
         again = np.maximum(words[None] / share[:, None, :] - sizes, 0.0)         # moved above R beyond the size
         kept_e = top * sizes + per_word_r * macs + again * above
@@ -612,6 +629,18 @@ class Tree(BelowBounds):
             return None
         k, i = np.unravel_index(int(np.argmin(total)), total.shape)       # the first split, then case, of the least
         return {tensor.name: float(energy[k, i, t]) for t, tensor in enumerate(w.tensors)}
+
+    def _positions(self, R: int) -> tuple[int, tuple[int, ...]]:
+        """The first virtual level of R's physical level (R itself unless it is split into
+        uneven positions) and the sets of tensors that level may keep over all its positions."""
+        if self.split is None or self.split.first(R):
+            return R, tuple(self.space.keep_masks[R])
+        g = self.split.members[self.split.group[R]][0]
+        may = 0
+        for L in range(g, R + 1):
+            for m in self.space.keep_masks[L]:
+                may |= m
+        return g, tuple(m for m in range(may + 1) if m & may == m)
 
     def _inner(self, L: int) -> bool:
         """Level L is an inner position of a split level (uneven positions)."""
