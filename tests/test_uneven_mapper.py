@@ -138,6 +138,71 @@ def test_the_innermost_levels_positions_are_bounded_together():
     assert tight >= 4 and even_above >= 4, (tight, even_above)
 
 
+def _least_below(tree, node, obj, best=None):
+    """The least (cycles, energy, mapping) of every mapping in ``node``'s subtree (None: none fits),
+    walked to every leaf, cut only by what is already found."""
+    out = tree.expand(node, None if best is None else best[:2], obj)
+    if node.depth == tree.nlev - 1:
+        return out or best
+    for k in range(len(out.row) if out is not None else 0):
+        if best is None or not tree.cut(out.clb[k:k + 1], out.elb[k:k + 1], best[:2], obj, note=False)[0]:
+            best = _least_below(tree, tree.child(out, k), obj, best) or best
+    return best
+
+
+def test_a_nodes_refill_bound_in_the_innermost_levels_positions_stays_below_its_subtree():
+    """Below a node whose levels down to one of R's positions are chosen, the refill bound
+    (BelowBounds.refine) weighs the positions left as one level, in the words the chosen positions
+    leave free and without the tensors they keep. Per node, against the least energy of its whole
+    subtree, on random matmuls over DRAM -> GLB -> 1-2 RFs of 3-12 words, uneven: no node's bound is
+    above it. A mutant that counts the chosen positions' words twice fails it at 11 of the 40
+    problems."""
+    from storeloop.ir.constraints import Constraints
+    from storeloop.mapper import _prepare
+    from storeloop.mapper.objective import Objective
+
+    obj, checked, inside = Objective("energy"), 0, 0
+    for seed in range(40):
+        rng = random.Random(500 + seed)
+        while True:
+            bounds = {d: rng.choice([1, 2, 3, 4, 6, 8]) for d in "MNK"}
+            if 16 <= math.prod(bounds.values()) <= 128:
+                break
+        work = einsum_workload(f"m{seed}", "Z[m,n] = A[m,k] * B[k,n]", bounds, bits=16)
+        k = rng.choice([1, 1, 2])
+        arch = Arch("m", (StorageLevel("DRAM", "DRAM", 1, None, None, 16, 1),
+                          StorageLevel("GLB", "SRAM", 1, None, rng.choice([16, 24, 48]), 16, 1),
+                          StorageLevel("RF", "regfile", k, None, rng.choice([3, 4, 6, 9, 12]), 16, 1)),
+                    ComputeLevel("MAC", "intmac", k, None, 16), clock_hz=1e9)
+        energy = EnergyTable({"DRAM": ActionCosts(rng.uniform(50, 200), rng.uniform(50, 200), 0.0, "r"),
+                              "GLB": ActionCosts(rng.uniform(2, 20), rng.uniform(2, 20), 100.0, "r"),
+                              "RF": ActionCosts(rng.uniform(0.1, 1), rng.uniform(0.1, 1), 10.0, "r")},
+                             ActionCosts(rng.uniform(0.5, 3), 0.0, 50.0, "r"), "r")
+        tree = _prepare(arch, work, energy, Constraints(), False, uneven=True).tree
+        walk = random.Random(seed)
+        frontier = [tree.root()]
+        for _ in range(40):
+            if not frontier:
+                break
+            node = frontier.pop(walk.randrange(len(frontier)))
+            if node.depth >= tree.nlev - 2:
+                continue
+            ch = tree.expand(node, None, obj)
+            picks = list(range(len(ch.row) if ch is not None else 0))
+            walk.shuffle(picks)
+            for i in picks[:4]:
+                bound, child = tree.refine(ch, i), tree.child(ch, i)
+                frontier.append(child)
+                least = _least_below(tree, child, obj) if bound > ch.elb[i] else None
+                if least is None:
+                    continue
+                checked += 1
+                inside += tree.split.group[node.depth + 1] == tree.split.group[-1]
+                assert bound <= least[1] * (1 + 1e-9), \
+                    f"seed {seed}: a node at level {node.depth + 1} is bounded at {bound}, its subtree's least is {least[1]}"
+    assert checked >= 300 and inside >= 200, (checked, inside)
+
+
 def test_an_uneven_answer_is_written_and_read_back_as_the_same_mapping(tmp_path):
     """The answer's positions are printed and survive the mapping file (``below:``): loaded back, it
     prices the same."""

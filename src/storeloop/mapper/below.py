@@ -105,7 +105,6 @@ class BelowBounds:
         one of them, and a split's shares only grow with it), or None where there are more than
         :data:`MAX_SPLITS` (each tensor then takes its own best share)."""
         out = []
-        g = self._positions(self.nlev - 1)[0]
         for L1 in range(self.nlev):
             if self.space.fanouts[-1][0] != 1 or L1 == self.nlev - 1:
                 out.append(None)
@@ -116,8 +115,8 @@ class BelowBounds:
                 acc = self.wpw if self.rw[t] else self.rpw
                 opts = [(0.0 if self.rw[t] else float(min(self.wpw[l] for l in may if l <= L)), float(acc[L]),
                          self.cap_below[L]) for L in may]
-                # (levels between L1 and R's positions: those :meth:`_refill_cases` weighs together)
-                between = [L for L in may if L < (self.nlev - 1 if L1 >= g else g)]
+                # (levels between L1 and R's positions below it: those :meth:`_refill_cases` weighs together)
+                between = [L for L in may if L < self._positions(self.nlev - 1, L1)[0]]
                 per_t.append((float(acc[L1]), opts, (float(min(self.rpw[between], default=np.inf)),
                                                      float(min(self.wpw[between], default=np.inf)))))
             splits = maximal_splits(tuple(int(b) for b in self.bounds), int(self.cap_below[L1]))
@@ -184,7 +183,7 @@ class BelowBounds:
 
     REFILL_WORK = 200_000    # the most (tile shape, split, e) cases the refill bound weighs for one remainder
 
-    def _refill_cases(self, L1: int, rem: tuple, looped: bool) -> tuple | None:
+    def _refill_cases(self, L1: int, rem: tuple, looped: bool, held: int = 0, taken: int = 0) -> tuple | None:
         """What the innermost level R's capacity forces below a node whose levels down to L1 are
         chosen, with ``rem`` left for L1..R (``looped``: a temporal loop above L1):
         :meth:`_capacity_bound`'s argument on the subproblem, one case per keep set of R, tile
@@ -196,12 +195,14 @@ class BelowBounds:
         a tensor R does not keep is read from above once per compute, shared the same way. Returns
         ``(at_r, words)``: per case, R's own energy (pJ) and (n, T) the words each tensor moves
         across R's top (before the sharing above L1 and the floors the caller knows). None where
-        the cases exceed :data:`REFILL_WORK` (the bound is then left out)."""
-        key = (L1, rem, looped)
+        the cases exceed :data:`REFILL_WORK` (the bound is then left out). With uneven positions, L1
+        may be one of R's: ``held`` words of R are then taken by the tensors ``taken`` (a mask) at
+        the positions down to L1, which the positions below cannot keep again."""
+        key = (L1, rem, looped, held, taken)
         if key in self._refills:
             return self._refills[key]
         R, w = self.nlev - 1, self.workload
-        S, macs, cap = self.arch.levels[R].size_words, float(w.macs), self.cap_below[L1]
+        S, macs, cap = self.arch.levels[R].size_words - held, float(w.macs), self.cap_below[L1]
         rem_a = np.array(rem, np.int64)
         dims = [d for d in range(self.D) if rem[d] > 1]
         es = [d for d in range(self.D) if self.bounds[d] > 1] + [-1]
@@ -215,10 +216,10 @@ class BelowBounds:
         share = np.stack([sp[:, d].prod(axis=1) for d in others], axis=1)
         # uneven positions of R below L1: f and e are those of the outermost position that keeps a
         # tensor; a kept tensor below it takes a word at least and is refilled on every iteration
-        # above its own position (Tree._capacity_cases)
-        g, masks = self._positions(R)
-        if L1 >= g:
-            g, masks = R, tuple(self.space.keep_masks[R])
+        # above its own position (Tree._capacity_cases); R's positions at or above L1 are chosen, and
+        # their tensors are served from their keepers so far
+        g, masks = self._positions(R, L1)
+        masks = tuple(m for m in masks if not m & taken)
         at_r, words, work = [], [], 0
         pairs = [(m, o) for m in masks for o in range(m + 1) if o & m == o and (o or not m)] if g < R \
             else [(m, m) for m in masks]
@@ -314,7 +315,14 @@ class BelowBounds:
         raised[i] = ch.elb[i]
         n, rows, L1, T = ch.node, ch.rows, ch.node.depth + 1, self.T
         j, c, mk = int(ch.row[i]), int(info["col"][i]), int(ch.mask[i])
-        cases = self._refill_cases(L1, tuple(int(x) for x in rows["rem"][j]), bool(rows["P"][j] > 1))
+        held = taken = 0
+        if self.split is not None and L1 < self.nlev - 1 and self.split.group[L1] == self.split.group[-1]:
+            # L1 is one of R's positions: what it and the positions above it hold
+            held = int(sum(int(rows["true"][j, t]) for t in range(T) if mk >> t & 1))
+            taken = mk
+            if self._inner(L1):
+                held, taken = held + n.held, taken | n.gkept
+        cases = self._refill_cases(L1, tuple(int(x) for x in rows["rem"][j]), bool(rows["P"][j] > 1), held, taken)
         if cases is None:
             return float(raised[i])
         at_r, words = cases

@@ -630,12 +630,12 @@ class Tree(BelowBounds):
         k, i = np.unravel_index(int(np.argmin(total)), total.shape)       # the first split, then case, of the least
         return {tensor.name: float(energy[k, i, t]) for t, tensor in enumerate(w.tensors)}
 
-    def _positions(self, R: int) -> tuple[int, tuple[int, ...]]:
-        """The first virtual level of R's physical level (R itself unless it is split into
-        uneven positions) and the sets of tensors that level may keep over all its positions."""
-        if self.split is None or self.split.first(R):
+    def _positions(self, R: int, after: int = -1) -> tuple[int, tuple[int, ...]]:
+        """The first virtual level of R's physical level below ``after`` (R itself unless it is
+        split into uneven positions) and the sets of tensors that level may keep over those positions."""
+        g = R if self.split is None else max(self.split.members[self.split.group[R]][0], after + 1)
+        if g == R:
             return R, tuple(self.space.keep_masks[R])
-        g = self.split.members[self.split.group[R]][0]
         may = 0
         for L in range(g, R + 1):
             for m in self.space.keep_masks[L]:
