@@ -322,14 +322,23 @@ class BelowBounds:
             taken = mk
             if self._inner(L1):
                 held, taken = held + n.held, taken | n.gkept
+                if not mk:                 # after an empty inner position none keeps a tensor (mapper/uneven.py)
+                    taken = (1 << T) - 1
         cases = self._refill_cases(L1, tuple(int(x) for x in rows["rem"][j]), bool(rows["P"][j] > 1), held, taken)
         if cases is None:
             return float(raised[i])
         at_r, words = cases
         total = at_r.copy()
+        closed = None                      # an empty inner position of a level above R's: the rest of it keeps none
+        if self.split is not None and self._inner(L1) and not mk and self.split.group[L1] != self.split.group[-1]:
+            g = self._positions(self.nlev - 1, L1)[0]
+            closed = range(self.split.members[self.split.group[L1]][-1] + 1, g)
         for t in range(T):
             kept = bool(mk >> t & 1)
             p_r, p_w = self.below[L1][1][t][2]            # a level between L1 and R that may keep t
+            if closed is not None:
+                between = [L for L in closed if self.may_keep[L, t]]
+                p_r, p_w = float(min(self.rpw[between], default=np.inf)), float(min(self.wpw[between], default=np.inf))
             here = L1 if kept else int(n.last[t])          # or L1, or t's keeper so far
             if here >= 0:
                 p_r, p_w = min(p_r, float(self.rpw[here])), min(p_w, float(self.wpw[here]))
