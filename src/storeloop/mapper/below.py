@@ -225,13 +225,13 @@ class BelowBounds:
             else [(m, m) for m in masks]
         for mask, outer in pairs:
             kept = [t for t in range(self.T) if mask >> t & 1]
-            held = [t for t in kept if outer >> t & 1]
+            front = [t for t in kept if outer >> t & 1]           # (the others: a word each, at least)
             if len(kept) > S:
                 continue
-            tied = [d for d in dims if any(self.rel[t][d] for t in held)]
+            tied = [d for d in dims if any(self.rel[t][d] for t in front)]
             shapes = tile_shapes(tuple(int(rem[d]) for d in tied),
-                                 tuple(tuple(bool(self.rel[t][d]) for d in tied) for t in held),
-                                 int(S) - (len(kept) - len(held)), self.REFILL_WORK)
+                                 tuple(tuple(bool(self.rel[t][d]) for d in tied) for t in front),
+                                 int(S) - (len(kept) - len(front)), self.REFILL_WORK)
             if shapes is not None:                 # (1 outside the tied dimensions)
                 full = np.ones((len(shapes), self.D), np.int64)
                 full[:, tied] = shapes

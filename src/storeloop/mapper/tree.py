@@ -125,11 +125,11 @@ def _capacity_cases(bounds: tuple[int, ...], rel: tuple[tuple[bool, ...], ...], 
         kept = [t for t in range(T) if mask >> t & 1]
         subsets = [o for o in range(1, mask + 1) if o & mask == o] if positions and kept else [mask]
         for outer in subsets:
-            held = [t for t in kept if outer >> t & 1]
-            inner = len(kept) - len(held)             # a word each, at least
+            front = [t for t in kept if outer >> t & 1]
+            inner = len(kept) - len(front)             # a word each, at least
             # dimensions no tensor at f's position has take their whole bound at R (it only lowers
             # refills); the others are enumerated over the tile shapes that fit in S
-            fr = [d for d in dims if not any(rel[t][d] for t in held)]
+            fr = [d for d in dims if not any(rel[t][d] for t in front)]
             tied = [d for d in dims if d not in fr]
             shapes: list[dict[int, int]] = []
 
@@ -139,14 +139,14 @@ def _capacity_cases(bounds: tuple[int, ...], rel: tuple[tuple[bool, ...], ...], 
                     d = tied[j]
                     for g in divisors(bounds[d])[1:]:
                         f[d] = g
-                        fits = sum(math.prod(f.get(dd, 1) for dd in tied if rel[t][dd]) for t in held) + inner <= S
+                        fits = sum(math.prod(f.get(dd, 1) for dd in tied if rel[t][dd]) for t in front) + inner <= S
                         if fits:
                             grow(j + 1, f)
                         del f[d]
                         if not fits:
                             break
 
-            if inner + len(held) > S:
+            if len(kept) > S:
                 continue
             grow(0, {d: bounds[d] for d in fr})
             for f in shapes:
