@@ -84,6 +84,15 @@ def tile_shapes(sizes: tuple[int, ...], rels: tuple[tuple[bool, ...], ...], S: i
     return f
 
 
+def fronts(mask: int, positions: bool) -> list[int]:
+    """The sets of tensors (masks) that can lie at the outermost position of a level keeping
+    ``mask``: ``mask`` itself, or with uneven ``positions`` each non-empty part of it (the
+    others lie below, :func:`storeloop.mapper.tree._capacity_cases`)."""
+    if not positions or not mask:
+        return [mask]
+    return [o for o in range(1, mask + 1) if o & mask == o]
+
+
 class BelowBounds:
     """Mixed into :class:`~storeloop.mapper.tree.Tree`, whose attributes it reads."""
 
@@ -110,13 +119,13 @@ class BelowBounds:
                 out.append(None)
                 continue
             per_t = []
+            first = self._first_position(self.nlev - 1, L1)       # (R's positions below L1 are weighed together)
             for t in range(self.T):
                 may = [L for L in range(L1 + 1, self.nlev) if self.may_keep[L, t]]
                 acc = self.wpw if self.rw[t] else self.rpw
                 opts = [(0.0 if self.rw[t] else float(min(self.wpw[l] for l in may if l <= L)), float(acc[L]),
                          self.cap_below[L]) for L in may]
-                # (levels between L1 and R's positions below it: those :meth:`_refill_cases` weighs together)
-                between = [L for L in may if L < self._positions(self.nlev - 1, L1)[0]]
+                between = [L for L in may if L < first]
                 per_t.append((float(acc[L1]), opts, (float(min(self.rpw[between], default=np.inf)),
                                                      float(min(self.wpw[between], default=np.inf)))))
             splits = maximal_splits(tuple(int(b) for b in self.bounds), int(self.cap_below[L1]))
@@ -221,9 +230,7 @@ class BelowBounds:
         g, masks = self._positions(R, L1)
         masks = tuple(m for m in masks if not m & taken)
         at_r, words, work = [], [], 0
-        pairs = [(m, o) for m in masks for o in range(m + 1) if o & m == o and (o or not m)] if g < R \
-            else [(m, m) for m in masks]
-        for mask, outer in pairs:
+        for mask, outer in ((m, o) for m in masks for o in fronts(m, g < R)):
             kept = [t for t in range(self.T) if mask >> t & 1]
             front = [t for t in kept if outer >> t & 1]           # (the others: a word each, at least)
             if len(kept) > S:
@@ -331,8 +338,7 @@ class BelowBounds:
         total = at_r.copy()
         closed = None                      # an empty inner position of a level above R's: the rest of it keeps none
         if self.split is not None and self._inner(L1) and not mk and self.split.group[L1] != self.split.group[-1]:
-            g = self._positions(self.nlev - 1, L1)[0]
-            closed = range(self.split.members[self.split.group[L1]][-1] + 1, g)
+            closed = range(self.split.members[self.split.group[L1]][-1] + 1, self._first_position(self.nlev - 1, L1))
         for t in range(T):
             kept = bool(mk >> t & 1)
             p_r, p_w = self.below[L1][1][t][2]            # a level between L1 and R that may keep t

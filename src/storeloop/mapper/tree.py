@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from storeloop.mapper.below import SAFE, BelowBounds, rowprod
+from storeloop.mapper.below import SAFE, BelowBounds, fronts, rowprod
 from storeloop.mapper.space import MapSpace, divisors
 from storeloop.mapper.uneven import Split
 from storeloop.mapper.window import touched
@@ -123,8 +123,9 @@ def _capacity_cases(bounds: tuple[int, ...], rel: tuple[tuple[bool, ...], ...], 
     masks, outers, fs, es = [], [], [], []
     for mask in keep_masks:
         kept = [t for t in range(T) if mask >> t & 1]
-        subsets = [o for o in range(1, mask + 1) if o & mask == o] if positions and kept else [mask]
-        for outer in subsets:
+        if len(kept) > S:
+            continue
+        for outer in fronts(mask, positions):
             front = [t for t in kept if outer >> t & 1]
             inner = len(kept) - len(front)             # a word each, at least
             # dimensions no tensor at f's position has take their whole bound at R (it only lowers
@@ -146,8 +147,6 @@ def _capacity_cases(bounds: tuple[int, ...], rel: tuple[tuple[bool, ...], ...], 
                         if not fits:
                             break
 
-            if len(kept) > S:
-                continue
             grow(0, {d: bounds[d] for d in fr})
             for f in shapes:
                 for e in dims + [-1]:
@@ -630,10 +629,14 @@ class Tree(BelowBounds):
         k, i = np.unravel_index(int(np.argmin(total)), total.shape)       # the first split, then case, of the least
         return {tensor.name: float(energy[k, i, t]) for t, tensor in enumerate(w.tensors)}
 
-    def _positions(self, R: int, after: int = -1) -> tuple[int, tuple[int, ...]]:
+    def _first_position(self, R: int, after: int = -1) -> int:
         """The first virtual level of R's physical level below ``after`` (R itself unless it is
-        split into uneven positions) and the sets of tensors that level may keep over those positions."""
-        g = R if self.split is None else max(self.split.members[self.split.group[R]][0], after + 1)
+        split into uneven positions)."""
+        return R if self.split is None else max(self.split.members[self.split.group[R]][0], after + 1)
+
+    def _positions(self, R: int, after: int = -1) -> tuple[int, tuple[int, ...]]:
+        """:meth:`_first_position` and the sets of tensors R's level may keep over its positions from there."""
+        g = self._first_position(R, after)
         if g == R:
             return R, tuple(self.space.keep_masks[R])
         may = 0
