@@ -23,7 +23,7 @@ from conftest import every_count
 from storeloop.errors import MappingError
 from storeloop.mapper.window import surrogate, without_unit_terms
 from storeloop.model.evaluate import evaluate
-from storeloop.ir import ActionCosts, Arch, ComputeLevel, EnergyTable, StorageLevel
+from storeloop.ir import ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop, Mapping, StorageLevel
 from storeloop.workloads.pir import einsum_workload
 from tests.test_mapper_oracle import OBJECTIVES, brute_force, every_mapping, mapped_as_brute_force_says
 
@@ -515,3 +515,210 @@ def test_a_windowed_search_priced_ahead_goes_as_one_priced_node_by_node(seed, mo
         assert ahead.search[k] == alone.search[k], k
     assert (ahead.result.cycles, ahead.result.energy_pJ) == (alone.result.cycles, alone.result.energy_pJ)
     assert ahead.mapping == alone.mapping
+
+
+def _refill_case(seed: int):
+    """A random windowed problem where the refill bound applies: DRAM -> GLB -> k x RF -> k MACs
+    (k 1-4, or a 2 x 2 mesh), or with a fanout above the RFs too (DRAM -> GLB -> j x L2 -> j k x
+    RF); random capacities and energies."""
+    rng = random.Random(70_000 + seed)
+    text, dims = rng.choice(WINDOWS + [("O[k,p] = W[k,c,r] * I[c,2*p+r]", "KCPR")])
+    while True:
+        bounds = {d: rng.choice([1, 2, 2, 3, 4, 6]) for d in dims}
+        if 12 <= math.prod(bounds.values()) <= 144:
+            break
+    work = einsum_workload(f"rw{seed}", text, bounds, bits=16)
+    costs = {"DRAM": ActionCosts(rng.uniform(50, 200), rng.uniform(50, 200), 0.0, "r"),
+             "GLB": ActionCosts(rng.uniform(2, 20), rng.uniform(2, 20), 100.0, "r"),
+             "L2": ActionCosts(rng.uniform(1, 5), rng.uniform(1, 5), 20.0, "r"),
+             "RF": ActionCosts(rng.uniform(0.1, 1), rng.uniform(0.1, 1), 10.0, "r")}
+    mesh = rng.random() < 0.2
+    k = 4 if mesh else rng.choice([1, 2, 3, 4])
+    levels = [StorageLevel("DRAM", "DRAM", 1, None, None, 16, 1),
+              StorageLevel("GLB", "SRAM", 1, None, rng.choice([12, 16, 24, 48]), 16, 1)]
+    j = 1 if mesh else rng.choice([1, 1, 2])
+    if j > 1:
+        levels.append(StorageLevel("L2", "SRAM", j, None, rng.choice([6, 8, 12]), 16, 1))
+    levels.append(StorageLevel("RF", "regfile", j * k, 2 if mesh else None, rng.choice([2, 3, 4, 6, 9]), 16, 1))
+    arch = Arch("rw", tuple(levels), ComputeLevel("MAC", "intmac", j * k, 2 if mesh else None, 16), clock_hz=1e9)
+    energy = EnergyTable({lvl.name: costs[lvl.name] for lvl in levels},
+                         ActionCosts(rng.uniform(0.5, 3), 0.0, 50.0, "r"), "r")
+    return arch, work, energy
+
+
+def test_a_nodes_refill_bound_follows_the_window_and_stays_below_its_subtree():
+    """Below a node, the refill bound (BelowBounds.refine) counts a windowed tensor at the
+    innermost level by its true tile (capacity), the words each step of the loop above brings
+    (the whole tile along a rank of one dimension, the slide's new words along a window) and the
+    union of the units' tiles across its top. Per node, against the least energy of its whole
+    subtree (every leaf priced by the model), on random windowed problems over DRAM -> GLB -> RFs
+    (some with a fanout above the RFs, some meshes): no node's bound is above it."""
+    from storeloop.ir.constraints import Constraints
+    from storeloop.mapper import _prepare
+    from storeloop.mapper.objective import Objective
+    from tests.test_uneven_mapper import _least_below
+
+    obj, checked, raised = Objective("energy"), 0, 0
+    for seed in range(80):
+        arch, work, energy = _refill_case(seed)
+        tree = _prepare(arch, work, energy, Constraints(), False).tree
+        if tree.exact is None:
+            continue
+        walk = random.Random(seed)
+        frontier = [tree.root()]
+        for _ in range(30):
+            if not frontier:
+                break
+            node = frontier.pop(walk.randrange(len(frontier)))
+            if node.depth >= tree.nlev - 2:
+                continue
+            ch = tree.expand(node, None, obj)
+            picks = list(range(len(ch.row) if ch is not None else 0))
+            walk.shuffle(picks)
+            for i in picks[:4]:
+                bound, child = tree.refine(ch, i), tree.child(ch, i)
+                frontier.append(child)
+                least = _least_below(tree, child, obj)
+                if least is None:
+                    continue
+                checked += 1
+                raised += bound > ch.elb[i]
+                assert bound <= least[1] * (1 + 1e-9), \
+                    f"seed {seed}: a node at level {node.depth + 1} is bounded at {bound}, its subtree's least " \
+                    f"is {least[1]}\n{work}\n{arch}"
+    assert checked >= 300 and raised >= 100, (checked, raised)
+
+
+def _random_mapping(rng: random.Random, arch, work, t: str) -> Mapping:
+    """A random mapping of ``work`` on a _refill_case arch (its fanouts above the RFs and the
+    last level keeping ``t``): random factors, orders, spatial loops and keep sets."""
+    nlev, dims = len(arch.levels), range(len(work.dims))
+    fan = [arch.fanout(L)[0] for L in range(nlev)]
+    parts = {d: [1] * (2 * nlev) for d in dims}          # per level: temporal, spatial
+    for d in dims:
+        for p in _prime_factors(work.bounds[d]):
+            parts[d][rng.randrange(2 * nlev)] *= p
+    for L in range(nlev):                                 # spatial loops only where a fanout fits them
+        while math.prod(parts[d][2 * L + 1] for d in dims) > fan[L]:
+            d = rng.choice([d for d in dims if parts[d][2 * L + 1] > 1])
+            parts[d][2 * L], parts[d][2 * L + 1] = parts[d][2 * L] * parts[d][2 * L + 1], 1
+    names = [x.name for x in work.tensors]
+    levels = []
+    for L in range(nlev):
+        order = [d for d in dims if parts[d][2 * L] > 1]
+        rng.shuffle(order)
+        axis = "X" if arch.fanout(L)[2] == 1 else None
+        sp = []
+        for d in dims:
+            if parts[d][2 * L + 1] > 1:
+                sp.append(Loop(d, parts[d][2 * L + 1], True, axis or rng.choice("XY")))
+        keep = None if L == 0 else frozenset(n for n in names if n == t and L == nlev - 1 or rng.random() < 0.5)
+        levels.append(LevelMapping(tuple(Loop(d, parts[d][2 * L]) for d in order), tuple(sp), keep))
+    return Mapping(tuple(levels))
+
+
+def _prime_factors(n: int) -> list[int]:
+    out, p = [], 2
+    while n > 1:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    return out
+
+
+def test_a_windowed_tensors_refill_words_never_exceed_the_models():
+    """The refill bound's words of a windowed tensor at the innermost level R
+    (BelowBounds._window_refills), against the model mapping by mapping: for random mappings of
+    random windowed problems over DRAM -> GLB [-> L2] -> RFs, with R keeping the tensor and each
+    level L1 above R, the words it says enter R are at most the model's fills there, and the words
+    it says cross R's top at most the model's reads at the tensor's keeper above R (links between
+    the units welcome). Equal on many; mutants that count 1.2x the words into R or across its
+    top, or every iteration of a window's loop as a step, fail at once."""
+    from storeloop.ir.constraints import Constraints
+    from storeloop.mapper import _prepare
+
+    checked = equal_in = equal_up = 0
+    for seed in range(60):
+        arch, work, energy = _refill_case(seed)
+        tree = _prepare(arch, work, energy, Constraints(), False).tree
+        if tree.exact is None or not tree.windowed:
+            continue
+        R, nlev, rng = tree.nlev - 1, tree.nlev, random.Random(seed)
+        for _ in range(150):
+            t = rng.choice(tree.windowed)
+            name = work.tensors[t].name
+            mapping = _random_mapping(rng, arch, work, name)
+            try:
+                result = evaluate(arch, work, mapping, energy)
+            except MappingError:
+                continue
+            counts = {(lvl.name, n): c for lvl in result.levels for n, c in lvl.tensors.items()}
+            fills = counts[arch.levels[R].name, name]
+            fills = fills.fills_per_instance * fills.utilized_instances
+            parent = max(L for L in range(R) if mapping.levels[L].keep is None or name in mapping.levels[L].keep)
+            reads = counts[arch.levels[parent].name, name]
+            reads = reads.reads_per_instance * reads.utilized_instances
+            f = np.array([math.prod(lp.factor for lp in mapping.levels[R].temporal if lp.dim == d)
+                          for d in range(tree.D)], np.int64)
+            above = [lp for lm in mapping.levels[:R] for lp in lm.temporal if lp.factor > 1]
+            for L1 in range(1, R):
+                s = np.array([math.prod(lp.factor for lm in mapping.levels[L1:R] for lp in lm.spatial if lp.dim == d)
+                              for d in range(tree.D)], np.int64)
+                rem = f * s * np.array([math.prod(lp.factor for lm in mapping.levels[L1:R] for lp in lm.temporal
+                                                  if lp.dim == d) for d in range(tree.D)], np.int64)
+                e = above[-1].dim if above else -1
+                x, up = tree._window_refills(t, f[None], s[None], e, rem)
+                # (BelowBounds.refine shares the words across R's top among the units the spatial
+                # loops from the keeper down to L1 spread over the dimensions the surrogate lacks)
+                up = up / math.prod(lp.factor for lm in mapping.levels[parent:L1] for lp in lm.spatial
+                                    if lp.dim in tree.other_dims[t])
+                checked += 1
+                assert x[0] <= fills * (1 + 1e-9) and up[0] <= reads * (1 + 1e-9), \
+                    f"seed {seed}, L1 {L1}: {x[0]} words into R (model: {fills}), {up[0]} across its top " \
+                    f"(model: {reads})\n{work}\n{arch}\n{mapping}"
+                equal_in += math.isclose(x[0], fills)
+                equal_up += math.isclose(up[0], reads)
+    assert checked >= 1000 and equal_in >= 100 and equal_up >= 100, (checked, equal_in, equal_up)
+
+
+def test_a_larger_tile_never_moves_more_of_a_windowed_tensor():
+    """The refill bound keeps, per split and loop e, only the tile shapes that cannot grow but
+    along e (BelowBounds._refill_cases): that is exact where growing a tile along any dimension
+    without a stride or dilation in a window never raises the words a windowed tensor moves into R
+    or across its top. Checked on random shapes of the random windowed problems; along a strided
+    dimension it can (the mutant that lets those grow too fails)."""
+    from storeloop.ir.constraints import Constraints
+    from storeloop.mapper import _prepare
+    from storeloop.mapper.below import divisors, least_prime
+
+    checked, strided_up = 0, 0
+    for seed in range(60):
+        arch, work, energy = _refill_case(seed)
+        tree = _prepare(arch, work, energy, Constraints(), False).tree
+        if tree.exact is None or not tree.windowed:
+            continue
+        rng = random.Random(seed)
+        for _ in range(200):
+            t = rng.choice(tree.windowed)
+            rem = np.array([rng.choice(divisors(int(b))) for b in tree.bounds], np.int64)
+            s = np.array([rng.choice(divisors(int(r))) for r in rem], np.int64)
+            f = np.array([rng.choice(divisors(int(r // x))) for r, x in zip(rem, s)], np.int64)
+            e = rng.choice([d for d in range(tree.D)] + [-1])
+            if e >= 0 and f[e] * s[e] == rem[e]:
+                continue
+            for d in range(tree.D):
+                room = rem[d] // (f[d] * s[d])
+                if d == e or room == 1:
+                    continue
+                grown = f.copy()
+                grown[d] *= least_prime(np.array([room]))[0]
+                before, after = (tree._window_refills(t, g[None], s[None], e, rem) for g in (f, grown))
+                up = after[0][0] > before[0][0] * (1 + 1e-12) or after[1][0] > before[1][0] * (1 + 1e-12)
+                if tree.strided[d]:
+                    strided_up += up
+                    continue
+                checked += 1
+                assert not up, f"seed {seed}: growing {f} along {d} to {grown} (split {s}, e {e}, rem {rem}) " \
+                                f"moves {after} words, before {before}\n{work}"
+    assert checked >= 1000 and strided_up > 0, (checked, strided_up)

@@ -7,6 +7,7 @@ They read the tree's per-level prices, capacities and map space; the tree calls 
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -65,23 +66,42 @@ def maximal_splits(sizes: tuple[int, ...], cap: int) -> np.ndarray | None:
 
 
 @functools.lru_cache(maxsize=65536)
-def tile_shapes(sizes: tuple[int, ...], rels: tuple[tuple[bool, ...], ...], S: int, limit: int) -> np.ndarray | None:
+def tile_shapes(sizes: tuple[int, ...], ranks: tuple[tuple[tuple[tuple[int, int], ...], ...], ...], S: int,
+                limit: int) -> np.ndarray | None:
     """Every tile shape (rows (n, len(sizes))) whose factors divide ``sizes`` and whose tensors'
-    tiles (``rels``: per tensor, the dimensions indexing it) fit in S words together, grown one
-    dimension at a time (a shape that does not fit never fits with larger factors); None past
-    ``limit`` shapes. Cached for the process; the array is read-only."""
+    tiles fit in S words together, grown one dimension at a time (a shape that does not fit never
+    fits with larger factors); None past ``limit`` shapes. ``ranks``: per tensor, its ranks as
+    (column, coefficient) terms; a rank's extent is ``sum(c * (f - 1)) + 1`` (a plain rank's: f;
+    a sliding window's, the model's true tile). Cached for the process; the array is read-only."""
     f = np.ones((1, len(sizes)), np.int64)
-    rel = np.array(rels, bool).reshape(len(rels), len(sizes))
     for d, size in enumerate(sizes):
         g = np.array(divisors(size), np.int64)
         if len(f) * len(g) > limit:
             return None
         f = np.repeat(f, len(g), axis=0)
         f[:, d] = np.tile(g, len(f) // len(g))
-        used = np.where(rel[:, None, :], f[None, :, :], 1).prod(axis=2).sum(axis=0)
+        used = sum(extents(f, t).prod(axis=1) for t in ranks)
         f = f[used <= S]
     f.flags.writeable = False
     return f
+
+
+def extents(f: np.ndarray, ranks: tuple) -> np.ndarray:
+    """(n, ranks) each rank's extent ``sum(c * (f_d - 1)) + 1`` of a tensor over tile shapes f (n, D)."""
+    out = np.ones((len(f), max(len(ranks), 1)), np.int64)
+    for h, rank in enumerate(ranks):
+        for d, c in rank:
+            out[:, h] += c * (f[:, d] - 1)
+    return out
+
+
+def least_prime(q: np.ndarray) -> np.ndarray:
+    """Each entry's least prime factor (entries > 1)."""
+    out = q.copy()
+    for p in range(2, int(math.isqrt(int(q.max()))) + 1 if len(q) else 2):
+        hit = (out == q) & (q % p == 0) & (q > p)
+        out[hit] = p
+    return out
 
 
 def fronts(mask: int, positions: bool) -> list[int]:
@@ -222,7 +242,6 @@ class BelowBounds:
             return None
         sizes = self.sizes
         others = self.other_dims
-        share = np.stack([sp[:, d].prod(axis=1) for d in others], axis=1)
         # uneven positions of R below L1: f and e are those of the outermost position that keeps a
         # tensor; a kept tensor below it takes a word at least and is refilled on every iteration
         # above its own position (Tree._capacity_cases); R's positions at or above L1 are chosen, and
@@ -235,9 +254,12 @@ class BelowBounds:
             front = [t for t in kept if outer >> t & 1]           # (the others: a word each, at least)
             if len(kept) > S:
                 continue
-            tied = [d for d in dims if any(self.rel[t][d] for t in front)]
+            # (a windowed tensor at f's position: its true tile, every dimension of its ranks)
+            tied = [d for d in dims if any(any(d == x for r in self.ranks_of[t] for x, _ in r) for t in front)]
+            col = {d: i for i, d in enumerate(tied)}
             shapes = tile_shapes(tuple(int(rem[d]) for d in tied),
-                                 tuple(tuple(bool(self.rel[t][d]) for d in tied) for t in front),
+                                 tuple(tuple(tuple((col[x], c) for x, c in r if x in col) for r in self.ranks_of[t])
+                                       for t in front),
                                  int(S) - (len(kept) - len(front)), self.REFILL_WORK)
             if shapes is not None:                 # (1 outside the tied dimensions)
                 full = np.ones((len(shapes), self.D), np.int64)
@@ -248,13 +270,40 @@ class BelowBounds:
                 self._refills[key] = None
                 self.stats["candidates"] += self.REFILL_WORK
                 return None
-            f = np.repeat(shapes, len(sp), axis=0)                                   # (n, D)
+            free = int(S) - (len(kept) - len(front))
+            # a case whose tile could grow along a dimension (and still fit, f x s dividing rem)
+            # moves no fewer words of any tensor, and R no less, than the grown one, where e stays:
+            # only the shapes that cannot grow but along e count (a dimension with a coefficient
+            # above 1 in a window, whose extent grows faster than its factor, always counts). Per
+            # shape, dimension and prime p of its remainder: whether the shape fits with f_d x p
+            fits = {}
+            for d in tied:
+                if not self.strided[d]:
+                    for p in {least_prime(np.array([x]))[0] for x in divisors(rem[d])[1:]}:
+                        grown = shapes.copy()
+                        grown[:, d] *= p
+                        fits[d, int(p)] = sum(extents(grown, self.ranks_of[t]).prod(axis=1) for t in front) <= free
+            which = np.repeat(np.arange(len(shapes)), len(sp))
+            f = shapes[which]                                                       # (n, D)
             s = np.tile(sp, (len(shapes), 1))
             untied = np.array([d not in tied for d in range(self.D)])
             f = np.where(untied[None, :], rem_a[None, :] // s, f)                     # as large as s lets them
             ok = ((rem_a[None, :] // f) % s == 0).all(axis=1)
+            f, s, which = f[ok], s[ok], which[ok]
+            room = rem_a[None, :] // (f * s)
+            grows = np.zeros(f.shape, bool)
+            for d in tied:
+                if self.strided[d] or not (room[:, d] > 1).any():
+                    continue
+                lp = least_prime(np.maximum(room[:, d], 1))
+                for p in np.unique(lp[room[:, d] > 1]):
+                    hit = (lp == p) & (room[:, d] > 1)
+                    grows[hit, d] = fits[d, int(p)][which[hit]]
+            stuck = grows.sum(axis=1)
+            keep = stuck <= 1
+            f, s, grows, stuck = f[keep], s[keep], grows[keep], stuck[keep]
+            sh = np.stack([s[:, d].prod(axis=1) for d in others], axis=1).astype(np.float64)
             exact = (f * s == rem_a[None, :]).all(axis=1)
-            sh = np.tile(share, (len(shapes), 1)).astype(np.float64)
             # per tensor: R's energy and the words across R's top where no loop e refills it
             # (column 0: a tensor R does not keep, every compute's) and where one does (column 1)
             at = np.zeros((len(f), self.T, 2))
@@ -266,24 +315,75 @@ class BelowBounds:
                     at[:, t, k] = self.wpw[R] * (np.maximum(x - sizes[t], 0.0) if self.rw[t] else x) + per
                     moved[:, t, k] = x
             moved /= sh[:, :, None]
+            windowed = [t for t in front if t in self.windowed]
             in_r = np.array([mask >> t & 1 for t in range(self.T)], bool)
             in_outer = np.array([outer >> t & 1 for t in range(self.T)], bool)
             for e in es:
                 if e < 0:
-                    cond = ok & exact & (not looped)
+                    cond = exact & (not looped)
                 else:
-                    cond = ok & ((s[:, e] < rem[e]) if untied[e] else (f[:, e] * s[:, e] < rem[e]))
-                    cond = cond | (ok & exact & looped)
+                    cond = (s[:, e] < rem[e]) if untied[e] else (f[:, e] * s[:, e] < rem[e])
+                    cond = (cond | (exact & looped)) & ((stuck == 0) | ((stuck == 1) & grows[:, e]))
                 if not cond.any():
                     continue
                 k = (in_r & ((self.rel[:, e] if e >= 0 else False) | ~in_outer)).astype(np.int64)   # each tensor's column
                 cols = np.arange(self.T)
-                at_r.append(at[cond][:, cols, k].sum(axis=1))
-                words.append(moved[cond][:, cols, k])
+                at_e, words_e = at[cond][:, cols, k], moved[cond][:, cols, k]
+                for t in windowed:
+                    x, words_e[:, t] = self._window_refills(t, f[cond], s[cond], e, rem_a)
+                    at_e[:, t] = self.wpw[R] * x + self.rpw[R] * macs
+                at_r.append(at_e.sum(axis=1))
+                words.append(words_e)
         out = (np.concatenate(at_r), np.concatenate(words)) if at_r else None
         self._refills[key] = out
         self.stats["candidates"] += work // 2      # a case costs about half a candidate (0.2 us against 0.35 us)
         return out
+
+    def _window_refills(self, t: int, f: np.ndarray, s: np.ndarray, e: int, rem: np.ndarray) -> tuple:
+        """A read-only windowed tensor t kept at R's outermost position, per case (tile shape f,
+        split s, innermost temporal loop e above R; -1: none): the words that enter R over the run
+        and those that cross R's top, at least (Timeloop's delta walk, ``model.nest._window_walk``).
+
+        Into each unit: a step of e moves its tile by at least ``a = c * f_e`` along each rank
+        where e has coefficient c, and the walk brings the words the moved tile lacks (or the
+        whole tile). Where e is the only dimension of a rank, that is the whole tile, and so is
+        every wrap of e (the loop that steps moves the tile along that rank by a multiple of its
+        extent); where e shares its ranks with others (a window), only e's own steps count:
+        ``1 - 1/F`` of the iterations, F >= the least prime factor of e's factor left above R (2
+        where it lies above L1).
+
+        Across R's top, the words no unit held a step earlier: none can come over a link, so the
+        parent sends each, once (multicast). The units' tiles are translates, d's units at least
+        ``c * f_d`` apart along each rank of d, so along a rank their union spans at least
+        ``X + sum((s_d - 1) * min(c * f_d, X))`` (each further unit, taken rank dimension by
+        dimension, reaches past the others by that much; X: one unit's extent; a dimension in two
+        ranks of t is left unsplit). Where e is the only dimension of a rank, the whole union is
+        new at every iteration (no unit's tile reaches another's); else a step brings at least the
+        last unit's overhang ``min(a, X)`` along each rank it moves, times the union's other
+        ranks. Where e does not index t (or there is no e), its touched size."""
+        size = float(self.sizes[t])
+        ranks = self.ranks_of[t]
+        if e < 0 or not any(x == e for r in ranks for x, _ in r):
+            return np.full(len(f), size), np.full(len(f), size)
+        iters = float(self.workload.macs) / rowprod(f).astype(np.float64)
+        whole = any(len(r) == 1 and r[0][0] == e for r in ranks)
+        if whole:
+            frac = 1.0
+        else:
+            q = rem[e] // (f[:, e] * s[:, e])
+            frac = np.where(q > 1, 1.0 - 1.0 / least_prime(q), 0.5)
+        X = extents(f, ranks)
+        union = X.copy()
+        for h, r in enumerate(ranks):
+            for d, c in r:
+                if sum(x == d for rr in ranks for x, _ in rr) == 1:
+                    union[:, h] += (s[:, d] - 1) * np.minimum(c * f[:, d], X[:, h])
+        a = np.stack([sum((c * f[:, e] for x, c in r if x == e), np.zeros(len(f), np.int64)) for r in ranks], axis=1)
+        step = np.minimum(a, X)
+        into = X.prod(axis=1) - (X - step).prod(axis=1)
+        up = union.prod(axis=1) if whole else union.prod(axis=1) - (union - step).prod(axis=1)
+        return (np.maximum(frac * iters * into.astype(np.float64), size),
+                frac * iters * up.astype(np.float64) / rowprod(s))
 
     def _keepers(self, n, rows: dict) -> list:
         """Per tensor, its keeper above the level being chosen, as (pJ per access, (m,) the units

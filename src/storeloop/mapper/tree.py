@@ -345,6 +345,13 @@ class Tree(BelowBounds):
         # the read-only tensors with a windowed rank (their true tiles bound their arrivals)
         self.windowed = [] if exact is None else [
             t for t, tn in enumerate(exact.tensors) if not tn.read_write and any(not plain(r) for r in tn.ranks)]
+        # per tensor, its ranks as (dimension, coefficient) terms: a windowed tensor's exact ones,
+        # the others' plain dimensions (the surrogate's)
+        self.ranks_of = [tuple(exact.tensors[t].ranks) if t in self.windowed else
+                         tuple(((int(d), 1),) for d in self.rel_dims[t]) for t in range(self.T)]
+        # the dimensions with a coefficient above 1 in a windowed tensor's rank (a stride, a dilation)
+        self.strided = [any(c > 1 for t in self.windowed for r in self.ranks_of[t] for x, c in r if x == d)
+                        for d in range(self.D)]
         self.extents = None if exact is None else [
             [(np.array([d for d, _ in r]), np.array([c for _, c in r])) for r in t.ranks] for t in exact.tensors]
 
