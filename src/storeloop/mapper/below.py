@@ -80,10 +80,24 @@ def tile_shapes(sizes: tuple[int, ...], ranks: tuple[tuple[tuple[tuple[int, int]
             return None
         f = np.repeat(f, len(g), axis=0)
         f[:, d] = np.tile(g, len(f) // len(g))
-        used = sum(extents(f, t).prod(axis=1) for t in ranks)
+        used = sum(tile_words(f, t) for t in ranks)
         f = f[used <= S]
     f.flags.writeable = False
     return f
+
+
+def tile_words(f: np.ndarray, ranks: tuple) -> np.ndarray:
+    """(n,) a tensor's tile (the product of its ranks' :func:`extents`) over tile shapes f (n, D)."""
+    out = np.ones(len(f), np.int64)
+    for rank in ranks:
+        if len(rank) == 1 and rank[0][1] == 1:
+            out = out * f[:, rank[0][0]]
+        else:
+            x = 1
+            for d, c in rank:
+                x = x + c * (f[:, d] - 1)
+            out = out * x
+    return out
 
 
 def extents(f: np.ndarray, ranks: tuple) -> np.ndarray:
@@ -96,11 +110,20 @@ def extents(f: np.ndarray, ranks: tuple) -> np.ndarray:
 
 
 def least_prime(q: np.ndarray) -> np.ndarray:
-    """Each entry's least prime factor (entries > 1)."""
-    out = q.copy()
-    for p in range(2, int(math.isqrt(int(q.max()))) + 1 if len(q) else 2):
-        hit = (out == q) & (q % p == 0) & (q > p)
-        out[hit] = p
+    """Each entry's least prime factor (entries > 1; 1 stays 1)."""
+    q = np.asarray(q)
+    return _least_primes(1 << max(int(q.max(initial=1)), 2).bit_length())[q]
+
+
+@functools.lru_cache(maxsize=32)
+def _least_primes(n: int) -> np.ndarray:
+    """The least prime factor of every integer below n (a sieve; 0 and 1 map to themselves)."""
+    out = np.arange(n)
+    for p in range(2, math.isqrt(n - 1) + 1):
+        if out[p] == p:
+            hit = out[p * p::p]
+            hit[hit == np.arange(p * p, n, p)] = p
+    out.flags.writeable = False
     return out
 
 
@@ -242,6 +265,7 @@ class BelowBounds:
             return None
         sizes = self.sizes
         others = self.other_dims
+        share = np.stack([sp[:, d].prod(axis=1) for d in others], axis=1).astype(np.float64)
         # uneven positions of R below L1: f and e are those of the outermost position that keeps a
         # tensor; a kept tensor below it takes a word at least and is refilled on every iteration
         # above its own position (Tree._capacity_cases); R's positions at or above L1 are chosen, and
@@ -270,39 +294,21 @@ class BelowBounds:
                 self._refills[key] = None
                 self.stats["candidates"] += self.REFILL_WORK
                 return None
-            free = int(S) - (len(kept) - len(front))
-            # a case whose tile could grow along a dimension (and still fit, f x s dividing rem)
-            # moves no fewer words of any tensor, and R no less, than the grown one, where e stays:
-            # only the shapes that cannot grow but along e count (a dimension with a coefficient
-            # above 1 in a window, whose extent grows faster than its factor, always counts). Per
-            # shape, dimension and prime p of its remainder: whether the shape fits with f_d x p
-            fits = {}
-            for d in tied:
-                if not self.strided[d]:
-                    for p in {least_prime(np.array([x]))[0] for x in divisors(rem[d])[1:]}:
-                        grown = shapes.copy()
-                        grown[:, d] *= p
-                        fits[d, int(p)] = sum(extents(grown, self.ranks_of[t]).prod(axis=1) for t in front) <= free
             which = np.repeat(np.arange(len(shapes)), len(sp))
             f = shapes[which]                                                       # (n, D)
-            s = np.tile(sp, (len(shapes), 1))
+            split = np.tile(np.arange(len(sp)), len(shapes))
+            s = sp[split]
             untied = np.array([d not in tied for d in range(self.D)])
             f = np.where(untied[None, :], rem_a[None, :] // s, f)                     # as large as s lets them
             ok = ((rem_a[None, :] // f) % s == 0).all(axis=1)
-            f, s, which = f[ok], s[ok], which[ok]
-            room = rem_a[None, :] // (f * s)
-            grows = np.zeros(f.shape, bool)
-            for d in tied:
-                if self.strided[d] or not (room[:, d] > 1).any():
-                    continue
-                lp = least_prime(np.maximum(room[:, d], 1))
-                for p in np.unique(lp[room[:, d] > 1]):
-                    hit = (lp == p) & (room[:, d] > 1)
-                    grows[hit, d] = fits[d, int(p)][which[hit]]
-            stuck = grows.sum(axis=1)
-            keep = stuck <= 1
-            f, s, grows, stuck = f[keep], s[keep], grows[keep], stuck[keep]
-            sh = np.stack([s[:, d].prod(axis=1) for d in others], axis=1).astype(np.float64)
+            f, s, which, split = f[ok], s[ok], which[ok], split[ok]
+            grows = None
+            if len(f) > self.GROW_ROWS:
+                grows = self._grows(shapes, which, f, s, front, int(S) - (len(kept) - len(front)), tied, rem_a)
+                stuck = grows.sum(axis=1)
+                keep = stuck <= 1
+                f, s, split, grows, stuck = f[keep], s[keep], split[keep], grows[keep], stuck[keep]
+            sh = share[split]
             exact = (f * s == rem_a[None, :]).all(axis=1)
             # per tensor: R's energy and the words across R's top where no loop e refills it
             # (column 0: a tensor R does not keep, every compute's) and where one does (column 1)
@@ -323,7 +329,9 @@ class BelowBounds:
                     cond = exact & (not looped)
                 else:
                     cond = (s[:, e] < rem[e]) if untied[e] else (f[:, e] * s[:, e] < rem[e])
-                    cond = (cond | (exact & looped)) & ((stuck == 0) | ((stuck == 1) & grows[:, e]))
+                    cond = cond | (exact & looped)
+                    if grows is not None:
+                        cond &= (stuck == 0) | ((stuck == 1) & grows[:, e])
                 if not cond.any():
                     continue
                 k = (in_r & ((self.rel[:, e] if e >= 0 else False) | ~in_outer)).astype(np.int64)   # each tensor's column
@@ -338,6 +346,40 @@ class BelowBounds:
         self._refills[key] = out
         self.stats["candidates"] += work // 2      # a case costs about half a candidate (0.2 us against 0.35 us)
         return out
+
+    GROW_ROWS = 4096         # _refill_cases keeps only the shapes that cannot grow where it has more cases than this
+
+    def _grows(self, shapes: np.ndarray, which: np.ndarray, f: np.ndarray, s: np.ndarray, front: list, free: int,
+               tied: list, rem: np.ndarray) -> np.ndarray:
+        """(n, D): where case n's tile f (``shapes[which]``, split s) could grow along d and still
+        fit in ``free`` words with f x s dividing ``rem``: f_d times the least prime of what ``rem``
+        leaves it. A case that can grow moves no fewer words of any tensor into R or across its
+        top, and R spends no less, than the grown one with the same e (the words of a tensor
+        refilled by e shrink as its other dimensions grow; a windowed tensor's too, but along a
+        dimension with a coefficient above 1, whose extent grows faster than its factor: those are
+        never grown here), so only the cases that cannot grow but along e need counting."""
+        tiles = {t: tile_words(shapes, self.ranks_of[t]) for t in front}
+        room = rem[None, :] // (f * s)
+        grows = np.zeros(f.shape, bool)
+        for d in tied:
+            can = room[:, d] > 1
+            if self.strided[d] or not can.any():
+                continue
+            lp = least_prime(np.where(can, room[:, d], 1))
+            for p in np.unique(lp[can]).tolist():
+                used = np.zeros(len(shapes), np.int64)
+                for t in front:
+                    if not any(x == d for r in self.ranks_of[t] for x, _ in r):
+                        used += tiles[t]
+                    elif t in self.windowed:
+                        grown = shapes.copy()
+                        grown[:, d] *= p
+                        used += tile_words(grown, self.ranks_of[t])
+                    else:
+                        used += tiles[t] * p
+                hit = can & (lp == p)
+                grows[hit, d] = (used <= free)[which[hit]]
+        return grows
 
     def _window_refills(self, t: int, f: np.ndarray, s: np.ndarray, e: int, rem: np.ndarray) -> tuple:
         """A read-only windowed tensor t kept at R's outermost position, per case (tile shape f,
