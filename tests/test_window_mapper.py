@@ -668,7 +668,8 @@ def test_a_windowed_tensors_refill_words_never_exceed_the_models():
                 rem = f * s * np.array([math.prod(lp.factor for lm in mapping.levels[L1:R] for lp in lm.temporal
                                                   if lp.dim == d) for d in range(tree.D)], np.int64)
                 e = above[-1].dim if above else -1
-                x, up = tree._window_refills(t, f[None], s[None], e, rem)
+                looped = any(lp.factor > 1 for lm in mapping.levels[:L1] for lp in lm.temporal)
+                x, up = tree._window_refills(t, f[None], s[None], e, rem, looped)
                 # (BelowBounds.refine shares the words across R's top among the units the spatial
                 # loops from the keeper down to L1 spread over the dimensions the surrogate lacks)
                 up = up / math.prod(lp.factor for lm in mapping.levels[parent:L1] for lp in lm.spatial
@@ -699,21 +700,22 @@ def test_a_larger_tile_never_moves_more_of_a_windowed_tensor():
         if tree.exact is None or not tree.windowed:
             continue
         rng = random.Random(seed)
-        for _ in range(200):
+        for _ in range(800):
             t = rng.choice(tree.windowed)
             rem = np.array([rng.choice(divisors(int(b))) for b in tree.bounds], np.int64)
             s = np.array([rng.choice(divisors(int(r))) for r in rem], np.int64)
             f = np.array([rng.choice(divisors(int(r // x))) for r, x in zip(rem, s)], np.int64)
             e = rng.choice([d for d in range(tree.D)] + [-1])
+            looped = (rem < tree.bounds).any() and rng.random() < 0.8
             if e >= 0 and f[e] * s[e] == rem[e]:
                 continue
             for d in range(tree.D):
                 room = rem[d] // (f[d] * s[d])
-                if d == e or room == 1:
+                if d == e or room == 1 or least_prime(np.array([room]))[0] == room and not (looped and rem[d] < tree.bounds[d]):
                     continue
                 grown = f.copy()
                 grown[d] *= least_prime(np.array([room]))[0]
-                before, after = (tree._window_refills(t, g[None], s[None], e, rem) for g in (f, grown))
+                before, after = (tree._window_refills(t, g[None], s[None], e, rem, looped) for g in (f, grown))
                 up = after[0][0] > before[0][0] * (1 + 1e-12) or after[1][0] > before[1][0] * (1 + 1e-12)
                 if tree.strided[d]:
                     strided_up += up

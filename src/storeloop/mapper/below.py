@@ -304,7 +304,8 @@ class BelowBounds:
             f, s, which, split = f[ok], s[ok], which[ok], split[ok]
             grows = None
             if len(f) > self.GROW_ROWS:
-                grows = self._grows(shapes, which, f, s, front, int(S) - (len(kept) - len(front)), tied, rem_a)
+                grows = self._grows(shapes, which, f, s, front, int(S) - (len(kept) - len(front)), tied, rem_a,
+                                    looped)
                 stuck = grows.sum(axis=1)
                 keep = stuck <= 1
                 f, s, split, grows, stuck = f[keep], s[keep], split[keep], grows[keep], stuck[keep]
@@ -338,7 +339,7 @@ class BelowBounds:
                 cols = np.arange(self.T)
                 at_e, words_e = at[cond][:, cols, k], moved[cond][:, cols, k]
                 for t in windowed:
-                    x, words_e[:, t] = self._window_refills(t, f[cond], s[cond], e, rem_a)
+                    x, words_e[:, t] = self._window_refills(t, f[cond], s[cond], e, rem_a, looped)
                     at_e[:, t] = self.wpw[R] * x + self.rpw[R] * macs
                 at_r.append(at_e.sum(axis=1))
                 words.append(words_e)
@@ -350,14 +351,16 @@ class BelowBounds:
     GROW_ROWS = 4096         # _refill_cases keeps only the shapes that cannot grow where it has more cases than this
 
     def _grows(self, shapes: np.ndarray, which: np.ndarray, f: np.ndarray, s: np.ndarray, front: list, free: int,
-               tied: list, rem: np.ndarray) -> np.ndarray:
+               tied: list, rem: np.ndarray, looped: bool) -> np.ndarray:
         """(n, D): where case n's tile f (``shapes[which]``, split s) could grow along d and still
         fit in ``free`` words with f x s dividing ``rem``: f_d times the least prime of what ``rem``
         leaves it. A case that can grow moves no fewer words of any tensor into R or across its
         top, and R spends no less, than the grown one with the same e (the words of a tensor
         refilled by e shrink as its other dimensions grow; a windowed tensor's too, but along a
         dimension with a coefficient above 1, whose extent grows faster than its factor: those are
-        never grown here), so only the cases that cannot grow but along e need counting."""
+        never grown here), so only the cases that cannot grow but along e need counting. With a
+        window, a dimension is not grown where that would leave it no loop above R (the words of
+        a windowed tensor count on which loops may lie outside e, :meth:`_window_refills`)."""
         tiles = {t: tile_words(shapes, self.ranks_of[t]) for t in front}
         room = rem[None, :] // (f * s)
         grows = np.zeros(f.shape, bool)
@@ -366,6 +369,8 @@ class BelowBounds:
             if self.strided[d] or not can.any():
                 continue
             lp = least_prime(np.where(can, room[:, d], 1))
+            if self.windowed and not (looped and rem[d] < self.bounds[d]):
+                can &= lp < room[:, d]
             for p in np.unique(lp[can]).tolist():
                 used = np.zeros(len(shapes), np.int64)
                 for t in front:
@@ -381,51 +386,110 @@ class BelowBounds:
                 grows[hit, d] = (used <= free)[which[hit]]
         return grows
 
-    def _window_refills(self, t: int, f: np.ndarray, s: np.ndarray, e: int, rem: np.ndarray) -> tuple:
+    def _window_refills(self, t: int, f: np.ndarray, s: np.ndarray, e: int, rem: np.ndarray,
+                        looped: bool) -> tuple:
         """A read-only windowed tensor t kept at R's outermost position, per case (tile shape f,
         split s, innermost temporal loop e above R; -1: none): the words that enter R over the run
         and those that cross R's top, at least (Timeloop's delta walk, ``model.nest._window_walk``).
 
-        Into each unit: a step of e moves its tile by at least ``a = c * f_e`` along each rank
-        where e has coefficient c, and the walk brings the words the moved tile lacks (or the
-        whole tile). Where e is the only dimension of a rank, that is the whole tile, and so is
-        every wrap of e (the loop that steps moves the tile along that rank by a multiple of its
-        extent); where e shares its ranks with others (a window), only e's own steps count:
-        ``1 - 1/F`` of the iterations, F >= the least prime factor of e's factor left above R (2
-        where it lies above L1).
+        Into each unit: a step of a loop moves its tile by at least ``a = c * f_d`` along each
+        rank where the loop's dimension d has coefficient c, and the walk brings the words the
+        moved tile lacks (``slide``; or the whole tile). Where d is the only dimension of a rank,
+        that is the whole tile, at every step and every wrap of the loop (a loop that steps moves
+        the tile along that rank by a multiple of its extent). Of the iterations above R, 1 - 1/F
+        are steps of e (F: e's factor, between the least prime and the whole of what is left of
+        e above R); the others are wraps of e, where the next loop out, e2, steps (or wraps too:
+        then nothing is counted, at least half the time it steps). e2 is any dimension with a
+        factor that may lie above R (in ``rem`` beyond f x s, or above L1 where ``looped``), and
+        the least over them is taken:
+
+        * e moves t's tile along a rank of its own: the whole tile at every iteration;
+        * e slides t's window: a step brings ``slide(e)``; a wrap the whole tile where e2 has a
+          rank of its own in t, nothing where e2 shares a rank with e (it may move the tile back
+          where it was), else half of ``slide(e)`` (e jumps back, e2 moves no rank of e's);
+        * e does not index t: a wrap brings the whole tile where e2 has a rank of its own in t,
+          half of ``slide(e2)`` where e2 slides t, else nothing.
 
         Across R's top, the words no unit held a step earlier: none can come over a link, so the
         parent sends each, once (multicast). The units' tiles are translates, d's units at least
         ``c * f_d`` apart along each rank of d, so along a rank their union spans at least
         ``X + sum((s_d - 1) * min(c * f_d, X))`` (each further unit, taken rank dimension by
         dimension, reaches past the others by that much; X: one unit's extent; a dimension in two
-        ranks of t is left unsplit). Where e is the only dimension of a rank, the whole union is
-        new at every iteration (no unit's tile reaches another's); else a step brings at least the
-        last unit's overhang ``min(a, X)`` along each rank it moves, times the union's other
-        ranks. Where e does not index t (or there is no e), its touched size."""
+        ranks of t is left unsplit). Where the tile moves along a rank of one dimension, the whole
+        union is new (no unit's tile reaches another's); a slide brings at least the last unit's
+        overhang ``min(a, X)`` along each rank it moves, times the union's other ranks. Where the
+        units are split, links between them can bring a unit what the parent did not send, so
+        only those words are counted into R too. At least t's touched size enters R."""
         size = float(self.sizes[t])
         ranks = self.ranks_of[t]
-        if e < 0 or not any(x == e for r in ranks for x, _ in r):
-            return np.full(len(f), size), np.full(len(f), size)
+        n = len(f)
+        dims_t = {x for r in ranks for x, _ in r}
+        if e < 0 or not dims_t:
+            return np.full(n, size), np.full(n, size)
+        own = {r[0][0] for r in ranks if len(r) == 1}              # dimensions with a rank of their own
+        H = {x for r in ranks if any(y == e for y, _ in r) for x, _ in r}   # those sharing a rank with e
         iters = float(self.workload.macs) / rowprod(f).astype(np.float64)
-        whole = any(len(r) == 1 and r[0][0] == e for r in ranks)
-        if whole:
-            frac = 1.0
-        else:
-            q = rem[e] // (f[:, e] * s[:, e])
-            frac = np.where(q > 1, 1.0 - 1.0 / least_prime(q), 0.5)
         X = extents(f, ranks)
         union = X.copy()
         for h, r in enumerate(ranks):
             for d, c in r:
                 if sum(x == d for rr in ranks for x, _ in rr) == 1:
                     union[:, h] += (s[:, d] - 1) * np.minimum(c * f[:, d], X[:, h])
-        a = np.stack([sum((c * f[:, e] for x, c in r if x == e), np.zeros(len(f), np.int64)) for r in ranks], axis=1)
-        step = np.minimum(a, X)
-        into = X.prod(axis=1) - (X - step).prod(axis=1)
-        up = union.prod(axis=1) if whole else union.prod(axis=1) - (union - step).prod(axis=1)
-        return (np.maximum(frac * iters * into.astype(np.float64), size),
-                frac * iters * up.astype(np.float64) / rowprod(s))
+
+        whole = (rowprod(X).astype(np.float64), rowprod(union).astype(np.float64))
+        cache = {}
+
+        def moved(d):
+            """(into, across): the words a step of d brings a unit and the units' union."""
+            if d in own:
+                return whole
+            if d not in cache:
+                a = np.stack([sum((c * f[:, d] for x, c in r if x == d), np.zeros(n, np.int64)) for r in ranks],
+                             axis=1)
+                step = np.minimum(a, X)
+                cache[d] = (whole[0] - rowprod(X - step), whole[1] - rowprod(union - step))
+            return cache[d]
+
+        if e in own:
+            into, up = (iters * w for w in moved(e))
+        else:
+            # e's factor F above R, and which dimensions may be e2
+            q = rem[e] // (f[:, e] * s[:, e])
+            above = int(self.bounds[e]) // int(rem[e]) if looped else 1
+            lo = least_prime(np.where(q > 1, q, max(above, 1))).astype(np.float64)
+            hi = np.where(q > 1, q, above).astype(np.float64)
+            lo = np.maximum(lo, 2.0)
+            hi = np.maximum(hi, lo)
+            outer = {d: (rem[d] // (f[:, d] * s[:, d]) > 1) | (looped and rem[d] < self.bounds[d])
+                     for d in range(self.D) if d != e and self.bounds[d] > 1}
+            again = (q > 1) & (least_prime(np.maximum(q, 1)) < q)          # a second loop over e
+            if looped and rem[e] < self.bounds[e]:
+                again = again | (q > 1) | (least_prime(np.array([above]))[0] < above)
+            outer[e] = again
+            anything = np.zeros(n, bool)
+            for v in outer.values():
+                anything |= v
+            into, up = np.zeros(n), np.zeros(n)
+            for k, mine in enumerate(moved(e) if e in dims_t else (None, None)):
+                wrap = np.full(n, np.inf)
+                for d, ok in outer.items():
+                    if d in own:
+                        w = whole[k]
+                    elif e in dims_t:
+                        w = 0.0 if d in H else 0.5 * mine
+                    else:
+                        w = 0.5 * moved(d)[k] if d in dims_t else 0.0
+                    wrap = np.where(ok, np.minimum(wrap, w), wrap)
+                if e in dims_t:
+                    wrap = np.where(anything, wrap, mine)       # e the only loop above R: no wrap
+                    per = np.minimum((1 - 1 / lo) * mine + wrap / lo, (1 - 1 / hi) * mine + wrap / hi)
+                else:
+                    per = np.where(anything, wrap, 0.0) / hi
+                (into if k == 0 else up)[:] = iters * per
+        units = rowprod(s)
+        up = up / units
+        # (where a fanout feeds R, a neighbour's link can bring what the parent did not send)
+        return np.maximum(np.where(units == 1, into, up), size), up
 
     def _keepers(self, n, rows: dict) -> list:
         """Per tensor, its keeper above the level being chosen, as (pJ per access, (m,) the units
