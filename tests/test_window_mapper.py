@@ -549,10 +549,13 @@ def _refill_case(seed: int):
 def test_a_nodes_refill_bound_follows_the_window_and_stays_below_its_subtree():
     """Below a node, the refill bound (BelowBounds.refine) counts a windowed tensor at the
     innermost level by its true tile (capacity), the words each step of the loop above brings
-    (the whole tile along a rank of one dimension, the slide's new words along a window) and the
-    union of the units' tiles across its top. Per node, against the least energy of its whole
-    subtree (every leaf priced by the model), on random windowed problems over DRAM -> GLB -> RFs
-    (some with a fanout above the RFs, some meshes): no node's bound is above it."""
+    (the whole tile along a rank of one dimension, the slide's new words along a window), those
+    its wraps bring by the loop that may be next out, and the union of the units' tiles across its
+    top; a child's own bound counts the same for the loops its level chose above a windowed
+    tensor it keeps (Tree._window_slides). Per node, down to the last level's, against the least
+    energy of its whole subtree (every leaf priced by the model), on random windowed problems over
+    DRAM -> GLB -> RFs (some with a fanout above the RFs, some meshes): no node's bound is above
+    it."""
     from storeloop.ir.constraints import Constraints
     from storeloop.mapper import _prepare
     from storeloop.mapper.objective import Objective
@@ -570,14 +573,15 @@ def test_a_nodes_refill_bound_follows_the_window_and_stays_below_its_subtree():
             if not frontier:
                 break
             node = frontier.pop(walk.randrange(len(frontier)))
-            if node.depth >= tree.nlev - 2:
+            if node.depth >= tree.nlev - 1:
                 continue
             ch = tree.expand(node, None, obj)
             picks = list(range(len(ch.row) if ch is not None else 0))
             walk.shuffle(picks)
             for i in picks[:4]:
                 bound, child = tree.refine(ch, i), tree.child(ch, i)
-                frontier.append(child)
+                if child.depth < tree.nlev - 1:
+                    frontier.append(child)
                 least = _least_below(tree, child, obj)
                 if least is None:
                     continue

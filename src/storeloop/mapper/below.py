@@ -421,21 +421,48 @@ class BelowBounds:
         units are split, links between them can bring a unit what the parent did not send, so
         only those words are counted into R too. At least t's touched size enters R."""
         size = float(self.sizes[t])
+        n = len(f)
+        if e < 0:
+            return np.full(n, size), np.full(n, size)
+        iters = float(self.workload.macs) / rowprod(f).astype(np.float64)
+        if any(len(r) == 1 and r[0][0] == e for r in self.ranks_of[t]):
+            lo = hi = np.ones(n)
+            outer = {}
+        else:
+            # e's factor F above R, and which dimensions may be e2
+            q = rem[e] // (f[:, e] * s[:, e])
+            above = int(self.bounds[e]) // int(rem[e]) if looped else 1
+            lo = np.maximum(least_prime(np.where(q > 1, q, max(above, 1))), 2).astype(np.float64)
+            hi = np.maximum(np.where(q > 1, q, above), lo).astype(np.float64)
+            outer = {d: (rem[d] // (f[:, d] * s[:, d]) > 1) | (looped and rem[d] < self.bounds[d])
+                     for d in range(self.D) if d != e and self.bounds[d] > 1}
+            again = (q > 1) & (least_prime(np.maximum(q, 1)) < q)          # a second loop over e
+            if looped and rem[e] < self.bounds[e]:
+                again = again | (q > 1) | (least_prime(np.array([above]))[0] < above)
+            outer[e] = again
+        into, up = self._window_steps(t, f, s, e, lo, hi, outer)
+        units = rowprod(s)
+        up = iters * up / units
+        # (where a fanout feeds R, a neighbour's link can bring what the parent did not send)
+        return np.maximum(np.where(units == 1, iters * into, up), size), up
+
+    def _window_steps(self, t: int, f: np.ndarray, s: np.ndarray, e: int, lo: np.ndarray, hi: np.ndarray,
+                      outer: dict) -> tuple:
+        """:meth:`_window_refills`' words per iteration of the loops above a level holding t's tiles
+        f (rows), the units split s: (into one unit, across the top of the units' union), where
+        the innermost loop above is over e with a factor between ``lo`` and ``hi`` and ``outer[d]``
+        says where a loop over d may be the next one out (e2; none: e is the only loop)."""
         ranks = self.ranks_of[t]
         n = len(f)
         dims_t = {x for r in ranks for x, _ in r}
-        if e < 0 or not dims_t:
-            return np.full(n, size), np.full(n, size)
         own = {r[0][0] for r in ranks if len(r) == 1}              # dimensions with a rank of their own
         H = {x for r in ranks if any(y == e for y, _ in r) for x, _ in r}   # those sharing a rank with e
-        iters = float(self.workload.macs) / rowprod(f).astype(np.float64)
         X = extents(f, ranks)
         union = X.copy()
         for h, r in enumerate(ranks):
             for d, c in r:
                 if sum(x == d for rr in ranks for x, _ in rr) == 1:
                     union[:, h] += (s[:, d] - 1) * np.minimum(c * f[:, d], X[:, h])
-
         whole = (rowprod(X).astype(np.float64), rowprod(union).astype(np.float64))
         cache = {}
 
@@ -451,45 +478,27 @@ class BelowBounds:
             return cache[d]
 
         if e in own:
-            into, up = (iters * w for w in moved(e))
-        else:
-            # e's factor F above R, and which dimensions may be e2
-            q = rem[e] // (f[:, e] * s[:, e])
-            above = int(self.bounds[e]) // int(rem[e]) if looped else 1
-            lo = least_prime(np.where(q > 1, q, max(above, 1))).astype(np.float64)
-            hi = np.where(q > 1, q, above).astype(np.float64)
-            lo = np.maximum(lo, 2.0)
-            hi = np.maximum(hi, lo)
-            outer = {d: (rem[d] // (f[:, d] * s[:, d]) > 1) | (looped and rem[d] < self.bounds[d])
-                     for d in range(self.D) if d != e and self.bounds[d] > 1}
-            again = (q > 1) & (least_prime(np.maximum(q, 1)) < q)          # a second loop over e
-            if looped and rem[e] < self.bounds[e]:
-                again = again | (q > 1) | (least_prime(np.array([above]))[0] < above)
-            outer[e] = again
-            anything = np.zeros(n, bool)
-            for v in outer.values():
-                anything |= v
-            into, up = np.zeros(n), np.zeros(n)
-            for k, mine in enumerate(moved(e) if e in dims_t else (None, None)):
-                wrap = np.full(n, np.inf)
-                for d, ok in outer.items():
-                    if d in own:
-                        w = whole[k]
-                    elif e in dims_t:
-                        w = 0.0 if d in H else 0.5 * mine
-                    else:
-                        w = 0.5 * moved(d)[k] if d in dims_t else 0.0
-                    wrap = np.where(ok, np.minimum(wrap, w), wrap)
-                if e in dims_t:
-                    wrap = np.where(anything, wrap, mine)       # e the only loop above R: no wrap
-                    per = np.minimum((1 - 1 / lo) * mine + wrap / lo, (1 - 1 / hi) * mine + wrap / hi)
+            return whole
+        anything = np.zeros(n, bool)
+        for v in outer.values():
+            anything |= v
+        out = []
+        for k, mine in enumerate(moved(e) if e in dims_t else (None, None)):
+            wrap = np.full(n, np.inf)
+            for d, ok in outer.items():
+                if d in own:
+                    w = whole[k]
+                elif e in dims_t:
+                    w = 0.0 if d in H else 0.5 * mine
                 else:
-                    per = np.where(anything, wrap, 0.0) / hi
-                (into if k == 0 else up)[:] = iters * per
-        units = rowprod(s)
-        up = up / units
-        # (where a fanout feeds R, a neighbour's link can bring what the parent did not send)
-        return np.maximum(np.where(units == 1, into, up), size), up
+                    w = 0.5 * moved(d)[k] if d in dims_t else 0.0
+                wrap = np.where(ok, np.minimum(wrap, w), wrap)
+            if e in dims_t:
+                wrap = np.where(anything, wrap, mine)       # e the only loop above: no wrap
+                out.append(np.minimum((1 - 1 / lo) * mine + wrap / lo, (1 - 1 / hi) * mine + wrap / hi))
+            else:
+                out.append(np.where(anything, wrap, 0.0) / hi)
+        return tuple(out)
 
     def _keepers(self, n, rows: dict) -> list:
         """Per tensor, its keeper above the level being chosen, as (pJ per access, (m,) the units

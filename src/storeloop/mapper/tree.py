@@ -913,7 +913,41 @@ class Tree(BelowBounds):
             true = np.maximum(true_tiles[:, t] * rows["rep"][:, t], arr[:, t])
             fills[:, t] = np.where(no_fanout, true, arr[:, t])
             reads[:, t] = true if self.split is None else np.where(rows["util"] == n.util[pl], true, arr[:, t])
+            if self.split is None:
+                into, across = self._window_slides(n, rows, t)
+                fills[:, t] = np.maximum(fills[:, t], into)
+                reads[:, t] = np.maximum(reads[:, t], across)
         return fills, reads
+
+    def _window_slides(self, n: Node, rows: dict, t: int) -> tuple[np.ndarray, np.ndarray]:
+        """A windowed tensor's words entering one instance of the next level (its fills) and
+        crossing its top per child with distinct data along the plain ranks (the parent's reads
+        over the caller's ``scat``), at least, by the slides and wraps of the loops above it
+        (:meth:`BelowBounds._window_steps`): whichever of the row's loops with a factor above 1 is
+        innermost (a row stands for every order of them), with its factor F, and as e2 any other
+        of them or any loop above; 0 where the row has none."""
+        tf, rem, P = rows["tf"], rows["rem"], rows["P"].astype(np.float64)
+        s = rows["sx"] * rows["sy"]
+        higher = np.zeros(self.D, bool)
+        for c in n.choice:
+            higher |= c[0] > 1
+        into = np.full(len(tf), np.inf)
+        across = np.full(len(tf), np.inf)
+        for e in range(self.D):
+            here = tf[:, e] > 1
+            if not here.any():
+                continue
+            F = tf[:, e].astype(np.float64)
+            outer = {d: (tf[:, d] > 1) | higher[d] for d in range(self.D) if d != e and self.bounds[d] > 1}
+            outer[e] = np.full(len(tf), bool(higher[e]))
+            a, b = self._window_steps(t, rem, s, e, F, F, outer)
+            into = np.where(here, np.minimum(into, a), into)
+            across = np.where(here, np.minimum(across, b), across)
+        units = rowprod(s)
+        scat_row = rows["scat"][:, t] / n.scat[t]
+        into = np.where(units == 1, into, across / units)
+        return (np.where(np.isfinite(into), P * into, 0.0),
+                np.where(np.isfinite(across), P * across / scat_row, 0.0))
 
     def expand(self, n: Node, best: tuple | None, objective) -> Children | tuple:
         """Children of an inner node (bounded, pruned, sorted), or the best leaf of a last-level node.
