@@ -434,8 +434,9 @@ class BelowBounds:
             above = int(self.bounds[e]) // int(rem[e]) if looped else 1
             lo = np.maximum(least_prime(np.where(q > 1, q, max(above, 1))), 2).astype(np.float64)
             hi = np.maximum(np.where(q > 1, q, above), lo).astype(np.float64)
-            outer = {d: (rem[d] // (f[:, d] * s[:, d]) > 1) | (looped and rem[d] < self.bounds[d])
-                     for d in range(self.D) if d != e and self.bounds[d] > 1}
+            room = rem[None, :] // (f * s) > 1
+            outer = {d: room[:, d] | (looped and rem[d] < self.bounds[d]) for d in range(self.D)
+                     if d != e and self.bounds[d] > 1}
             again = (q > 1) & (least_prime(np.maximum(q, 1)) < q)          # a second loop over e
             if looped and rem[e] < self.bounds[e]:
                 again = again | (q > 1) | (least_prime(np.array([above]))[0] < above)
@@ -454,14 +455,12 @@ class BelowBounds:
         says where a loop over d may be the next one out (e2; none: e is the only loop)."""
         ranks = self.ranks_of[t]
         n = len(f)
-        dims_t = {x for r in ranks for x, _ in r}
-        own = {r[0][0] for r in ranks if len(r) == 1}              # dimensions with a rank of their own
-        H = {x for r in ranks if any(y == e for y, _ in r) for x, _ in r}   # those sharing a rank with e
+        dims_t, own, H, alone = self._window_dims(t, e)
         X = extents(f, ranks)
         union = X.copy()
         for h, r in enumerate(ranks):
             for d, c in r:
-                if sum(x == d for rr in ranks for x, _ in rr) == 1:
+                if d in alone:
                     union[:, h] += (s[:, d] - 1) * np.minimum(c * f[:, d], X[:, h])
         whole = (rowprod(X).astype(np.float64), rowprod(union).astype(np.float64))
         cache = {}
@@ -479,26 +478,50 @@ class BelowBounds:
 
         if e in own:
             return whole
-        anything = np.zeros(n, bool)
-        for v in outer.values():
-            anything |= v
-        out = []
-        for k, mine in enumerate(moved(e) if e in dims_t else (None, None)):
-            wrap = np.full(n, np.inf)
-            for d, ok in outer.items():
-                if d in own:
-                    w = whole[k]
-                elif e in dims_t:
-                    w = 0.0 if d in H else 0.5 * mine
+        # which kinds of loop may be e2: one moving t along a rank of its own (a wrap brings the
+        # whole tile), one sharing a rank with e or not indexing t where e does not (nothing: it
+        # may put the tile back), any other (half of e's slide where e slides t), one sliding t
+        # where e does not index t (half of its own slide)
+        zero, half, full = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
+        slides = []
+        for d, ok in outer.items():
+            if d in own:
+                full |= ok
+            elif e in dims_t:
+                if d in H:
+                    zero |= ok
                 else:
-                    w = 0.5 * moved(d)[k] if d in dims_t else 0.0
-                wrap = np.where(ok, np.minimum(wrap, w), wrap)
-            if e in dims_t:
-                wrap = np.where(anything, wrap, mine)       # e the only loop above: no wrap
-                out.append(np.minimum((1 - 1 / lo) * mine + wrap / lo, (1 - 1 / hi) * mine + wrap / hi))
+                    half |= ok
+            elif d in dims_t:
+                slides.append((d, ok))
             else:
-                out.append(np.where(anything, wrap, 0.0) / hi)
+                zero |= ok
+        out = []
+        if e in dims_t:
+            for mine, all_of in zip(moved(e), whole):
+                # (no e2 at all: e is the only loop above, and every iteration but the first steps it)
+                wrap = np.where(zero, 0.0, np.where(half, 0.5 * mine, np.where(full, all_of, mine)))
+                out.append(np.minimum((1 - 1 / lo) * mine + wrap / lo, (1 - 1 / hi) * mine + wrap / hi))
+            return tuple(out)
+        for k in range(2):
+            wrap = np.where(full, whole[k], np.inf)
+            for d, ok in slides:
+                wrap = np.where(ok, np.minimum(wrap, 0.5 * moved(d)[k]), wrap)
+            wrap = np.where(zero | ~np.isfinite(wrap), 0.0, wrap)
+            out.append(wrap / hi)
         return tuple(out)
+
+    def _window_dims(self, t: int, e: int) -> tuple[set, set, set, set]:
+        """Tensor t's dimensions, those with a rank of their own, those sharing a rank with e, and
+        those in one term of its ranks only (:meth:`_window_steps` spreads only those over a union)."""
+        forms = self.__dict__.setdefault("_window_forms", {})
+        if (t, e) not in forms:
+            ranks = self.ranks_of[t]
+            terms = [x for r in ranks for x, _ in r]
+            forms[t, e] = (set(terms), {r[0][0] for r in ranks if len(r) == 1},
+                           {x for r in ranks if any(y == e for y, _ in r) for x, _ in r},
+                           {x for x in terms if terms.count(x) == 1})
+        return forms[t, e]
 
     def _keepers(self, n, rows: dict) -> list:
         """Per tensor, its keeper above the level being chosen, as (pJ per access, (m,) the units
