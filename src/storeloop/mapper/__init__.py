@@ -228,7 +228,8 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     report["space"] = {"complete": True, "user_constraints": constraints != Constraints()}
     if window:                              # bounded on the plain surrogate, leaves priced by the model
         report["space"]["windows"] = ("every loop order and every spatial order at every level; bounds from "
-                                      "the surrogate without the windowed ranks (mapper/window.py)")
+                                      "the surrogate without the windowed ranks (mapper/window.py), raised by "
+                                      "the windowed tensors' true tiles, slides and wraps (docs/bounds.md)")
         report["exact_leaves"] = int(found.stats.get("exact", 0))
         report["floored_leaves"] = int(found.stats.get("floored", 0))   # bounded out by their windows' sends
         report["bound_violations"] = int(found.stats.get("bound_violations", 0))
