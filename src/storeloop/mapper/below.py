@@ -560,6 +560,10 @@ class BelowBounds:
         raised[i] = ch.elb[i]
         n, rows, L1, T = ch.node, ch.rows, ch.node.depth + 1, self.T
         j, c, mk = int(ch.row[i]), int(info["col"][i]), int(ch.mask[i])
+        if "slid" in info:                 # a windowed tensor's slides (Tree._window_slid)
+            raised[i] = max(raised[i], info["slid"][j, c])
+            if "counted" not in info:
+                return float(raised[i])
         held = taken = 0
         if self.split is not None and L1 < self.nlev - 1 and self.split.group[L1] == self.split.group[-1]:
             # L1 is one of R's positions: what it and the positions above it hold
@@ -592,6 +596,6 @@ class BelowBounds:
             x = np.maximum(np.maximum(x, self.sizes[t]), info["moved"][t][j, c])
             total += p_w * x + p_r * np.maximum(x - self.sizes[t] * self.inst_above, 0.0) if self.rw[t] else p_r * x
         gain = float(total.min()) - info["counted"][j, c] - info["below"][j, c]
-        if gain > 0:
-            raised[i] += gain * SAFE
+        if gain > 0:                       # (the slides' raise and this one may count the same words)
+            raised[i] = max(raised[i], ch.elb[i] + gain * SAFE)
         return float(raised[i])
