@@ -638,7 +638,8 @@ def test_a_windowed_tensors_refill_words_never_exceed_the_models():
     level L1 above R, the words it says enter R are at most the model's fills there, and the words
     it says cross R's top at most the model's reads at the tensor's keeper above R (links between
     the units welcome). Equal on many; mutants that count 1.2x the words into R or across its
-    top, or every iteration of a window's loop as a step, fail at once."""
+    top, every wrap of a window's loop as a step, or the units' union as a box over f x s (a
+    stride leaves gaps between the units' tiles), fail at once."""
     from storeloop.ir.constraints import Constraints
     from storeloop.mapper import _prepare
 
