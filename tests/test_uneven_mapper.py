@@ -150,6 +150,28 @@ def _least_below(tree, node, obj, best=None):
     return best
 
 
+def random_walk(tree, obj, seed: int, steps: int, last: int, every: bool):
+    """Up to ``steps`` nodes of a random walk down ``tree`` from its root (those deeper than
+    ``last`` are not expanded; ``every``: their children join the walk anyway, taking a step each),
+    and up to four of each one's children: (node, children, i, child i's refined bound, child i)."""
+    walk = random.Random(seed)
+    frontier = [tree.root()]
+    for _ in range(steps):
+        if not frontier:
+            break
+        node = frontier.pop(walk.randrange(len(frontier)))
+        if node.depth > last:
+            continue
+        ch = tree.expand(node, None, obj)
+        picks = list(range(len(ch.row) if ch is not None else 0))
+        walk.shuffle(picks)
+        for i in picks[:4]:
+            bound, child = tree.refine(ch, i), tree.child(ch, i)
+            if every or child.depth <= last:
+                frontier.append(child)
+            yield node, ch, i, bound, child
+
+
 def test_a_nodes_refill_bound_in_the_innermost_levels_positions_stays_below_its_subtree():
     """Below a node whose levels down to one of R's positions are chosen, the refill bound
     (BelowBounds.refine) weighs the positions left as one level, in the words the chosen positions
@@ -182,27 +204,14 @@ def test_a_nodes_refill_bound_in_the_innermost_levels_positions_stays_below_its_
                               "RF": ActionCosts(rng.uniform(0.1, 1), rng.uniform(0.1, 1), 10.0, "r")},
                              ActionCosts(rng.uniform(0.5, 3), 0.0, 50.0, "r"), "r")
         tree = _prepare(arch, work, energy, Constraints(), False, uneven=True).tree
-        walk = random.Random(seed)
-        frontier = [tree.root()]
-        for _ in range(40):
-            if not frontier:
-                break
-            node = frontier.pop(walk.randrange(len(frontier)))
-            if node.depth >= tree.nlev - 2:
+        for node, ch, i, bound, child in random_walk(tree, obj, seed, 40, tree.nlev - 3, True):
+            least = _least_below(tree, child, obj) if bound > ch.elb[i] else None
+            if least is None:
                 continue
-            ch = tree.expand(node, None, obj)
-            picks = list(range(len(ch.row) if ch is not None else 0))
-            walk.shuffle(picks)
-            for i in picks[:4]:
-                bound, child = tree.refine(ch, i), tree.child(ch, i)
-                frontier.append(child)
-                least = _least_below(tree, child, obj) if bound > ch.elb[i] else None
-                if least is None:
-                    continue
-                checked += 1
-                inside += tree.split.group[node.depth + 1] == tree.split.group[-1]
-                assert bound <= least[1] * (1 + 1e-9), \
-                    f"seed {seed}: a node at level {node.depth + 1} is bounded at {bound}, its subtree's least is {least[1]}"
+            checked += 1
+            inside += tree.split.group[node.depth + 1] == tree.split.group[-1]
+            assert bound <= least[1] * (1 + 1e-9), \
+                f"seed {seed}: a node at level {node.depth + 1} is bounded at {bound}, its subtree's least is {least[1]}"
     assert checked >= 900 and inside >= 600, (checked, inside)
 
 

@@ -21,6 +21,7 @@ import pytest
 
 from conftest import every_count
 from storeloop.errors import MappingError
+from storeloop.mapper.space import prime_factors
 from storeloop.mapper.window import surrogate, without_unit_terms
 from storeloop.model.evaluate import evaluate
 from storeloop.ir import ActionCosts, Arch, ComputeLevel, EnergyTable, LevelMapping, Loop, Mapping, StorageLevel
@@ -559,7 +560,7 @@ def test_a_nodes_refill_bound_follows_the_window_and_stays_below_its_subtree():
     from storeloop.ir.constraints import Constraints
     from storeloop.mapper import _prepare
     from storeloop.mapper.objective import Objective
-    from tests.test_uneven_mapper import _least_below
+    from tests.test_uneven_mapper import _least_below, random_walk
 
     obj, checked, raised = Objective("energy"), 0, 0
     for seed in range(80):
@@ -567,29 +568,15 @@ def test_a_nodes_refill_bound_follows_the_window_and_stays_below_its_subtree():
         tree = _prepare(arch, work, energy, Constraints(), False).tree
         if tree.exact is None:
             continue
-        walk = random.Random(seed)
-        frontier = [tree.root()]
-        for _ in range(30):
-            if not frontier:
-                break
-            node = frontier.pop(walk.randrange(len(frontier)))
-            if node.depth >= tree.nlev - 1:
+        for node, ch, i, bound, child in random_walk(tree, obj, seed, 30, tree.nlev - 2, False):
+            least = _least_below(tree, child, obj)
+            if least is None:
                 continue
-            ch = tree.expand(node, None, obj)
-            picks = list(range(len(ch.row) if ch is not None else 0))
-            walk.shuffle(picks)
-            for i in picks[:4]:
-                bound, child = tree.refine(ch, i), tree.child(ch, i)
-                if child.depth < tree.nlev - 1:
-                    frontier.append(child)
-                least = _least_below(tree, child, obj)
-                if least is None:
-                    continue
-                checked += 1
-                raised += bound > ch.elb[i]
-                assert bound <= least[1] * (1 + 1e-9), \
-                    f"seed {seed}: a node at level {node.depth + 1} is bounded at {bound}, its subtree's least " \
-                    f"is {least[1]}\n{work}\n{arch}"
+            checked += 1
+            raised += bound > ch.elb[i]
+            assert bound <= least[1] * (1 + 1e-9), \
+                f"seed {seed}: a node at level {node.depth + 1} is bounded at {bound}, its subtree's least " \
+                f"is {least[1]}\n{work}\n{arch}"
     assert checked >= 300 and raised >= 100, (checked, raised)
 
 
@@ -600,7 +587,7 @@ def _random_mapping(rng: random.Random, arch, work, t: str) -> Mapping:
     fan = [arch.fanout(L)[0] for L in range(nlev)]
     parts = {d: [1] * (2 * nlev) for d in dims}          # per level: temporal, spatial
     for d in dims:
-        for p in _prime_factors(work.bounds[d]):
+        for p in prime_factors(work.bounds[d]):
             parts[d][rng.randrange(2 * nlev)] *= p
     for L in range(nlev):                                 # spatial loops only where a fanout fits them
         while math.prod(parts[d][2 * L + 1] for d in dims) > fan[L]:
@@ -619,16 +606,6 @@ def _random_mapping(rng: random.Random, arch, work, t: str) -> Mapping:
         keep = None if L == 0 else frozenset(n for n in names if n == t and L == nlev - 1 or rng.random() < 0.5)
         levels.append(LevelMapping(tuple(Loop(d, parts[d][2 * L]) for d in order), tuple(sp), keep))
     return Mapping(tuple(levels))
-
-
-def _prime_factors(n: int) -> list[int]:
-    out, p = [], 2
-    while n > 1:
-        while n % p == 0:
-            out.append(p)
-            n //= p
-        p += 1
-    return out
 
 
 def test_a_windowed_tensors_refill_words_never_exceed_the_models():
