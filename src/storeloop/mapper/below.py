@@ -279,7 +279,7 @@ class BelowBounds:
             if len(kept) > S:
                 continue
             # (a windowed tensor at f's position: its true tile, every dimension of its ranks)
-            tied = [d for d in dims if any(any(d == x for r in self.ranks_of[t] for x, _ in r) for t in front)]
+            tied = [d for d in dims if any(d in self.dims_of[t] for t in front)]
             col = {d: i for i, d in enumerate(tied)}
             shapes = tile_shapes(tuple(int(rem[d]) for d in tied),
                                  tuple(tuple(tuple((col[x], c) for x, c in r if x in col) for r in self.ranks_of[t])
@@ -374,7 +374,7 @@ class BelowBounds:
             for p in np.unique(lp[can]).tolist():
                 used = np.zeros(len(shapes), np.int64)
                 for t in front:
-                    if not any(x == d for r in self.ranks_of[t] for x, _ in r):
+                    if d not in self.dims_of[t]:
                         used += tiles[t]
                     elif t in self.windowed:
                         grown = shapes.copy()
@@ -425,7 +425,7 @@ class BelowBounds:
         if e < 0:
             return np.full(n, size), np.full(n, size)
         iters = float(self.workload.macs) / rowprod(f).astype(np.float64)
-        if any(len(r) == 1 and r[0][0] == e for r in self.ranks_of[t]):
+        if e in self._window_dims(t, e)[1]:          # a rank of its own: the whole tile at every iteration
             lo = hi = np.ones(n)
             outer = {}
         else:
@@ -518,7 +518,7 @@ class BelowBounds:
         if (t, e) not in forms:
             ranks = self.ranks_of[t]
             terms = [x for r in ranks for x, _ in r]
-            forms[t, e] = (set(terms), {r[0][0] for r in ranks if len(r) == 1},
+            forms[t, e] = (self.dims_of[t], {r[0][0] for r in ranks if len(r) == 1},
                            {x for r in ranks if any(y == e for y, _ in r) for x, _ in r},
                            {x for x in terms if terms.count(x) == 1})
         return forms[t, e]

@@ -350,6 +350,7 @@ class Tree(BelowBounds):
         # the dimensions with a coefficient above 1 in a windowed tensor's rank (a stride, a dilation)
         self.strided = [any(c > 1 for t in self.windowed for r in self.ranks_of[t] for x, c in r if x == d)
                         for d in range(self.D)]
+        self.dims_of = [{x for r in ranks for x, _ in r} for ranks in self.ranks_of]     # each tensor's dimensions
         self.extents = None if exact is None else [
             [(np.array([d for d, _ in r]), np.array([c for _, c in r])) for r in t.ranks] for t in exact.tensors]
 
@@ -1046,6 +1047,7 @@ class Tree(BelowBounds):
         # a windowed tensor kept at L1: its fills and the parent's reads of it, from its true tile
         w_fill, w_read = self._window_arrivals(n, rows, true_tiles)
         e_fill, e_read = self._window_slid(n, rows, w_fill, w_read)       # (for the energy bound)
+        slides = e_fill is not w_fill
         if self.extents is not None or self.split is not None:          # (the survivors' for child)
             rows.update(true=true_tiles, w_fill=w_fill, w_read=w_read)
         held = n.held if self._inner(L1) else 0         # (uneven positions: the outer ones' tiles)
@@ -1081,7 +1083,8 @@ class Tree(BelowBounds):
         refill = deep and not self.pages and self.ssd is None and self.arch.levels[-1].size_words is not None
         counted = np.zeros((m, len(masks))) if refill else None   # the node's energy of those words
         # per tensor, what L1 adds where it keeps it: fills, reads, their energy (and the refill's share)
-        w1s, r1s, e1s, owns, d_slid = (np.zeros((m, T)) for _ in range(5))
+        w1s, r1s, e1s, owns = (np.zeros((m, T)) for _ in range(4))
+        d_slid = np.zeros((m, T)) if slides else None     # what the windows' slides add (the cut's bound)
         # a parent level's reads (updates) of t and their energy are linear in them: their value
         # where L1 does not keep t (for every keep mask), plus the difference where it does (per
         # tensor, summed over the tensors by one product at the end)
@@ -1133,7 +1136,8 @@ class Tree(BelowBounds):
                 at_free = free_v * per - fixed
                 base_e = base_e + at_free
                 d_e[:, t] = (kept_v - free_v) * per
-                d_slid[:, t] = (e_read[:, t] * scat[:, t] - kept_v) * per
+                if slides:
+                    d_slid[:, t] = (e_read[:, t] * scat[:, t] - kept_v) * per
                 if refill:                 # the node's energy of the words L1 does not keep
                     base_c, d_c[:, t] = base_c + at_free, -at_free
             # kept at L1: its fill (final) and its own later reads (updates) >= what arrives (bound)
@@ -1144,7 +1148,7 @@ class Tree(BelowBounds):
                 w1, r1 = w_fill[:, t] * (pl >= 0), np.maximum(a, cc_lb) if innermost else a
             w1s[:, t], r1s[:, t] = w1, r1
             e1s[:, t] = (w1 * self.wpw[L1] + r1 * self.rpw[L1]) * util1
-            if not self.rw[t]:
+            if slides and not self.rw[t]:
                 d_slid[:, t] += (e_fill[:, t] - w_fill[:, t]) * (pl >= 0) * self.wpw[L1] * util1
             if refill:
                 own = a * self.wpw[L1] + (a - part[:, t]) * self.rpw[L1] if self.rw[t] else r1 * self.rpw[L1]
@@ -1175,7 +1179,7 @@ class Tree(BelowBounds):
                 clb = np.maximum(clb, self._traffic_cycles(l, rd, wr) * SAFE)
         clb = np.ceil(clb)          # (cycles are whole: at least the bound rounded up)
         e = e * SAFE
-        slid = e + (d_slid @ keptf) * SAFE if self.extents is not None else e     # (cuts, does not order)
+        slid = e + (d_slid @ keptf) * SAFE if slides else e     # (cuts, does not order)
         if relaxed:
             return ok, clb, slid
         keepc = ok
