@@ -394,6 +394,43 @@ def test_the_local_search_measures_a_windowed_tile_as_the_model_does():
     assert fits > 500 and overflows > 100, (fits, overflows)
 
 
+def test_a_windowed_descent_step_is_the_one_full_pricing_takes():
+    """A descent's step on a windowed problem prices exactly only the neighbours whose surrogate
+    price could still win (:meth:`Searcher._least`): it must take the neighbour that pricing all of
+    them takes (the first of the cheapest, if cheaper than the current state), with every objective,
+    from the starts and from random states along the way, and price fewer of them."""
+    from storeloop.mapper import _prepare
+    from storeloop.mapper.construct import Searcher
+    from storeloop.mapper.objective import Objective
+    from storeloop.model.fast import FastModel
+
+    steps = spared = 0
+    for seed in range(40):
+        arch, work, energy, objective, _ = window_case(seed)
+        p = _prepare(arch, work, energy, None, False)
+        if not p.window:
+            continue
+        lazy, full = (Searcher(p.space, FastModel(p.arch, p.tree.priced, p.energy), Objective(objective))
+                      for _ in range(2))
+        full.surrogate = None
+        assert lazy.surrogate is not None
+        rng = random.Random(seed)
+        for start in lazy.starts():
+            state = start
+            for _ in range(6):
+                near = list(lazy.moves(state))
+                if not near:
+                    break
+                current = full.cost(state)
+                got, want = lazy._least(near, current), full._least(near, current)
+                assert got[1] == want[1] and (got[0] is None) == (want[0] is None), (seed, objective)
+                assert got[0] is None or got[0].key() == want[0].key(), (seed, objective)
+                steps += 1
+                state = got[0] if got[0] is not None and rng.random() < 0.5 else near[rng.randrange(len(near))]
+        spared += full.evaluations - lazy.evaluations
+    assert steps > 500 and spared > 500, (steps, spared)
+
+
 def test_a_windowed_tensors_send_floor_never_exceeds_the_models_reads():
     """model.nest.send_floors, which bounds a windowed tensor's reads in one loop order (the
     tree's exact leaves skip an order it shows cannot win): over every mapping of 40 random

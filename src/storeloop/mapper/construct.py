@@ -49,6 +49,7 @@ from storeloop.ir import Mapping
 
 INF = math.inf
 KICK, KICK_MAX = 3, 12          # random moves in a kick of the iterated local search, first and longest
+SHAVE = 1.0 - 1e-9              # a surrogate's energy, shaved so float rounding never lifts it past the model's
 
 
 class State:
@@ -94,6 +95,13 @@ class Searcher:
         self.space, self.model, self.obj = space, model, objective
         # the closed form vectorized over a step's neighbours, where the fast model uses it
         self.batch = BatchModel(model.arch, model.workload, model.energy) if model.batchable else None
+        # a sliding window's model is the reference one; its plain surrogate (mapper/window.py) prices
+        # every mapping at most as high (the tree's leaves rest on that too), in batch: a descent's
+        # step prices exactly only the neighbours whose surrogate price could still win (:meth:`_least`)
+        sur = FastModel(model.arch, space.workload, model.energy) if space.exact is not None else None
+        self.surrogate = (sur, BatchModel(sur.arch, sur.workload, sur.energy) if sur.batchable else None) \
+            if sur is not None and sur.simple else None
+        self.floors: dict[tuple, tuple] = {}           # state -> its surrogate cost (a lower bound)
         self._structures: dict[tuple, LoopStructure] = {}
         w = space.workload
         self.nlev, self.D, self.T = space.nlev, space.ndims, len(w.tensors)
@@ -194,9 +202,10 @@ class Searcher:
         """(overflow, objective...): lexicographic, smaller is better; inf when not admissible."""
         return self.costs([s])[0]
 
-    def costs(self, states: list[State]) -> list[tuple]:
+    def costs(self, states: list[State], lazy: bool = False) -> list[tuple]:
         """:meth:`cost` of each state (each counts as one candidate looked at); the uncached
-        ones that share a loop structure are priced in one batch call."""
+        ones that share a loop structure are priced in one batch call. ``lazy``: those that fit
+        are left unpriced (None), to be priced by :meth:`_price`."""
         self.calls += len(states)
         keys = [s.key() for s in states]
         new = []                                     # admissible states not seen before
@@ -209,30 +218,81 @@ class Searcher:
                 new.append(s)
             else:
                 self.cache[k] = (INF,)
-        todo: dict[tuple, list[State]] = {}          # structure -> admissible states that fit, to price
+        fit = []                                     # admissible states that fit: to price
         for s, over in zip(new, self._overflows(new)):
             if over:
                 self.cache[s.key()] = (float(over),)
-            else:                                    # priced below
-                todo.setdefault((s.order, s.keep), []).append(s)
+            else:
+                fit.append(s)
+        if lazy:
+            self.evaluations -= len(fit)               # counted when priced
+            for s in fit:
+                del self.cache[s.key()]
+            return [self.cache.get(k) for k in keys]
+        self._price(fit, self.model, self.batch, self.cache)
+        return [self.cache[k] for k in keys]
+
+    def _price(self, states: list[State], model: FastModel, batch: BatchModel | None, into: dict,
+               shave: float = 1.0) -> None:
+        """The costs of ``states`` (admissible, fitting) by ``model`` into ``into``: those that share
+        a loop structure in one ``batch`` call where there are enough of them; energies times
+        ``shave``."""
+        todo: dict[tuple, list[State]] = {}          # structure -> states to price
+        for s in states:
+            todo.setdefault((s.order, s.keep), []).append(s)
         for group in todo.values():
-            if self.batch is not None and len(group) >= self.BATCH_MIN:
+            if batch is not None and len(group) >= self.BATCH_MIN:
                 structure = self._structure(group[0])
-                r = self.batch.evaluate(structure, np.array([self._factors(s) for s in group], np.int64))
+                r = batch.evaluate(structure, np.array([self._factors(s) for s in group], np.int64))
                 priced = [(int(c), float(e)) if ok else None for c, e, ok in zip(r.cycles, r.energy_pJ, r.valid)]
             else:
                 priced = []
                 for s in group:
                     try:
-                        r = self.model.evaluate(self.mapping(s))
+                        r = model.evaluate(self.mapping(s))
                     except MappingError:
                         priced.append(None)
                     else:
                         priced.append((r.cycles, r.energy_pJ))
             for s, p in zip(group, priced):
-                self.cache[s.key()] = (INF,) if p is None else (0.0, *p) if self.obj.lexicographic \
+                if p is not None:
+                    p = (p[0], p[1] * shave)
+                into[s.key()] = (INF,) if p is None else (0.0, *p) if self.obj.lexicographic \
                     else (0.0, self.obj.value(*p), *p)
-        return [self.cache[k] for k in keys]
+
+    def _least(self, states: list[State], current: tuple) -> tuple[State | None, tuple]:
+        """The first of the cheapest of ``states`` if it is cheaper than ``current`` (else None),
+        as pricing them all would find it (each counts as one candidate looked at). On a sliding
+        window's problem, the fitting states not priced yet are taken from the least surrogate
+        price up and priced until the next one's surrogate price cannot beat the best so far."""
+        if self.surrogate is None:
+            step, sc = None, current
+            for t, c in zip(states, self.costs(states)):
+                if c < sc:
+                    step, sc = t, c
+            return step, sc
+        known = self.costs(states, lazy=True)
+        open_ = [s for s, c in zip(states, known) if c is None and s.key() not in self.floors]
+        self._price(open_, *self.surrogate, self.floors, SHAVE)
+        # (a surrogate that finds no price bounds nothing: such a state is priced first)
+        ranked = sorted((c if c is not None else self.floors[s.key()] if self.floors[s.key()][0] == 0 else (0.0,), i)
+                        for i, (s, c) in enumerate(zip(states, known)))
+        best = (current, -1)                         # the current state wins ties: no step
+        for key in ranked:
+            if key > best:
+                break
+            i = key[1]
+            c = known[i]
+            if c is None:
+                s = states[i]
+                c = self.cache.get(s.key())
+                if c is None:
+                    self.evaluations += 1
+                    self._price([s], self.model, None, self.cache)
+                    c = self.cache[s.key()]
+            if (c, i) < best:
+                best = (c, i)
+        return (None, current) if best[1] < 0 else (states[best[1]], best[0])
 
     def _structure(self, s: State) -> LoopStructure:
         """The batch model's loop structure of ``s``: per level its temporal loops in order, then
@@ -364,10 +424,7 @@ class Searcher:
         best, bc = s, self.cost(s)
         while not self.spent(budget):
             near = list(itertools.islice(self.moves(best), None if budget == INF else budget - self.calls))
-            step, sc = None, bc
-            for t, c in zip(near, self.costs(near)):
-                if c < sc:
-                    step, sc = t, c
+            step, sc = self._least(near, bc)
             if step is None:
                 break
             best, bc = step, sc
