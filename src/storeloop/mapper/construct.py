@@ -24,7 +24,9 @@ first incumbent is. :class:`Searcher` therefore builds, in a fixed number of can
    Where the closed form applies (plain indices; no paged, SSD or single-buffered level), a
    step's neighbours that share their parent's loop orders and keep sets -- every factor move --
    are priced in one call of :class:`~storeloop.model.batch.BatchModel`, which gives the same
-   numbers (``tests/test_mapper.py::test_batched_neighbours_cost_the_same``).
+   numbers (``tests/test_mapper.py::test_batched_neighbours_cost_the_same``). With sliding
+   windows, a step's neighbours are priced on the plain surrogate first (a lower bound of the
+   model's price) and by the model only while one could still win (:meth:`Searcher._least`).
 
 Every mapping returned is in the constrained map space and priced exactly like a leaf of the
 tree, so the branch and bound can start from it and its proofs stay valid.
