@@ -118,7 +118,7 @@ def _capacity_cases(bounds: tuple[int, ...], rel: tuple[tuple[bool, ...], ...], 
     ``macs / prod(f_d, d not in t)`` words, its loops below being a part of f's."""
     T, D = len(rel), len(bounds)
     dims = [d for d in range(D) if bounds[d] > 1]
-    masks, outers, fs, es = [], [], [], []
+    blocks = []                                    # per (kept set, outer set): (mask, outer, its shapes)
     for mask in keep_masks:
         kept = [t for t in range(T) if mask >> t & 1]
         if len(kept) > S:
@@ -130,28 +130,23 @@ def _capacity_cases(bounds: tuple[int, ...], rel: tuple[tuple[bool, ...], ...], 
             # refills); the others are enumerated over the tile shapes that fit in S
             fr = [d for d in dims if not any(rel[t][d] for t in front)]
             tied = [d for d in dims if d not in fr]
-            shapes: list[dict[int, int]] = []
+            shapes: list[list[int]] = []
 
-            def grow(i: int, f: dict[int, int]) -> None:
-                shapes.append(dict(f))
+            def grow(i: int, f: list[int], tiles: list[int]) -> None:
+                """Each shape from ``f`` on growing dimensions tied[i:], ``tiles`` its front tensors' tiles."""
+                shapes.append(f[:])
                 for j in range(i, len(tied)):
                     d = tied[j]
                     for g in divisors(bounds[d])[1:]:
-                        f[d] = g
-                        fits = sum(math.prod(f.get(dd, 1) for dd in tied if rel[t][dd]) for t in front) + inner <= S
-                        if fits:
-                            grow(j + 1, f)
-                        del f[d]
-                        if not fits:
+                        grown = [x * g if rel[t][d] else x for x, t in zip(tiles, front)]
+                        if sum(grown) + inner > S:
                             break
+                        f[d] = g
+                        grow(j + 1, f, grown)
+                        f[d] = 1
 
-            grow(0, {d: bounds[d] for d in fr})
-            for f in shapes:
-                for e in dims + [-1]:
-                    masks.append(mask)
-                    outers.append(outer)
-                    fs.append([f.get(d, 1) for d in range(D)])
-                    es.append(e)
+            grow(0, [bounds[d] if d in fr else 1 for d in range(D)], [1] * len(front))
+            blocks.append((mask, outer, shapes))
 
     def shares_of(i: int, left: int, s: dict[int, int]):
         """Per split of at most ``left`` instances over dims[i:], each tensor's share."""
@@ -170,9 +165,15 @@ def _capacity_cases(bounds: tuple[int, ...], rel: tuple[tuple[bool, ...], ...], 
     # of each tensor that enter R (its refills over the loops above, at least its size)
     b = np.array(bounds, np.int64)
     relm = np.array(rel, bool)
-    masks, fe, es = np.array(masks), np.array(fs, np.int64).reshape(len(fs), D), np.array(es)
+    # every case: each shape with each e (the dimensions, then -1), shape by shape
+    loops = np.array(dims + [-1], np.int64)
+    sizes_of = [len(f) * len(loops) for _, _, f in blocks]
+    masks = np.repeat(np.array([m for m, _, _ in blocks], np.int64), sizes_of)
+    outers = np.repeat(np.array([o for _, o, _ in blocks], np.int64), sizes_of)
+    fe = np.repeat(np.array([f for _, _, fs in blocks for f in fs], np.int64).reshape(-1, D), len(loops), axis=0)
+    es = np.tile(loops, len(fe) // len(loops))
     kept = ((masks[:, None] >> np.arange(T)[None, :]) & 1).astype(bool)                  # (n, T)
-    inside = kept & ~((np.array(outers)[:, None] >> np.arange(T)[None, :]) & 1).astype(bool)
+    inside = kept & ~((outers[:, None] >> np.arange(T)[None, :]) & 1).astype(bool)
     has_e = es >= 0
     e_rel = np.where(has_e[:, None], relm.T[np.maximum(es, 0)], False) | inside           # (n, T)
     left = fe < b[None, :]                                                                 # (n, D)
