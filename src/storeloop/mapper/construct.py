@@ -42,6 +42,7 @@ import time
 import numpy as np
 
 from storeloop.errors import MappingError
+from storeloop.mapper.below import SAFE
 from storeloop.mapper.merge import _primes
 from storeloop.mapper.objective import Objective
 from storeloop.mapper.space import MapSpace
@@ -51,7 +52,6 @@ from storeloop.ir import Mapping
 
 INF = math.inf
 KICK, KICK_MAX = 3, 12          # random moves in a kick of the iterated local search, first and longest
-SHAVE = 1.0 - 1e-9              # a surrogate's energy, shaved so float rounding never lifts it past the model's
 
 
 class State:
@@ -275,7 +275,7 @@ class Searcher:
             return step, sc
         known = self.costs(states, lazy=True)
         open_ = [s for s, c in zip(states, known) if c is None and s.key() not in self.floors]
-        self._price(open_, *self.surrogate, self.floors, SHAVE)
+        self._price(open_, *self.surrogate, self.floors, SAFE)
         # (a surrogate that finds no price bounds nothing: such a state is priced first)
         ranked = sorted((c if c is not None else self.floors[s.key()] if self.floors[s.key()][0] == 0 else (0.0,), i)
                         for i, (s, c) in enumerate(zip(states, known)))
