@@ -358,24 +358,32 @@ def test_a_search_the_time_limit_ends_still_gets_its_retry():
     assert out.result.energy_pJ <= min(i["energy_pJ"] for i in s["improvements"]) * (1 + 1e-12)
 
 
+def _window_searchers(seeds: int, objective: str | None = None, count: int = 1):
+    """Per windowed case of :func:`window_case` (seeds 0 .. seeds - 1; those the mapper searches as
+    plain einsums left out): (seed, its prepared search, the objective: ``objective`` or the
+    case's, ``count`` local searchers of it)."""
+    from storeloop.mapper import _prepare
+    from storeloop.mapper.construct import Searcher
+    from storeloop.mapper.objective import Objective
+    from storeloop.model.fast import FastModel
+
+    for seed in range(seeds):
+        arch, work, energy, drawn, _ = window_case(seed)
+        p = _prepare(arch, work, energy, None, False)
+        if p.window:
+            obj = objective or drawn
+            yield seed, p, obj, [Searcher(p.space, FastModel(p.arch, p.tree.priced, p.energy), Objective(obj))
+                                 for _ in range(count)]
+
+
 def test_the_local_search_measures_a_windowed_tile_as_the_model_does():
     """The local search ranks a mapping that overflows a buffer by its overflow, and its
     constructive starts grow tiles while they fit: for a windowed tensor both count the model's
     tile (each rank's extent sum(c * (F - 1)) + 1), not the surrogate's. Over the starts, their
     neighbours and theirs on random windowed problems, a mapping fits by that count exactly when
     the model accepts it, and the batched count equals one at a time."""
-    from storeloop.mapper import _prepare
-    from storeloop.mapper.construct import Searcher
-    from storeloop.mapper.objective import Objective
-    from storeloop.model.fast import FastModel
-
     fits = overflows = 0
-    for seed in range(30):
-        arch, work, energy, _, _ = window_case(seed)
-        p = _prepare(arch, work, energy, None, False)
-        if not p.window:
-            continue
-        s = Searcher(p.space, FastModel(p.arch, p.tree.priced, p.energy), Objective("delay,energy"))
+    for seed, p, _, (s,) in _window_searchers(30, "delay,energy"):
         states = []
         for start in s.starts():
             near = list(s.moves(start))
@@ -384,7 +392,7 @@ def test_the_local_search_measures_a_windowed_tile_as_the_model_does():
         assert s._overflows(states) == [s._overflow(st.tf, st.sx, st.sy, st.keep) for st in states]
         for st, over in zip(states, s._overflows(states)):
             try:
-                evaluate(p.arch, p.tree.priced, s.mapping(st), energy)
+                evaluate(p.arch, p.tree.priced, s.mapping(st), p.energy)
             except MappingError:
                 assert over > 0, f"seed {seed}: the model refuses a mapping the local search counts as fitting"
                 overflows += 1
@@ -399,19 +407,8 @@ def test_a_windowed_descent_step_is_the_one_full_pricing_takes():
     price could still win (:meth:`Searcher._least`): it must take the neighbour that pricing all of
     them takes (the first of the cheapest, if cheaper than the current state), with every objective,
     from the starts and from random states along the way, and price fewer of them."""
-    from storeloop.mapper import _prepare
-    from storeloop.mapper.construct import Searcher
-    from storeloop.mapper.objective import Objective
-    from storeloop.model.fast import FastModel
-
     steps = spared = 0
-    for seed in range(40):
-        arch, work, energy, objective, _ = window_case(seed)
-        p = _prepare(arch, work, energy, None, False)
-        if not p.window:
-            continue
-        lazy, full = (Searcher(p.space, FastModel(p.arch, p.tree.priced, p.energy), Objective(objective))
-                      for _ in range(2))
+    for seed, p, objective, (lazy, full) in _window_searchers(40, count=2):
         full.surrogate = None
         assert lazy.surrogate is not None
         rng = random.Random(seed)
