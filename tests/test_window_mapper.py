@@ -354,6 +354,8 @@ def test_a_search_the_time_limit_ends_still_gets_its_retry():
                        time_limit=6, converge=False)
     s = out.search
     assert s["stopped"] == "time-limit" and "retry" in s["local_search"]
+    assert s["local_search"]["retry"]["time_limit"]     # its patience outlasts the tenth: the report says so
+    assert not s["local_search"]["time_limit"]         # (the first local search ended on its own)
     assert s["seconds"] >= 0.85 * 6                # it ran into the limit (1.9 s without the first walk's)
     assert out.result.energy_pJ <= min(i["energy_pJ"] for i in s["improvements"]) * (1 + 1e-12)
 

@@ -107,6 +107,9 @@ def map_report(out, arch: Arch, workload, written: str | None = None) -> str:
     local = s.get("local_search")
     lines.append(f"search: {s['algorithm']}, objective {s['objective']}, "
           + (f"local search {local['evaluations']:,} evaluations, " if local else "")
+          + (f"its retry {local['retry']['evaluations']:,}"
+             + (" (ended by the time limit)" if local["retry"].get("time_limit") else "") + ", "
+             if local and local.get("retry") else "")
           + f"{s['candidates']:,} candidates, {s['seconds']:.2f} s, stopped: {s['stopped']} ({status})")
     lines.append(f"lower bound {s['lower_bound_cycles']:,} cycles (" + ", ".join(
         f"{k} {v:,}" for k, v in s["lower_bound_parts"].items()) + f"); gap {100 * s['gap']:.4f}%"

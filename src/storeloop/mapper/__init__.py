@@ -568,7 +568,8 @@ def _incumbent(arch, members, energy, space, tree, obj, goal, seeds, budget: int
             exact_cycles(evaluate(arch, tree.priced, incumbent[2], energy), arch) <= tree.global_lb:
         goal.cycles_lb = rounded = tree.global_lb + 1     # at the bound but for float rounding
     local = {"evaluations": searcher.evaluations, "seconds": round(time.monotonic() - t0, 3), "seeds": len(seeds),
-             "cycles": incumbent[0] if incumbent else None, "energy_pJ": incumbent[1] if incumbent else None}
+             "cycles": incumbent[0] if incumbent else None, "energy_pJ": incumbent[1] if incumbent else None,
+             "time_limit": deadline is not None and time.monotonic() >= deadline}    # it ended the search
     return incumbent, local, rounded
 
 
