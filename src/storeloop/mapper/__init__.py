@@ -49,7 +49,8 @@ RETRY_SHARE = 0.1            # of a time limit, kept for the retry after a branc
 LOCAL_RETRY = 30000          # ... near the goal (_near_goal), and after a branch and bound that stopped without a proof
 # ... the patience of that retry without a budget (the default map; the time limit still ends it):
 # measured on 12 small convs and conv3_x (docs/windows.md, session 36), 300,000 took conv3_x from
-# 772.663 to 721.450 uJ and two others 3.7 and 6.7 % lower, 30,000 and 100,000 none
+# 772.663 to 721.450 uJ and two others 3.7 and 6.7 % lower; 100,000 changed none of the twelve
+# (conv3_x: 735.247 uJ)
 PATIENT_RETRY = 300_000
 
 
