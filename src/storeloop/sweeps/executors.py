@@ -34,6 +34,13 @@ def _mean(per_point: float | None, seconds: float, points: int) -> float:
     return seconds / points if per_point is None else (per_point + seconds / points) / 2
 
 
+def _quiet() -> None:
+    """Dask's logs in this process at CRITICAL only."""
+    import logging
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+
+
 def run_dask(address: str, workers: int, jobs, store) -> None:
     """Points on a Dask cluster ('local': a LocalCluster of ``workers`` processes) in batches
     (:func:`batch_size`), at most two batches per worker in flight; a scheduler that cannot be
@@ -118,11 +125,17 @@ def run_dask(address: str, workers: int, jobs, store) -> None:
             per_point = _mean(per_point, seconds, len(keys))
             for f in more(1):
                 pending.add(f)
+        if cluster is not None:
+            # every result is stored: the local cluster closes quietly (a worker's heartbeat that
+            # races the scheduler's shutdown logs a traceback at ERROR, seen on a busy machine)
+            client.run(_quiet, on_error="ignore")
+            client.run(_quiet, nanny=True, on_error="ignore")
+            _quiet()                     # the scheduler and the client: this process
     except KeyboardInterrupt:
         # Ctrl-C: the points in flight are left unstored (claims of a gone process: re-run on
         # resume); a local cluster's worker processes, busy in a search, are killed at once (a
         # graceful close waits 4 s for each and prints Dask's warnings), and Dask says nothing more
-        logging.getLogger("distributed").setLevel(logging.CRITICAL)
+        _quiet()
         for nanny in (cluster.workers.values() if cluster is not None else ()):
             proc = getattr(getattr(nanny, "process", None), "process", None)
             if proc is not None and proc.pid:
