@@ -407,8 +407,9 @@ def test_the_local_search_measures_a_windowed_tile_as_the_model_does():
 def test_a_windowed_descent_step_is_the_one_full_pricing_takes():
     """A descent's step on a windowed problem prices exactly only the neighbours whose surrogate
     price could still win (:meth:`Searcher._least`): it must take the neighbour that pricing all of
-    them takes (the first of the cheapest, if cheaper than the current state), with every objective,
-    from the starts and from random states along the way, and price fewer of them."""
+    them takes (the first of the cheapest, if cheaper than the current state), under each case's
+    objective (delay, delay-then-energy, EDP or energy), from the starts and from random states
+    along the way, and price fewer of them."""
     steps = spared = 0
     for seed, p, objective, (lazy, full) in _window_searchers(40, count=2):
         full.surrogate = None
