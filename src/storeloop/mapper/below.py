@@ -514,7 +514,7 @@ class BelowBounds:
     def _window_dims(self, t: int, e: int) -> tuple[set, set, set, set]:
         """Tensor t's dimensions, those with a rank of their own, those sharing a rank with e, and
         those in one term of its ranks only (:meth:`_window_steps` spreads only those over a union)."""
-        forms = self.__dict__.setdefault("_window_forms", {})
+        forms = self._window_forms
         if (t, e) not in forms:
             ranks = self.ranks_of[t]
             terms = [x for r in ranks for x, _ in r]

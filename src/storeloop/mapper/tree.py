@@ -315,6 +315,7 @@ class Tree(BelowBounds):
         self.global_lb, self.bound_parts = self.lower_bound()
         self.below = self._below_terms()
         self._refills: dict[tuple, tuple | None] = {}
+        self._window_forms: dict[tuple, tuple] = {}    # (t, e) -> BelowBounds._window_dims
         self._level_maps: dict[tuple, object] = {}      # Tree.mapping's, per level and choice
         self._spatial: dict[int, tuple] = {}       # per level: its spatial options as arrays
         self._cartesian: dict[tuple, np.ndarray] = {}   # (level, what is left) -> its temporal factors
