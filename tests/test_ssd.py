@@ -217,14 +217,15 @@ def test_word_rates_of_many_rows_are_word_rates_row_by_row():
     pairs (model.disk.word_rates_many: each distinct request priced once, rows matched by a
     binary search); every row gets exactly what model.disk.word_rates gives it alone, over runs
     and tiles below, at and above a stripe, words of 64 and of 12 bits (bytes rounded down), and
-    calls that meet requests priced before and new ones."""
+    calls that meet requests priced before and new ones. The bounds of many rows' longest runs
+    (model.disk.bounds_per_word_many, cached the same way) are model.disk.bounds_per_word's."""
     import dataclasses
     import random
 
     import numpy as np
 
     from storeloop import load_arch
-    from storeloop.model.disk import word_rates, word_rates_many
+    from storeloop.model.disk import bounds_per_word, bounds_per_word_many, word_rates, word_rates_many
 
     disk = load_arch(Path(__file__).parents[1] / "arch" / "onionchopper-ssd.yaml").levels[0]
     rng = random.Random(7)
@@ -237,6 +238,11 @@ def test_word_rates_of_many_rows_are_word_rates_row_by_row():
             for read in (True, False):
                 secs, pj = word_rates_many(level, runs, tiles, read)
                 want = [word_rates(level, int(r), int(t), read) for r, t in zip(runs, tiles)]
+                assert secs.tolist() == [w[0] for w in want] and pj.tolist() == [w[1] for w in want]
+                largest, least = int(rng.choice(pool)), rng.choice([0.0, 5.0])
+                longest = np.minimum(runs, largest)
+                secs, pj = bounds_per_word_many(level.ssd, level.word_bits, longest, largest, read, least)
+                want = [bounds_per_word(level.ssd, level.word_bits, int(r), largest, read, least) for r in longest]
                 assert secs.tolist() == [w[0] for w in want] and pj.tolist() == [w[1] for w in want]
 
 

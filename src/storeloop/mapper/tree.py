@@ -408,6 +408,8 @@ class Tree(BelowBounds):
                 s, e = self._ssd_rates(flat, tl, read)
                 secs, pj = secs + words * s.reshape(m, C), pj + words * e.reshape(m, C)
         none = runs == 0
+        if not none.any():
+            return secs, pj
         return np.where(none, np.inf, secs), np.where(none, np.inf, pj)
 
     def _ssd_rates(self, runs: np.ndarray, tiles: np.ndarray, read: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -1216,13 +1218,11 @@ class Tree(BelowBounds):
         one = runs.shape[1] == 1               # (the declared layout: one column, its own least)
         longest = np.ones(len(runs), np.int64) if innermost else \
             np.maximum(np.minimum(runs[:, 0] if one else runs.max(axis=1), largest), 1)
-        uniq, inv = np.unique(longest, return_inverse=True)
 
         def bound(read: bool):
             least = self.rpw[0] if read else self.wpw[0]
-            out = np.array([disk.bounds_per_word(self.ssd.ssd, self.ssd.word_bits, int(r), largest, read, float(least))
-                            for r in uniq]).reshape(-1, 2)[inv.ravel()]
-            return out[:, 0][:, None], out[:, 1][:, None]
+            spw, epw = disk.bounds_per_word_many(self.ssd.ssd, self.ssd.word_bits, longest, largest, read, float(least))
+            return spw[:, None], epw[:, None]
 
         spw_r, epw_r = bound(True)
         reads = via - n.partl[t] if self.rw[t] else via

@@ -82,7 +82,10 @@ def word_rates_many(level, run_words: np.ndarray, tile_words: np.ndarray, read: 
     (sorting the rows to find their distinct requests cost more than pricing them)."""
     ssd, wbytes = level.ssd, level.word_bits / 8
     q = ssd.queue_depth + 1
-    as_bytes = lambda words: np.floor(np.asarray(words, np.float64) * wbytes).astype(np.int64)  # int(words * wbytes)
+    if wbytes == int(wbytes) and np.asarray(run_words).dtype.kind in "iu" and np.asarray(tile_words).dtype.kind in "iu":
+        as_bytes = lambda words: np.asarray(words, np.int64) * int(wbytes)             # (whole bytes a word)
+    else:
+        as_bytes = lambda words: np.floor(np.asarray(words, np.float64) * wbytes).astype(np.int64)  # int(words * wbytes)
     size, depth = _request(ssd, as_bytes(run_words), as_bytes(tile_words))
     key = np.ravel(size * q + depth)
     known, rates = _RATES.get((ssd, read), (np.zeros(0, np.int64), np.zeros((0, 2))))
@@ -126,6 +129,30 @@ def bounds_per_word(ssd, word_bits: int, longest_run_words: int, largest_tile_wo
         return max(peak, in_flight), least_pJ
     bw, jpb = short_request_bounds(ssd, int(run), read, ssd.accelerator)
     return max(peak, wbytes / bw, in_flight), max(least_pJ, wbytes * jpb * 1e12)
+
+
+_BOUNDS: dict = {}     # (ssd, word_bits, largest tile, read, least pJ) -> the runs bounded so far: sorted, (n, 2) each
+
+
+def bounds_per_word_many(ssd, word_bits: int, longest_run_words: np.ndarray, largest_tile_words: int, read: bool,
+                         least_pJ: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bounds_per_word` of each entry of an integer array of longest runs (the mapper's
+    rows: hundreds of thousands, of a few distinct runs), each distinct run bounded once per
+    process and found by a binary search, as :func:`word_rates_many` does."""
+    runs = np.asarray(longest_run_words, np.int64)
+    key = (ssd, word_bits, int(largest_tile_words), read, float(least_pJ))
+    known, rates = _BOUNDS.get(key, (np.zeros(0, np.int64), np.zeros((0, 2))))
+    at = np.searchsorted(known, runs)
+    if len(known) == 0 or (known[np.minimum(at, len(known) - 1)] != runs).any():
+        new = np.setdiff1d(runs, known)
+        more = np.array([bounds_per_word(ssd, word_bits, int(r), int(largest_tile_words), read, float(least_pJ))
+                         for r in new], np.float64).reshape(-1, 2)
+        known, rates = np.concatenate([known, new]), np.concatenate([rates, more])
+        order = np.argsort(known)
+        known, rates = known[order], rates[order]
+        _BOUNDS[key] = (known, rates)
+        at = np.searchsorted(known, runs)
+    return rates[at, 0], rates[at, 1]
 
 
 def price(level, counts: dict[str, tuple[int, int]], runs: dict[str, tuple[int, int]]) -> list[DiskStream]:
