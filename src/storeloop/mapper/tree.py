@@ -859,6 +859,7 @@ class Tree(BelowBounds):
         rep = np.where(own > 1, n.P * own, n.rep[None, :])
         rows = self._row_state(n, tf[some], sx[some], sy[some], P, rep)
         rows["cid"] = np.nonzero(some)[0]
+        rows = self._ssd_pruned(n, rows, masks, best, objective)
         ok, clb, elb = self._bounded(n, rows, masks, None, objective, relaxed=True)
         lose = objective.dominated(clb, elb, best)      # (the gap's cuts, :meth:`cut`, are left to the full rows)
         self.stats["pruned_bound"] += int(np.count_nonzero(ok & lose))
@@ -987,7 +988,9 @@ class Tree(BelowBounds):
             if best is not None and self.split is None:
                 piece = self._plausible(n, piece, masks, best, objective)
             rows = self._rows(n, *piece)
-            if rows is None:
+            if rows is not None:
+                rows = self._ssd_pruned(n, rows, masks, best, objective)
+            if rows is None or not len(rows["P"]):
                 continue
             got = self._bounded(n, rows, masks, best, objective)
             kept = got if kept is None else _join(kept, got)
@@ -1070,17 +1073,7 @@ class Tree(BelowBounds):
         tr_w = {l: float(n.cnt[l, :, FL].sum() + n.cnt[l, :, UP].sum()) for l in range(L1 + 1)}
         e = np.full((m, len(masks)), n.e_acc + self.compute_pJ)
         ssd_s = np.full((m, len(masks)), n.ssd_s) if self.ssd is not None else None
-        innermost = L1 == self.nlev - 1 and self.cap_below[L1] == 1
-        cc_lb = (rows["P"] * -(-rowprod(rows["rem"]) // self.cap_below[L1])
-                 * self.arch.compute.cycles_per_op).astype(np.float64)
-        def forced_reuse(t):
-            """A child that does not keep t at L1: if no level below can hold t's remaining tile
-            (even split over every instance below), a t-relevant temporal loop must still come
-            above t's next keeper, inside every loop chosen so far -- so t arrives once per
-            iteration of all of them (P), not only down to its innermost relevant loop (rep)."""
-            forced = rows["tile"][:, t] > max(self.cap_after[L1], 1) * self.cap_below[L1]
-            return np.where(forced, rows["P"] / rows["rep"][:, t], 1.0)
-
+        innermost, cc_lb = self._compute_floor(rows, L1)
         # what the levels below L1 must still spend (where the innermost level serves each compute)
         deep = self.below[L1] is not None and not relaxed
         arrived, moved = [], []                    # per tensor: words arriving at L1, moved below it
@@ -1098,12 +1091,7 @@ class Tree(BelowBounds):
         for t in range(T):
             pl = int(n.last[t])
             k = kept[None, :, t]
-            # the parent's reads (updates) of t: final if L1 keeps t, else a lower bound -- the same value
-            via0 = (arr[:, t] * scat[:, t]).astype(np.float64)
-            kept_v = (w_read[:, t] * scat[:, t]).astype(np.float64)
-            # where L1 does not keep t: bypassing a last level without fanout, one access per
-            # compute; above it, the reuse the capacities below force
-            free_v = np.maximum(via0, cc_lb * scat[:, t]) if innermost else via0 * forced_reuse(t)
+            via0, kept_v, free_v = self._vias(rows, L1, t, w_read, innermost, cc_lb)
             if pl < 0:
                 pass                       # no keeper above yet: nothing is read from above
             elif pl == 0 and self.ssd is not None:
@@ -1202,12 +1190,71 @@ class Tree(BelowBounds):
         rows, info = _take(rows, info, used)
         return rows, r2.reshape(-1), c, clb.ravel()[flat], e.ravel()[flat], info
 
+    def _compute_floor(self, rows: dict, L1: int) -> tuple[bool, np.ndarray]:
+        """Whether L1 is the innermost level with no fanout below, and per row the cycles the
+        computes take at least (the loops so far times what is left, over the units below L1)."""
+        innermost = L1 == self.nlev - 1 and self.cap_below[L1] == 1
+        return innermost, (rows["P"] * -(-rowprod(rows["rem"]) // self.cap_below[L1])
+                           * self.arch.compute.cycles_per_op).astype(np.float64)
+
+    def _vias(self, rows: dict, L1: int, t: int, w_read: np.ndarray, innermost: bool, cc_lb: np.ndarray) -> tuple:
+        """Per row, the words of t its keeper so far sends down (reads; an output's updates):
+        ``via0`` the surrogate's count, ``kept`` where L1 keeps t (final), ``free`` where it does
+        not (a lower bound): bypassing a last level without fanout, one access per compute; above
+        it, the reuse the capacities below force -- if no level below can hold t's remaining
+        tile (even split over every instance below), a t-relevant temporal loop must still come
+        above t's next keeper, inside every loop chosen so far, so t arrives once per iteration
+        of all of them (P), not only down to its innermost relevant loop (rep)."""
+        scat = rows["scat"][:, t]
+        via0 = (rows["arr"][:, t] * scat).astype(np.float64)
+        kept = (w_read[:, t] * scat).astype(np.float64)
+        if innermost:
+            return via0, kept, np.maximum(via0, cc_lb * scat)
+        forced = rows["tile"][:, t] > max(self.cap_after[L1], 1) * self.cap_below[L1]
+        return via0, kept, via0 * np.where(forced, rows["P"] / rows["rep"][:, t], 1.0)
+
+    def _ssd_pruned(self, n: Node, rows: dict, masks: np.ndarray, best, objective) -> dict:
+        """``rows`` less those that lose to ``best`` on the SSD top level's streams alone: the
+        seconds of the tensors it still sends down (:meth:`_ssd_traffic`), least over the keep
+        masks whose tiles fit L1, with the computes' cycles, bound every child of a row in cycles, and the energy
+        spent so far with the computes' bounds its energy. Bounding a row's streams costs about
+        half of what :meth:`_bounded` spends on it, and on an SSD-bound design nearly every row
+        loses there (the SSD sweep's 32-channel points: 98 % of the rows under the DRAM's loops).
+        The rows dropped count as candidates pruned by their bound, as :meth:`_bounded` would."""
+        if self.ssd is None or best is None or self.extents is not None or self.split is not None:
+            return rows
+        sent = [t for t in range(self.T) if n.last[t] == 0]
+        if not sent or not len(rows["P"]):
+            return rows
+        L1 = n.depth + 1
+        m, K = len(rows["P"]), len(masks)
+        kept = ((masks[:, None] >> np.arange(self.T)[None, :]) & 1).astype(bool)
+        innermost, cc_lb = self._compute_floor(rows, L1)
+        ssd_s = np.full((m, K), n.ssd_s)
+        for t in sent:
+            k = kept[None, :, t]
+            via0, kept_v, free_v = self._vias(rows, L1, t, rows["arr"], innermost, cc_lb)
+            self._ssd_traffic(n, rows, t, k, via0, np.where(k, kept_v[:, None], free_v[:, None]), innermost, ssd_s, None)
+        size = self.arch.levels[L1].size_words
+        if size is not None:           # (the keep masks whose tiles do not fit L1 have no children)
+            ssd_s = np.where(rows["tile"].astype(np.float64) @ kept.T.astype(np.float64) <= size, ssd_s, np.inf)
+        least = ssd_s[:, 0].copy()
+        for c in range(1, K):          # (column by column: a reduction along a short axis is slower)
+            np.minimum(least, ssd_s[:, c], out=least)
+        clb = np.ceil(np.maximum(np.maximum(cc_lb, self.global_lb), least * self.arch.clock_hz * SAFE))
+        lose = objective.dominated(clb, np.full(m, (n.e_acc + self.compute_pJ) * SAFE), best)
+        if not lose.any():
+            return rows
+        self.stats["candidates"] += int(lose.sum()) * K
+        self.stats["pruned_bound"] += int(lose.sum()) * K
+        return _take(rows, None, np.flatnonzero(~lose))[0]
+
     def _ssd_traffic(self, n, rows, t, k, via0, via, innermost, ssd_s, e) -> None:
         """The SSD top level's reads (updates) of t, added to ``ssd_s`` (seconds) and ``e`` (pJ):
         ``via0`` per row where L1 keeps t (exact: its run and tile are L1's; with a free layout the
         least seconds and the least energy over the layouts, each a bound), ``via`` (m, K) per
         keep mask, bounded by the peak streams and the least energy per word where a level further
-        down will keep t."""
+        down will keep t. ``e`` None: the seconds only."""
         runs = self._ssd_runs(t, n.spans[0], rows["rem"])
         u = float(n.util[0])
         reads0 = via0 - n.partl[t] if self.rw[t] else via0
@@ -1226,12 +1273,15 @@ class Tree(BelowBounds):
 
         spw_r, epw_r = bound(True)
         reads = via - n.partl[t] if self.rw[t] else via
-        later_s, later_e = reads * spw_r, reads * epw_r
+        later_s = reads * spw_r
+        later_e = None if e is None else reads * epw_r
         if self.rw[t]:
             spw_w, epw_w = bound(False)
-            later_s, later_e = later_s + via * spw_w, later_e + via * epw_w
+            later_s = later_s + via * spw_w
+            later_e = None if e is None else later_e + via * epw_w
         ssd_s += np.where(k, (secs[:, 0] if one else secs.min(axis=1))[:, None], later_s) * u
-        e += np.where(k, (pj[:, 0] if one else pj.min(axis=1))[:, None], later_e) * u
+        if e is not None:
+            e += np.where(k, (pj[:, 0] if one else pj.min(axis=1))[:, None], later_e) * u
 
     def child(self, ch: Children, i: int) -> Node:
         """Materialize the i-th surviving child as a node of the next level."""
