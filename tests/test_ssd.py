@@ -306,6 +306,44 @@ def test_the_mapper_on_an_ssd_matches_brute_force():
     assert proven >= 35 and streamed >= 5, (proven, streamed)
 
 
+def test_the_rows_dropped_on_the_ssd_streams_alone_lose_in_every_keep_set(monkeypatch):
+    """Tree._ssd_pruned drops the rows of an expansion whose SSD streams alone (least over the keep
+    sets that fit), with the computes' cycles and the energy spent so far, the best so far
+    dominates. On the tiny-SSD cases, every objective and a layout searched or not: every dropped
+    row, bounded by Tree._bounded with every keep set (its relaxed bound, which the full one is
+    not below), is dominated by the best wherever it fits, and the check is not empty. A mutant
+    whose streams count 1.5 times their seconds fails it."""
+    import numpy as np
+
+    from storeloop.mapper import map_workload
+    from storeloop.mapper import tree as T
+
+    pruned, checked = T.Tree._ssd_pruned, [0]
+
+    def checking(self, n, rows, masks, best, objective):
+        m = len(rows["P"]) if rows is not None else 0
+        if not m:
+            return pruned(self, n, rows, masks, best, objective)
+        rows = dict(rows, probe=np.arange(m))
+        kept = pruned(self, n, rows, masks, best, objective)
+        gone = np.setdiff1d(np.arange(m), kept["probe"])
+        if len(gone):
+            stats = dict(self.stats)
+            ok, clb, elb = self._bounded(n, T._take(rows, None, gone)[0], masks, None, objective, relaxed=True)
+            self.stats = stats
+            lose = objective.dominated(clb, elb, best)
+            assert lose[ok].all(), f"a dropped row could beat {best}: {clb[ok & ~lose][:5]}, {elb[ok & ~lose][:5]}"
+            checked[0] += len(gone)
+        return {k: v for k, v in kept.items() if k != "probe"}
+
+    monkeypatch.setattr(T.Tree, "_ssd_pruned", checking)
+    for seed in range(40):
+        arch, work, energy, objective = ssd_oracle_case(seed)
+        map_workload(arch, work, energy, objective=objective, time_limit=30, energy_gap=0.0,
+                     search_layout=seed % 2 == 1)
+    assert checked[0] >= 200, checked
+
+
 def test_the_mapper_on_a_laid_out_disk_matches_brute_force():
     """With each tensor stored in a random rank order on the Disk (its layout), map's proven
     optimum is still the least of every mapping priced by the model on that layout; and a layout
