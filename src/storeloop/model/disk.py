@@ -87,19 +87,26 @@ def word_rates_many(level, run_words: np.ndarray, tile_words: np.ndarray, read: 
     else:
         as_bytes = lambda words: np.floor(np.asarray(words, np.float64) * wbytes).astype(np.int64)  # int(words * wbytes)
     size, depth = _request(ssd, as_bytes(run_words), as_bytes(tile_words))
-    key = np.ravel(size * q + depth)
-    known, rates = _RATES.get((ssd, read), (np.zeros(0, np.int64), np.zeros((0, 2))))
-    at = np.searchsorted(known, key)
-    if len(known) == 0 or (known[np.minimum(at, len(known) - 1)] != key).any():
-        new = np.setdiff1d(key, known)
-        more = np.array([_priced(ssd, int(k) // q, int(k) % q, read)[1:4:2] for k in new], np.float64).reshape(-1, 2)
+    rates = _lookup(_RATES, (ssd, read), np.ravel(size * q + depth), lambda k: _priced(ssd, k // q, k % q, read)[1:4:2])
+    bw, jpb = rates[:, 0], rates[:, 1]
+    return wbytes / bw, wbytes * jpb * 1e12
+
+
+def _lookup(cache: dict, key, values: np.ndarray, price) -> np.ndarray:
+    """(n, 2): ``price(v)`` of each entry v of an integer array, each distinct value priced once per
+    process (``cache[key]``: the values priced so far, sorted, and their prices), the rows matched
+    by a binary search."""
+    known, rates = cache.get(key, (np.zeros(0, np.int64), np.zeros((0, 2))))
+    at = np.searchsorted(known, values)
+    if len(known) == 0 or (known[np.minimum(at, len(known) - 1)] != values).any():
+        new = np.setdiff1d(values, known)
+        more = np.array([price(int(v)) for v in new], np.float64).reshape(-1, 2)
         known, rates = np.concatenate([known, new]), np.concatenate([rates, more])
         order = np.argsort(known)
         known, rates = known[order], rates[order]
-        _RATES[ssd, read] = (known, rates)
-        at = np.searchsorted(known, key)
-    bw, jpb = rates[at, 0], rates[at, 1]
-    return wbytes / bw, wbytes * jpb * 1e12
+        cache[key] = (known, rates)
+        at = np.searchsorted(known, values)
+    return rates[at]
 
 
 def least_seconds_per_word(ssd, word_bits: int) -> tuple[float, float]:
@@ -138,21 +145,11 @@ def bounds_per_word_many(ssd, word_bits: int, longest_run_words: np.ndarray, lar
                          least_pJ: float) -> tuple[np.ndarray, np.ndarray]:
     """:func:`bounds_per_word` of each entry of an integer array of longest runs (the mapper's
     rows: hundreds of thousands, of a few distinct runs), each distinct run bounded once per
-    process and found by a binary search, as :func:`word_rates_many` does."""
-    runs = np.asarray(longest_run_words, np.int64)
-    key = (ssd, word_bits, int(largest_tile_words), read, float(least_pJ))
-    known, rates = _BOUNDS.get(key, (np.zeros(0, np.int64), np.zeros((0, 2))))
-    at = np.searchsorted(known, runs)
-    if len(known) == 0 or (known[np.minimum(at, len(known) - 1)] != runs).any():
-        new = np.setdiff1d(runs, known)
-        more = np.array([bounds_per_word(ssd, word_bits, int(r), int(largest_tile_words), read, float(least_pJ))
-                         for r in new], np.float64).reshape(-1, 2)
-        known, rates = np.concatenate([known, new]), np.concatenate([rates, more])
-        order = np.argsort(known)
-        known, rates = known[order], rates[order]
-        _BOUNDS[key] = (known, rates)
-        at = np.searchsorted(known, runs)
-    return rates[at, 0], rates[at, 1]
+    process (:func:`_lookup`)."""
+    largest, least = int(largest_tile_words), float(least_pJ)
+    rates = _lookup(_BOUNDS, (ssd, word_bits, largest, read, least), np.asarray(longest_run_words, np.int64),
+                    lambda r: bounds_per_word(ssd, word_bits, r, largest, read, least))
+    return rates[:, 0], rates[:, 1]
 
 
 def price(level, counts: dict[str, tuple[int, int]], runs: dict[str, tuple[int, int]]) -> list[DiskStream]:
