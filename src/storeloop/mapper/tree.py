@@ -1273,17 +1273,14 @@ class Tree(BelowBounds):
             spw, epw = disk.bounds_per_word_many(self.ssd.ssd, self.ssd.word_bits, longest, largest, read, float(least))
             return spw[:, None], epw[:, None]
 
-        spw_r, epw_r = bound(True)
         reads = via - n.partl[t] if self.rw[t] else via
-        later_s = reads * spw_r
-        later_e = None if e is None else reads * epw_r
-        if self.rw[t]:
-            spw_w, epw_w = bound(False)
-            later_s = later_s + via * spw_w
-            later_e = None if e is None else later_e + via * epw_w
+        (spw_r, epw_r), (spw_w, epw_w) = bound(True), bound(False) if self.rw[t] else (None, None)
+        later_s = reads * spw_r if spw_w is None else reads * spw_r + via * spw_w
         ssd_s += np.where(k, (secs[:, 0] if one else secs.min(axis=1))[:, None], later_s) * u
-        if e is not None:
-            e += np.where(k, (pj[:, 0] if one else pj.min(axis=1))[:, None], later_e) * u
+        if e is None:
+            return
+        later_e = reads * epw_r if epw_w is None else reads * epw_r + via * epw_w
+        e += np.where(k, (pj[:, 0] if one else pj.min(axis=1))[:, None], later_e) * u
 
     def child(self, ch: Children, i: int) -> Node:
         """Materialize the i-th surviving child as a node of the next level."""
