@@ -235,7 +235,8 @@ class BelowBounds:
 
     REFILL_WORK = 200_000    # the most (tile shape, split, e) cases the refill bound weighs for one remainder
 
-    def _refill_cases(self, L1: int, rem: tuple, looped: bool, held: int = 0, taken: int = 0) -> tuple | None:
+    def _refill_cases(self, L1: int, rem: tuple, looped: bool, held: int = 0, taken: int = 0,
+                      least: int = 1) -> tuple | None:
         """What the innermost level R's capacity forces below a node whose levels down to L1 are
         chosen, with ``rem`` left for L1..R (``looped``: a temporal loop above L1):
         :meth:`_capacity_bound`'s argument on the subproblem, one case per keep set of R, tile
@@ -249,8 +250,10 @@ class BelowBounds:
         across R's top (before the sharing above L1 and the floors the caller knows). None where
         the cases exceed :data:`REFILL_WORK` (the bound is then left out). With uneven positions, L1
         may be one of R's: ``held`` words of R are then taken by the tensors ``taken`` (a mask) at
-        the positions down to L1, which the positions below cannot keep again."""
-        key = (L1, rem, looped, held, taken)
+        the positions down to L1, which the positions below cannot keep again. Only the splits of
+        at least ``least`` units are weighed (:meth:`refine`: fewer cannot run at the best's cycles);
+        where there are none, the one case costs infinitely much."""
+        key = (L1, rem, looped, held, taken, least)
         if key in self._refills:
             return self._refills[key]
         R, w = self.nlev - 1, self.workload
@@ -263,6 +266,11 @@ class BelowBounds:
             self._refills[key] = None
             self.stats["candidates"] += self.REFILL_WORK
             return None
+        if least > 1:
+            sp = sp[rowprod(sp) >= least]
+            if not len(sp):
+                self._refills[key] = out = (np.array([np.inf]), np.zeros((1, self.T)))
+                return out
         sizes = self.sizes
         others = self.other_dims
         share = np.stack([sp[:, d].prod(axis=1) for d in others], axis=1).astype(np.float64)
@@ -540,10 +548,15 @@ class BelowBounds:
             out.append(((self.wpw if self.rw[t] else self.rpw)[pl], wider))
         return out
 
-    def refine(self, ch, i: int) -> float:
+    def refine(self, ch, i: int, cycles: int | None = None) -> float:
         """Child i's energy bound raised by what the innermost level R's capacity forces below it
         (:meth:`_refill_cases`), computed only for the children the search visits (their bound
-        beat the best so far). Where it applies, each tensor's words across R's top are priced at
+        beat the best so far). With ``cycles`` (a cycle-first objective's best), the bound is of
+        the mappings of at most those cycles only, the only ones that can beat it: a mapping runs
+        its computes over at most the product of its spatial factors at once, so those take at
+        least ``macs x cycles_per_op / cycles`` units, and the splits of the units below L1 with
+        fewer (given the spatial factors chosen above) are not weighed. The best's cycles only
+        fall, so a bound raised for earlier ones still holds. Where it applies, each tensor's words across R's top are priced at
         the cheapest level that can still be its keeper above R: L1 if L1 keeps it, else its keeper
         so far (whose accesses more units can share), or a level between L1 and R; at least its
         size and the words the node already moves for it, whose energy the node counted (and is
@@ -573,7 +586,12 @@ class BelowBounds:
                 held, taken = held + n.held, taken | n.gkept
                 if not mk:                 # after an empty inner position none keeps a tensor (mapper/uneven.py)
                     taken = (1 << T) - 1
-        cases = self._refill_cases(L1, tuple(int(x) for x in rows["rem"][j]), bool(rows["P"][j] > 1), held, taken)
+        least = 1
+        if cycles is not None:             # the units a mapping of at most these cycles runs at once
+            units = math.ceil(float(self.workload.macs) * self.arch.compute.cycles_per_op / cycles * SAFE)
+            least = -(-units // int(rows["util"][j]))
+        cases = self._refill_cases(L1, tuple(int(x) for x in rows["rem"][j]), bool(rows["P"][j] > 1), held, taken,
+                                   least)
         if cases is None:
             return float(raised[i])
         at_r, words = cases

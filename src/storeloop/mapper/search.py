@@ -138,6 +138,11 @@ class _DFS:
     def key(self):
         return None if self.best is None else self.best[:2]
 
+    def tied(self) -> int | None:
+        """The best's cycles, under the lexicographic objective (where a mapping beats it only at
+        as few cycles): :meth:`Tree.refine` bounds the energy of those mappings only."""
+        return int(self.best[0]) if self.best is not None and self.obj.lexicographic else None
+
     def halted(self) -> str | None:
         """'time-limit' or 'budget' once the search must stop (also asked between exact leaves)."""
         if self.deadline is not None and time.monotonic() > self.deadline:
@@ -257,7 +262,7 @@ class _DFS:
                 if len(rest) else rest
             if ch.refill is not None:            # the refill bound cuts more (each child raised once)
                 rest = [i for i in rest
-                        if not self.tree.cut(ch.clb[i], self.tree.refine(ch, i), self.key(), self.obj, note=False)]
+                        if not self.tree.cut(ch.clb[i], self.tree.refine(ch, i, self.tied()), self.key(), self.obj, note=False)]
             recent = self.top_costs[len(self.top_costs) // 2:]
             per = sum(recent) / len(recent)
             self._projected = (key, per * (len(rest) + 1) <= CONVERGE_PATIENT * (spent - began))
@@ -291,7 +296,7 @@ class _DFS:
                 self.tree.stats["pruned_bound"] += 1
                 continue
             if self.best is not None and ch.refill is not None and \
-                    self.tree.cut(ch.clb[i], self.tree.refine(ch, i), self.key(), self.obj):
+                    self.tree.cut(ch.clb[i], self.tree.refine(ch, i, self.tied()), self.key(), self.obj):
                 self.tree.stats["pruned_bound"] += 1
                 continue
             if ahead is None:
