@@ -459,23 +459,27 @@ def test_the_bounds_below_a_node_never_cut_an_optimum():
     assert refilled >= 22, refilled
 
 
-def test_a_refill_bound_at_the_best_cycles_stays_below_the_mappings_with_as_few():
-    """With a cycle-first objective's best cycles C, BelowBounds.refine bounds the energy of the
-    mappings of at most C cycles only, weighing only the splits of the units below a node that
-    run enough of them at once (with the spatial factors chosen above). Per node of random walks,
-    on plain problems (DRAM -> SRAM -> k RFs [-> k REGs]) and windowed ones (some with a fanout
-    above the RFs, where the units chosen above count): the bound at the least cycles of the
-    node's subtree is at most the least energy of the subtree's mappings at those cycles. Mutants
-    fail: one that ignores the units chosen above, one that asks for one unit more."""
+def test_the_refill_bound_at_the_best_cycles_stays_below_the_mappings_with_as_few():
+    """With the lexicographic objective's best at C cycles, the refill bound (BelowBounds.refine)
+    is of the mappings of at most C cycles only: those run enough units at once, so the splits of
+    the units below a level that leave fewer (with the spatial factors chosen above) are not
+    weighed. Per node of random walks on plain problems (DRAM -> SRAM -> k RFs [-> k REGs]) and
+    windowed ones (some with a fanout above the RFs, where the units chosen above count), every
+    child whose subtree has a mapping at the problem's fewest cycles is bounded, for those cycles,
+    at most at the least energy of those mappings.
+    Mutants fail: ignoring the units chosen above, asking for one unit more."""
     from storeloop.ir.constraints import Constraints
     from storeloop.mapper import _prepare
     from storeloop.mapper.objective import Objective
+    from storeloop.mapper.search import branch_and_bound
     from tests.test_uneven_mapper import _least_below
     from tests.test_window_mapper import _refill_case
 
     obj, checked, raised = Objective("delay,energy"), 0, 0
     cases = [deep_case(seed)[:3] for seed in range(30)] + [_refill_case(seed) for seed in range(40)]
     for seed, (arch, work, energy) in enumerate(cases):
+        fewest = branch_and_bound(_prepare(arch, work, energy, Constraints(), False).tree, Objective("delay"),
+                                  progress=False).cycles
         tree = _prepare(arch, work, energy, Constraints(), False).tree
         walk, frontier = random.Random(seed), [tree.root()]
         for _ in range(12):
@@ -490,20 +494,20 @@ def test_a_refill_bound_at_the_best_cycles_stays_below_the_mappings_with_as_few(
             for i in picks[:4]:
                 child = tree.child(ch, i)
                 least = _least_below(tree, child, obj)
-                if least is None:
+                if least is None or least[0] > fewest:
                     continue
                 loose = tree.refine(ch, i)
                 ch.refill.pop("raised")            # (refine keeps the first bound it raised)
-                bound = tree.refine(ch, i, least[0])
+                bound = tree.refine(ch, i, fewest)
                 ch.refill.pop("raised")
-                checked += 1
                 raised += bound > loose * (1 + 1e-9)
+                checked += 1
                 assert bound <= least[1] * (1 + 1e-9), \
                     f"case {seed}: a node at level {node.depth + 1} is bounded at {bound} for at most " \
-                    f"{least[0]} cycles, its subtree's least there is {least[1]}\n{work}\n{arch}"
+                    f"{fewest} cycles, its subtree's least there is {least[1]}\n{work}\n{arch}"
                 if child.depth < tree.nlev - 1:
                     frontier.append(child)
-    assert checked >= 300 and raised >= 5, (checked, raised)
+    assert checked >= 300 and raised >= 2, (checked, raised)
 
 
 def test_a_search_stopped_early_claims_only_what_it_left_open():

@@ -551,17 +551,17 @@ class BelowBounds:
     def refine(self, ch, i: int, cycles: int | None = None) -> float:
         """Child i's energy bound raised by what the innermost level R's capacity forces below it
         (:meth:`_refill_cases`), computed only for the children the search visits (their bound
-        beat the best so far). With ``cycles`` (a cycle-first objective's best), the bound is of
-        the mappings of at most those cycles only, the only ones that can beat it: a mapping runs
-        its computes over at most the product of its spatial factors at once, so those take at
-        least ``macs x cycles_per_op / cycles`` units, and the splits of the units below L1 with
-        fewer (given the spatial factors chosen above) are not weighed. The best's cycles only
-        fall, so a bound raised for earlier ones still holds. Where it applies, each tensor's words across R's top are priced at
-        the cheapest level that can still be its keeper above R: L1 if L1 keeps it, else its keeper
-        so far (whose accesses more units can share), or a level between L1 and R; at least its
-        size and the words the node already moves for it, whose energy the node counted (and is
-        subtracted here, with what :meth:`_below_cost` added). Asked again, it returns the bound
-        it raised; ``ch.elb`` is left as it was."""
+        beat the best so far). With ``cycles`` (the lexicographic objective's best), the bound is
+        of the mappings of at most those cycles only, the only ones that can beat it: a mapping
+        runs its computes over at most the product of its spatial factors at once, so those take
+        at least ``macs x cycles_per_op / cycles`` units, and the splits of the units below L1
+        with fewer (given the spatial factors chosen above) are not weighed; the best's cycles only
+        fall, so a bound raised for earlier ones still holds. Where it applies, each tensor's words
+        across R's top are priced at the cheapest level that can still be its keeper above R: L1
+        if L1 keeps it, else its keeper so far (whose accesses more units can share), or a level
+        between L1 and R; at least its size and the words the node already moves for it, whose
+        energy the node counted (and is subtracted here, with what :meth:`_below_cost` added).
+        Asked again, it returns the bound it raised; ``ch.elb`` is left as it was."""
         info = ch.refill
         if info is None:
             return float(ch.elb[i])
