@@ -463,8 +463,8 @@ def test_the_refill_bound_at_the_best_cycles_stays_below_the_mappings_with_as_fe
     """With the lexicographic objective's best at C cycles, the refill bound (BelowBounds.refine)
     is of the mappings of at most C cycles only: those run enough units at once, so the splits of
     the units below a level that leave fewer (with the spatial factors chosen above) are not
-    weighed. Per node of random walks on plain problems (DRAM -> SRAM -> k RFs [-> k REGs]) and
-    windowed ones (some with a fanout above the RFs, where the units chosen above count), every
+    weighed. Per node of random walks on 60 plain problems (DRAM -> SRAM -> k RFs [-> k REGs])
+    and 60 windowed ones (some with a fanout above the RFs, where the units chosen above count), every
     child whose subtree has a mapping at the problem's fewest cycles is bounded, for those cycles,
     at most at the least energy of those mappings.
     Mutants fail: ignoring the units chosen above, asking for one unit more."""
@@ -476,7 +476,7 @@ def test_the_refill_bound_at_the_best_cycles_stays_below_the_mappings_with_as_fe
     from tests.test_window_mapper import _refill_case
 
     obj, checked, raised = Objective("delay,energy"), 0, 0
-    cases = [deep_case(seed)[:3] for seed in range(30)] + [_refill_case(seed) for seed in range(40)]
+    cases = [deep_case(seed)[:3] for seed in range(60)] + [_refill_case(seed) for seed in range(60)]
     for seed, (arch, work, energy) in enumerate(cases):
         fewest = branch_and_bound(_prepare(arch, work, energy, Constraints(), False).tree, Objective("delay"),
                                   progress=False).cycles
@@ -507,7 +507,7 @@ def test_the_refill_bound_at_the_best_cycles_stays_below_the_mappings_with_as_fe
                     f"{fewest} cycles, its subtree's least there is {least[1]}\n{work}\n{arch}"
                 if child.depth < tree.nlev - 1:
                     frontier.append(child)
-    assert checked >= 300 and raised >= 2, (checked, raised)
+    assert checked >= 500 and raised >= 3, (checked, raised)   # 669, 4 seen
 
 
 def test_a_search_stopped_early_claims_only_what_it_left_open():
