@@ -261,8 +261,9 @@ class _DFS:
             rest = rest[~self.tree.cut(ch.clb[rest], ch.elb[rest], self.key(), self.obj, note=False)] \
                 if len(rest) else rest
             if ch.refill is not None:            # the refill bound cuts more (each child raised once)
+                tied = self.tied()
                 rest = [i for i in rest
-                        if not self.tree.cut(ch.clb[i], self.tree.refine(ch, i, self.tied()), self.key(), self.obj, note=False)]
+                        if not self.tree.cut(ch.clb[i], self.tree.refine(ch, i, tied), self.key(), self.obj, note=False)]
             recent = self.top_costs[len(self.top_costs) // 2:]
             per = sum(recent) / len(recent)
             self._projected = (key, per * (len(rest) + 1) <= CONVERGE_PATIENT * (spent - began))
