@@ -141,7 +141,9 @@ class _DFS:
     def tied(self) -> int | None:
         """The best's cycles, under the lexicographic objective (where a mapping beats it only at
         as few cycles): :meth:`Tree.refine` bounds the energy of those mappings only."""
-        return int(self.best[0]) if self.best is not None and self.obj.lexicographic else None
+        if self.best is None or not self.obj.lexicographic or not math.isfinite(self.best[0]):
+            return None
+        return int(self.best[0])
 
     def halted(self) -> str | None:
         """'time-limit' or 'budget' once the search must stop (also asked between exact leaves)."""
