@@ -1477,24 +1477,37 @@ class Tree(BelowBounds):
         if best is not None:
             live = live[~objective.dominated(cycles[live], energy[live], best)]
         out, key = (), best
-        floors = {}                # the send floor per order of the levels above the last (below)
+        floors, least = {}, None   # the send floor per order of the levels above the last (below)
+        floored = self.windowed and self.split is None
         for i in live[objective.order(cycles[live], energy[live])]:
             if key is not None and objective.dominated(cycles[i], energy[i], key):
                 break                               # sorted by bound: no later leaf can beat key
             base = choice(int(i))
             orders = [self.space.expansions[L][c[3]] for L, c in enumerate(base)]
             split = [[d for d in range(self.D) if c[1][d] > 1 or c[2][d] > 1] for c in base[:-1]]
+            # (a floor does not depend on the spatial loops' order: once for all of them, counted
+            # against a budget as their pricing would have been; nor on the last level's loops, the
+            # only ones the node's leaves choose: once per order of the levels above, for them all)
+            spared = math.prod(math.factorial(len(ds)) for ds in split)
+
+            def floor(up: tuple) -> float:
+                if up not in floors:
+                    some = tuple(c[:3] + (o,) + c[4:] for c, o in zip(base, up + (orders[-1][0],)))
+                    floors[up] = self._send_floor(n, self.mapping(some))
+                return floors[up]
+
+            if key is not None and floored:
+                if least is None:          # (the same orders above the last level for every leaf)
+                    uppers = list(itertools.islice(itertools.product(*orders[:-1]), 1 if self.first_orders else None))
+                    least = min(floor(up) for up in uppers)
+                if objective.dominated(cycles[i], (energy[i] + least) * SAFE, key):
+                    every = spared * len(uppers) * (1 if self.first_orders else len(orders[-1]))
+                    self.stats["floored"] = self.stats.get("floored", 0) + every   # (every order floored)
+                    self.stats["candidates"] += EXACT_COST * every
+                    continue
             for loops in itertools.islice(itertools.product(*orders), 1 if self.first_orders else None):
-                if key is not None and self.windowed and self.split is None:
-                    # (the floor does not depend on the spatial loops' order: once for all of them,
-                    # counted against a budget as their pricing would have been; nor on the last
-                    # level's loops, the only ones the node's leaves choose: once per order above)
-                    floor = floors.get(loops[:-1])
-                    if floor is None:
-                        some = tuple(c[:3] + (o,) + c[4:] for c, o in zip(base, loops))
-                        floor = floors[loops[:-1]] = self._send_floor(n, self.mapping(some))
-                    if objective.dominated(cycles[i], (energy[i] + floor) * SAFE, key):
-                        spared = math.prod(math.factorial(len(ds)) for ds in split)
+                if key is not None and floored:
+                    if objective.dominated(cycles[i], (energy[i] + floor(loops[:-1])) * SAFE, key):
                         self.stats["floored"] = self.stats.get("floored", 0) + spared
                         self.stats["candidates"] += EXACT_COST * spared
                         continue
