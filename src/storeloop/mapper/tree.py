@@ -1472,7 +1472,8 @@ class Tree(BelowBounds):
         next bound cannot beat the best priced. Before the model prices a leaf's temporal orders,
         its windowed tensors' sends are bounded in them (:meth:`_send_floor`): orders the raised
         bound shows cannot win are skipped with every spatial order (``stats['floored']``; each
-        still counts :data:`EXACT_COST` against a budget)."""
+        still counts :data:`EXACT_COST` against a budget), and first the leaf as a whole where the
+        least floor of the node's orders above the last level shows it."""
         live = np.nonzero(np.isfinite(cycles))[0]
         if best is not None:
             live = live[~objective.dominated(cycles[live], energy[live], best)]
