@@ -743,3 +743,42 @@ def test_a_larger_tile_never_moves_more_of_a_windowed_tensor():
                 assert not up, f"seed {seed}: growing {f} along {d} to {grown} (split {s}, e {e}, rem {rem}) " \
                                 f"moves {after} words, before {before}\n{work}"
     assert checked >= 1000 and strided_up > 0, (checked, strided_up)
+
+
+def test_a_last_level_nodes_least_send_floor_is_the_least_over_the_orders_above():
+    """Tree._least_send_floor, the least send floor of a last-level node's leaves over every order
+    of the levels above the last (the exact leaves skip a whole leaf where its price plus it
+    cannot win), computed per level instead of per order: on random walks of random windowed
+    problems (DRAM -> SRAM [-> RF], fanouts above the RFs, meshes, strides; and DRAM -> GLB ->
+    L2 -> RF), it equals the least of Tree._send_floor over every order where the arch has three
+    levels or fewer, and is at most it on deeper ones (the level just above the last taken at its
+    least per pair, the others enumerated)."""
+    from storeloop.ir.constraints import Constraints
+    from storeloop.mapper import _prepare
+    from storeloop.mapper.objective import Objective
+    from tests.test_uneven_mapper import random_walk
+
+    obj, checked, nonzero, deeper = Objective("delay,energy"), 0, 0, 0
+    for seed in range(30):
+        for arch, work, energy in (window_case(seed)[:3], _refill_case(seed)):
+            tree = _prepare(arch, work, energy, Constraints(), False).tree
+            if tree.exact is None or not tree.windowed:
+                continue
+            for _, _, _, _, node in random_walk(tree, obj, seed, 60, tree.nlev - 2, True):
+                rows = None if node.depth != tree.nlev - 1 else tree._rows(node, *tree._combos(node))
+                if rows is None:
+                    continue
+                row, oid, leaf_orders, _ = tree._leaf_orders(rows)
+                base = tree._leaf_choice(node, rows, int(row[0]), leaf_orders[oid[0]])
+                orders = [tree.space.expansions[L][c[3]] for L, c in enumerate(base)]
+                want = min(tree._send_floor(node, tree.mapping(tuple(c[:3] + (o,) + c[4:] for c, o in
+                                                                    zip(base, up + (orders[-1][0],)))))
+                           for up in itertools.product(*orders[:-1]))
+                got = tree._least_send_floor(node, base, orders)
+                assert got <= want * (1 + 1e-12) + 1e-9, f"seed {seed}: {got} above {want}\n{work}\n{arch}"
+                if tree.nlev <= 3:
+                    assert got == pytest.approx(want, rel=1e-12, abs=1e-9), f"seed {seed}\n{work}\n{arch}"
+                checked += 1
+                nonzero += want > 0
+                deeper += tree.nlev > 3
+    assert checked >= 600 and nonzero >= 300 and deeper >= 100, (checked, nonzero, deeper)

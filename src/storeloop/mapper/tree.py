@@ -1499,10 +1499,10 @@ class Tree(BelowBounds):
 
             if key is not None and floored:
                 if least is None:          # (the same orders above the last level for every leaf)
-                    uppers = list(itertools.islice(itertools.product(*orders[:-1]), 1 if self.first_orders else None))
-                    least = min(floor(up) for up in uppers)
+                    uppers = math.prod(1 if self.first_orders else len(o) for o in orders[:-1])
+                    least = self._least_send_floor(n, base, orders)
                 if objective.dominated(cycles[i], (energy[i] + least) * SAFE, key):
-                    every = spared * len(uppers) * (1 if self.first_orders else len(orders[-1]))
+                    every = spared * uppers * (1 if self.first_orders else len(orders[-1]))
                     self.stats["floored"] = self.stats.get("floored", 0) + every   # (every order floored)
                     self.stats["candidates"] += EXACT_COST * every
                     continue
@@ -1528,6 +1528,89 @@ class Tree(BelowBounds):
                     if key is None or objective.better(r.cycles, r.energy_pJ, key):
                         key, out = (r.cycles, r.energy_pJ), (r.cycles, r.energy_pJ, ch)
         return out
+
+    def _least_send_floor(self, n: Node, base: tuple, orders: list) -> float:
+        """At most the least :meth:`_send_floor` of last-level node ``n``'s leaves over every order
+        of the levels above the last (``orders[:-1]``, the loop orders each level's stands for;
+        ``base``: one leaf's choice), without a mapping per order. A pair of keepers' sends
+        (:func:`storeloop.model.nest.send_floors`) are its box plus, per level L above the child,
+        that level's own walk times the temporal factors above L: a walk starts from the steps
+        of the loops below L (a sum, whatever their order) and each loop's stride is the same
+        in every order (one loop per dimension a level), so only L's own order moves L's term.
+        The orders of every level but the last two are enumerated; the one just above the last
+        level is taken at its least per pair (the only pair it moves is the one into the last
+        level, and a floor only grows with the words), which is exact on one windowed tensor."""
+        lv, D = self.nlev - 1, self.D
+        if self.first_orders:
+            orders = [o[:1] for o in orders]
+        tf = [[int(x) for x in c[0]] for c in base[:lv]]
+        fan = [[int(x) * int(y) for x, y in zip(c[1], c[2])] for c in base[:lv]]
+        inner = [None] * (lv + 1)           # inner[L][d]: a level-L tile's span along d
+        inner[lv] = [int(x) for x in n.rem]
+        for L in range(lv - 1, -1, -1):
+            inner[L] = [inner[L + 1][d] * tf[L][d] * fan[L][d] for d in range(D)]
+        outer = [1] * (lv + 1)              # the temporal factors above each level
+        for L in range(1, lv + 1):
+            outer[L] = outer[L - 1] * math.prod(tf[L - 1])
+        masks = [c[4] for c in base[:lv]] + [n.keep]
+        dims = [[[d for d in self._order_dims(L, o) if tf[L][d] > 1] for o in orders[L]] for L in range(lv)]
+        pairs = []                          # (parent, its read cost per word, had, per level L: terms per order)
+        for t in self.windowed:
+            tensor = self.exact.tensors[t]
+            coef = nest._coefficients(tensor)
+            zero = (0,) * len(tensor.ranks)
+            keepers = [L for L in range(lv + 1) if masks[L] >> t & 1]
+            for pl, child in zip(keepers, keepers[1:]):
+                spans, split = list(inner[child]), {}
+                for L in range(pl, child):
+                    for d in coef:
+                        if fan[L][d] > 1:
+                            spans[d] *= fan[L][d]
+                            split[d] = split.get(d, 1) * fan[L][d]
+                own = nest._extents(tensor, inner[child])
+                if any(len([d for d, _ in rank if d in split]) > 1 or
+                       any(c * inner[child][d] > own[r] for d, c in rank if d in split)
+                       for r, rank in enumerate(tensor.ranks)):
+                    continue                # no box: no floor (as send_floors)
+                extents = nest._extents(tensor, spans)
+                box = math.prod(extents)
+                terms, inward = {}, zero
+                for L in range(child - 1, -1, -1):          # innermost level first
+                    step = {d: tuple(c * (inner[L][d] // tf[L][d]) for c in coef[d]) if d in coef else zero
+                            for d in range(D) if tf[L][d] > 1}
+                    per = []
+                    for ds in dims[L]:
+                        words, at = 0, inward
+                        for d in reversed(ds):
+                            shift = tuple(x - y for x, y in zip(step[d], at))
+                            at = tuple(x + y for x, y in zip(at, step[d]))
+                            words = words * tf[L][d] + (tf[L][d] - 1) * nest._new_words(shift, extents, box)
+                        per.append(words * outer[L])
+                    for d in step:
+                        inward = tuple(x + y for x, y in zip(inward, step[d]))
+                    terms[L] = per
+                pairs.append((pl, child, box, float(self.costs[pl].read_pJ) * float(n.util[pl]),
+                              self.arch.levels[pl].block_size, int(n.cnt[pl, t, RD]), terms))
+
+        def extra(words: int, pl: int, pj: float, block: int, had: int) -> float:
+            return (-(-words // block) + (-had // block)) * pj if words > had else 0.0
+
+        least = math.inf
+        for up in itertools.product(*(range(len(o)) for o in orders[:lv - 1])):
+            total = 0.0
+            for pl, child, box, pj, block, had, terms in pairs:
+                words = box + sum(terms[L][up[L]] for L in terms if L < lv - 1)
+                if lv - 1 in terms:         # the level just above the last: its least term
+                    words += min(terms[lv - 1])
+                total += extra(words, pl, pj, block, had)
+            least = min(least, total)
+        return least
+
+    def _order_dims(self, L: int, order: tuple) -> list[int]:
+        """The dimensions of level L's temporal loops in ``order`` (a tuple of classes), outer first."""
+        pref = self.space.constraints.at(L).permutation or []
+        return [d for ci in order for d in sorted(self.space.classes[ci][1],
+                                                  key=lambda d: (pref.index(d) if d in pref else len(pref), d))]
 
     def _send_floor(self, n: Node, mapping: Mapping) -> float:
         """Energy (pJ) the model charges ``mapping``, a leaf of node ``n``, beyond the leaf's price:
@@ -1629,10 +1712,7 @@ class Tree(BelowBounds):
             if lm is None:
                 if len(cache) > LEVEL_MAPS:                # memory stays bounded
                     cache.clear()
-                pref = self.space.constraints.at(L).permutation or []
-                dims = [d for ci in order for d in sorted(self.space.classes[ci][1],
-                                                          key=lambda d: (pref.index(d) if d in pref else len(pref), d))]
-                lm = cache[key] = self.space.level_mapping(dims, tf, sx, sy, keep, spatial_order)
+                lm = cache[key] = self.space.level_mapping(self._order_dims(L, order), tf, sx, sy, keep, spatial_order)
             levels.append(lm)
         out = Mapping(tuple(levels), name)
         return out if self.split is None else self.split.to_physical(out)
