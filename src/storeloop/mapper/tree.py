@@ -100,6 +100,26 @@ def cartesian(lists: list[list[int]]) -> np.ndarray:
     return out
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _level_walks(orders: tuple, step: tuple, inward: tuple, extents: tuple, box: int) -> tuple[int, ...]:
+    """One level's share of a pair of keepers' sends (:meth:`Tree._least_send_floor`), per order of
+    its temporal loops (``orders``: each a tuple of their dimensions, outer first): its loops
+    (dimension, factor, step along each rank) walked innermost first from ``inward`` (the steps of
+    the loops below it), as :func:`storeloop.model.nest._pair_sends` walks them. Cached: sibling
+    nodes share most levels' loops."""
+    by = {d: (f, st) for d, f, st in step}
+    out = []
+    for ds in orders:
+        words, at = 0, inward
+        for d in reversed(ds):
+            f, st = by[d]
+            shift = tuple(x - y for x, y in zip(st, at))
+            at = tuple(x + y for x, y in zip(at, st))
+            words = words * f + (f - 1) * nest._new_words(shift, extents, box)
+        out.append(words)
+    return tuple(out)
+
+
 @functools.lru_cache(maxsize=1024)
 def _capacity_cases(bounds: tuple[int, ...], rel: tuple[tuple[bool, ...], ...], keep_masks: tuple[int, ...], S: int,
                     ratio: int, sizes: tuple[float, ...], macs: float, positions: bool = False) -> tuple:
@@ -336,6 +356,7 @@ class Tree(BelowBounds):
         # an exact leaf priced in the first temporal order it stands for only (a first, partial walk:
         # mapper._two_walks); its spatial orders all the same
         self.first_orders = False
+        self._dims_of: dict = {}           # (level, order) -> its loops' dimensions (Tree._order_dims)
         # the energy gap the search may leave (lexicographic objective): a subtree whose energy
         # bound is within it of the best's, at the best's cycles, is cut (:meth:`cut`); per best
         # cycles, the least energy bound so cut
@@ -1553,8 +1574,8 @@ class Tree(BelowBounds):
         for L in range(1, lv + 1):
             outer[L] = outer[L - 1] * math.prod(tf[L - 1])
         masks = [c[4] for c in base[:lv]] + [n.keep]
-        dims = [[[d for d in self._order_dims(L, o) if tf[L][d] > 1] for o in orders[L]] for L in range(lv)]
-        pairs = []                          # (parent, its read cost per word, had, per level L: terms per order)
+        dims = [tuple(tuple(d for d in self._order_dims(L, o) if tf[L][d] > 1) for o in orders[L]) for L in range(lv)]
+        pairs = []                          # (box, the parent's pJ per word read, its block, had, per level: terms per order)
         for t in self.windowed:
             tensor = self.exact.tensors[t]
             coef = nest._coefficients(tensor)
@@ -1572,45 +1593,41 @@ class Tree(BelowBounds):
                        any(c * inner[child][d] > own[r] for d, c in rank if d in split)
                        for r, rank in enumerate(tensor.ranks)):
                     continue                # no box: no floor (as send_floors)
-                extents = nest._extents(tensor, spans)
+                extents = tuple(nest._extents(tensor, spans))
                 box = math.prod(extents)
                 terms, inward = {}, zero
                 for L in range(child - 1, -1, -1):          # innermost level first
-                    step = {d: tuple(c * (inner[L][d] // tf[L][d]) for c in coef[d]) if d in coef else zero
-                            for d in range(D) if tf[L][d] > 1}
-                    per = []
-                    for ds in dims[L]:
-                        words, at = 0, inward
-                        for d in reversed(ds):
-                            shift = tuple(x - y for x, y in zip(step[d], at))
-                            at = tuple(x + y for x, y in zip(at, step[d]))
-                            words = words * tf[L][d] + (tf[L][d] - 1) * nest._new_words(shift, extents, box)
-                        per.append(words * outer[L])
-                    for d in step:
-                        inward = tuple(x + y for x, y in zip(inward, step[d]))
-                    terms[L] = per
-                pairs.append((pl, child, box, float(self.costs[pl].read_pJ) * float(n.util[pl]),
+                    step = tuple((d, tf[L][d], tuple(c * (inner[L][d] // tf[L][d]) for c in coef[d]) if d in coef
+                                  else zero) for d in range(D) if tf[L][d] > 1)
+                    terms[L] = [w * outer[L] for w in _level_walks(dims[L], step, inward, extents, box)]
+                    for _, _, st in step:
+                        inward = tuple(x + y for x, y in zip(inward, st))
+                pairs.append((box, float(self.costs[pl].read_pJ) * float(n.util[pl]),
                               self.arch.levels[pl].block_size, int(n.cnt[pl, t, RD]), terms))
 
-        def extra(words: int, pl: int, pj: float, block: int, had: int) -> float:
+        def extra(words: int, pj: float, block: int, had: int) -> float:
             return (-(-words // block) + (-had // block)) * pj if words > had else 0.0
 
         least = math.inf
         for up in itertools.product(*(range(len(o)) for o in orders[:lv - 1])):
             total = 0.0
-            for pl, child, box, pj, block, had, terms in pairs:
+            for box, pj, block, had, terms in pairs:
                 words = box + sum(terms[L][up[L]] for L in terms if L < lv - 1)
                 if lv - 1 in terms:         # the level just above the last: its least term
                     words += min(terms[lv - 1])
-                total += extra(words, pl, pj, block, had)
+                total += extra(words, pj, block, had)
             least = min(least, total)
         return least
 
-    def _order_dims(self, L: int, order: tuple) -> list[int]:
+    def _order_dims(self, L: int, order: tuple) -> tuple[int, ...]:
         """The dimensions of level L's temporal loops in ``order`` (a tuple of classes), outer first."""
-        pref = self.space.constraints.at(L).permutation or []
-        return [d for ci in order for d in sorted(self.space.classes[ci][1],
-                                                  key=lambda d: (pref.index(d) if d in pref else len(pref), d))]
+        out = self._dims_of.get((L, order))
+        if out is None:
+            pref = self.space.constraints.at(L).permutation or []
+            out = self._dims_of[L, order] = tuple(
+                d for ci in order for d in sorted(self.space.classes[ci][1],
+                                                  key=lambda d: (pref.index(d) if d in pref else len(pref), d)))
+        return out
 
     def _send_floor(self, n: Node, mapping: Mapping) -> float:
         """Energy (pJ) the model charges ``mapping``, a leaf of node ``n``, beyond the leaf's price:
