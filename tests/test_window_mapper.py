@@ -774,7 +774,7 @@ def test_a_last_level_nodes_least_send_floor_is_the_least_over_the_orders_above(
                 want = min(tree._send_floor(node, tree.mapping(tuple(c[:3] + (o,) + c[4:] for c, o in
                                                                     zip(base, up + (orders[-1][0],)))))
                            for up in itertools.product(*orders[:-1]))
-                got = tree._least_send_floor(node, base, orders)
+                got = tree._least_send_floor(node)
                 assert got <= want * (1 + 1e-12) + 1e-9, f"seed {seed}: {got} above {want}\n{work}\n{arch}"
                 if tree.nlev <= 3:
                     assert got == pytest.approx(want, rel=1e-12, abs=1e-9), f"seed {seed}\n{work}\n{arch}"

@@ -301,6 +301,8 @@ class _DFS:
             if self.best is not None and ch.refill is not None and \
                     self.tree.cut(ch.clb[i], self.tree.refine(ch, i, self.tied()), self.key(), self.obj):
                 self.tree.stats["pruned_bound"] += 1
+                if self.deadline is not None and time.monotonic() > self.deadline:
+                    raise self.stop("time-limit", current=False)    # (a long run of children cut here visits none)
                 continue
             if ahead is None:
                 node = self.tree.child(ch, i)

@@ -1521,7 +1521,7 @@ class Tree(BelowBounds):
             if key is not None and floored:
                 if least is None:          # (the same orders above the last level for every leaf)
                     uppers = math.prod(1 if self.first_orders else len(o) for o in orders[:-1])
-                    least = self._least_send_floor(n, base, orders)
+                    least = self._least_send_floor(n)
                 if objective.dominated(cycles[i], (energy[i] + least) * SAFE, key):
                     every = spared * uppers * (1 if self.first_orders else len(orders[-1]))
                     self.stats["floored"] = self.stats.get("floored", 0) + every   # (every order floored)
@@ -1550,10 +1550,10 @@ class Tree(BelowBounds):
                         key, out = (r.cycles, r.energy_pJ), (r.cycles, r.energy_pJ, ch)
         return out
 
-    def _least_send_floor(self, n: Node, base: tuple, orders: list) -> float:
+    def _least_send_floor(self, n: Node) -> float:
         """At most the least :meth:`_send_floor` of last-level node ``n``'s leaves over every order
-        of the levels above the last (``orders[:-1]``, the loop orders each level's stands for;
-        ``base``: one leaf's choice), without a mapping per order. A pair of keepers' sends
+        of the levels above the last (the loop orders each level's in ``n.choice`` stands for),
+        without a mapping per order. A pair of keepers' sends
         (:func:`storeloop.model.nest.send_floors`) are its box plus, per level L above the child,
         that level's own walk times the temporal factors above L: a walk starts from the steps
         of the loops below L (a sum, whatever their order) and each loop's stride is the same
@@ -1561,11 +1561,10 @@ class Tree(BelowBounds):
         The orders of every level but the last two are enumerated; the one just above the last
         level is taken at its least per pair (the only pair it moves is the one into the last
         level, and a floor only grows with the words), which is exact on one windowed tensor."""
-        lv, D = self.nlev - 1, self.D
-        if self.first_orders:
-            orders = [o[:1] for o in orders]
-        tf = [[int(x) for x in c[0]] for c in base[:lv]]
-        fan = [[int(x) * int(y) for x, y in zip(c[1], c[2])] for c in base[:lv]]
+        lv, D, base = self.nlev - 1, self.D, n.choice
+        orders = [self.space.expansions[L][c[3]][:1 if self.first_orders else None] for L, c in enumerate(base)]
+        tf = [[int(x) for x in c[0]] for c in base]
+        fan = [[int(x) * int(y) for x, y in zip(c[1], c[2])] for c in base]
         inner = [None] * (lv + 1)           # inner[L][d]: a level-L tile's span along d
         inner[lv] = [int(x) for x in n.rem]
         for L in range(lv - 1, -1, -1):
@@ -1573,7 +1572,7 @@ class Tree(BelowBounds):
         outer = [1] * (lv + 1)              # the temporal factors above each level
         for L in range(1, lv + 1):
             outer[L] = outer[L - 1] * math.prod(tf[L - 1])
-        masks = [c[4] for c in base[:lv]] + [n.keep]
+        masks = [c[4] for c in base] + [n.keep]
         dims = [tuple(tuple(d for d in self._order_dims(L, o) if tf[L][d] > 1) for o in orders[L]) for L in range(lv)]
         pairs = []                          # (box, the parent's pJ per word read, its block, had, per level: terms per order)
         for t in self.windowed:
