@@ -1581,19 +1581,11 @@ class Tree(BelowBounds):
             zero = (0,) * len(tensor.ranks)
             keepers = [L for L in range(lv + 1) if masks[L] >> t & 1]
             for pl, child in zip(keepers, keepers[1:]):
-                spans, split = list(inner[child]), {}
-                for L in range(pl, child):
-                    for d in coef:
-                        if fan[L][d] > 1:
-                            spans[d] *= fan[L][d]
-                            split[d] = split.get(d, 1) * fan[L][d]
-                own = nest._extents(tensor, inner[child])
-                if any(len([d for d, _ in rank if d in split]) > 1 or
-                       any(c * inner[child][d] > own[r] for d, c in rank if d in split)
-                       for r, rank in enumerate(tensor.ranks)):
+                got = nest.send_box(tensor, inner[child], {d: math.prod(fan[L][d] for L in range(pl, child))
+                                                           for d in range(D)})
+                if got is None:
                     continue                # no box: no floor (as send_floors)
-                extents = tuple(nest._extents(tensor, spans))
-                box = math.prod(extents)
+                extents, box = got
                 terms, inward = {}, zero
                 for L in range(child - 1, -1, -1):          # innermost level first
                     step = tuple((d, tf[L][d], tuple(c * (inner[L][d] // tf[L][d]) for c in coef[d]) if d in coef

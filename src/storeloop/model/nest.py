@@ -603,17 +603,14 @@ def _pair_sends(t: Tensor, pl: int, above: tuple, child_spans: tuple) -> int | N
     keeper (those of one node differ in the last level's only); 16,384 entries of about 1 KB."""
     coef = _coefficients(t)
     zero = (0,) * len(t.ranks)
-    spans, split = list(child_spans), {}
+    split = {}
     for li, d, f, sp, _ in above:
-        if sp and pl <= li and d in coef:
-            spans[d] *= f
+        if sp and pl <= li:
             split[d] = split.get(d, 1) * f
-    own = _extents(t, child_spans)
-    if any(len([d for d, _ in rank if d in split]) > 1 or
-           any(c * child_spans[d] > own[r] for d, c in rank if d in split) for r, rank in enumerate(t.ranks)):
-        return None                                 # the children's tiles leave gaps or cross: no box
-    extents = _extents(t, spans)
-    box = math.prod(extents)
+    got = send_box(t, child_spans, split)
+    if got is None:
+        return None
+    extents, box = got
     inward, words = zero, 0
     for li, d, f, sp, s in reversed(above):         # innermost first: words(i) = words(i+1) f + (f - 1) new
         if sp:
@@ -623,6 +620,21 @@ def _pair_sends(t: Tensor, pl: int, above: tuple, child_spans: tuple) -> int | N
         inward = tuple(x + y for x, y in zip(inward, step))
         words = words * f + (f - 1) * _new_words(shift, extents, box)
     return box + words
+
+
+def send_box(t: Tensor, child_spans, split: dict[int, int]) -> tuple[tuple[int, ...], int] | None:
+    """The box of ``t`` that the children under one parent instance hold together (each child's
+    tile spanning ``child_spans``, ``split``: the spatial product between parent and children per
+    dimension): its extents and words, or None where their tiles leave gaps or cross (a rank
+    split along two dimensions, or a child's step along one wider than its tile)."""
+    split = {d: f for d, f in split.items() if f > 1 and any(d == x for rank in t.ranks for x, _ in rank)}
+    own = _extents(t, child_spans)
+    if any(len([d for d, _ in rank if d in split]) > 1 or
+           any(c * child_spans[d] > own[r] for d, c in rank if d in split) for r, rank in enumerate(t.ranks)):
+        return None
+    spans = [s * split.get(d, 1) for d, s in enumerate(child_spans)]
+    extents = tuple(_extents(t, spans))
+    return extents, math.prod(extents)
 
 
 def storage_order(arch: Arch, workload: Workload, L: int, t: Tensor) -> list[int]:
