@@ -626,3 +626,33 @@ def test_the_child_bounds_skip_only_traffic_that_cannot_bound_cycles(tmp_path, m
     assert fast.search["candidates"] > 100_000
     assert (fast.search["candidates"], fast.search["stopped"]) == (slow.search["candidates"], slow.search["stopped"])
     assert (fast.result.cycles, fast.result.energy_pJ) == (slow.result.cycles, slow.result.energy_pJ)
+
+
+def test_a_walk_stops_at_its_time_limit_among_children_its_refined_bound_cuts(monkeypatch):
+    """The walk checks its time limit where it cuts a child by the refined bound
+    (BelowBounds.refine), not only where it visits a node: a long run of such children visited
+    none, and a trial bound that cut conv3_x's children there ran 14.5 s past a 60 s limit. With
+    every child's refined bound made to lose after 5 ms, the walk of the 256^3 matmul's root
+    children on 16 PEs stops 'time-limit' after about 0.3 s / 5 ms of them (without the check it
+    refined 2,305 of them, 13 s past the limit, and ended 'optimal')."""
+    import time
+    from storeloop.mapper import _prepare
+    from storeloop.mapper.below import BelowBounds
+    from storeloop.mapper.objective import Objective
+    from storeloop.mapper.search import branch_and_bound
+
+    a = load_arch(ROOT / "tests/data/arch16.yaml")
+    tree = _prepare(a, load_workload(ROOT / "tests/data/mm256.yaml"), energy_table(a, None), Constraints(), False).tree
+    obj = Objective("delay,energy")
+    children = len(tree.expand(tree.root(), None, obj).row)
+    refined = []
+
+    def slow(self, ch, i, cycles=None):
+        refined.append(i)
+        time.sleep(0.005)
+        return math.inf
+
+    monkeypatch.setattr(BelowBounds, "refine", slow)
+    found = branch_and_bound(tree, obj, time_limit=0.3, progress=False, incumbent=(10 ** 12, 1e30, None))
+    assert children > 1000 and found.stopped == "time-limit" and 0 < len(refined) < children // 4, \
+        (children, found.stopped, len(refined))
