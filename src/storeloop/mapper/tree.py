@@ -105,19 +105,16 @@ def _level_walks(orders: tuple, step: tuple, inward: tuple, extents: tuple, box:
     """One level's share of a pair of keepers' sends (:meth:`Tree._least_send_floor`), per order of
     its temporal loops (``orders``: each a tuple of their dimensions, outer first): its loops
     (dimension, factor, step along each rank) walked innermost first from ``inward`` (the steps of
-    the loops below it), as :func:`storeloop.model.nest._pair_sends` walks them. Cached: sibling
-    nodes share most levels' loops."""
+    the loops below it), as :func:`storeloop.model.nest.send_walk`. Cached: sibling nodes share
+    most levels' loops."""
     by = {d: (f, st) for d, f, st in step}
-    out = []
-    for ds in orders:
-        words, at = 0, inward
-        for d in reversed(ds):
-            f, st = by[d]
-            shift = tuple(x - y for x, y in zip(st, at))
-            at = tuple(x + y for x, y in zip(at, st))
-            words = words * f + (f - 1) * nest._new_words(shift, extents, box)
-        out.append(words)
-    return tuple(out)
+    return tuple(nest.send_walk([by[d] for d in reversed(ds)], inward, extents, box) for ds in orders)
+
+
+def _blocks_beyond(words: int, had: int, block: int) -> int:
+    """The blocks of ``block`` words that reading ``words`` at a level takes beyond the ``had`` a
+    node already counted there (:meth:`Tree._send_floor`)."""
+    return -(-words // block) + (-had // block) if words > had else 0
 
 
 @functools.lru_cache(maxsize=1024)
@@ -1596,9 +1593,6 @@ class Tree(BelowBounds):
                 pairs.append((box, float(self.costs[pl].read_pJ) * float(n.util[pl]),
                               self.arch.levels[pl].block_size, int(n.cnt[pl, t, RD]), terms))
 
-        def extra(words: int, pj: float, block: int, had: int) -> float:
-            return (-(-words // block) + (-had // block)) * pj if words > had else 0.0
-
         least = math.inf
         for up in itertools.product(*(range(len(o)) for o in orders[:lv - 1])):
             total = 0.0
@@ -1606,7 +1600,7 @@ class Tree(BelowBounds):
                 words = box + sum(terms[L][up[L]] for L in terms if L < lv - 1)
                 if lv - 1 in terms:         # the level just above the last: its least term
                     words += min(terms[lv - 1])
-                total += extra(words, pj, block, had)
+                total += _blocks_beyond(words, had, block) * pj
             least = min(least, total)
         return least
 
@@ -1630,9 +1624,8 @@ class Tree(BelowBounds):
         extra = 0.0
         for t in self.windowed:
             for (pl, _), words in nest.send_floors(self.exact, mapping, self.exact.tensors[t]).items():
-                had, block = int(n.cnt[pl, t, RD]), self.arch.levels[pl].block_size
-                if words > had:
-                    extra += (-(-words // block) + (-had // block)) * self.costs[pl].read_pJ * float(n.util[pl])
+                blocks = _blocks_beyond(words, int(n.cnt[pl, t, RD]), self.arch.levels[pl].block_size)
+                extra += blocks * self.costs[pl].read_pJ * float(n.util[pl])
         return extra
 
     def _price_leaves(self, nr: dict, rows: dict, nests: np.ndarray, extra_s: float = 0.0,

@@ -611,15 +611,22 @@ def _pair_sends(t: Tensor, pl: int, above: tuple, child_spans: tuple) -> int | N
     if got is None:
         return None
     extents, box = got
-    inward, words = zero, 0
-    for li, d, f, sp, s in reversed(above):         # innermost first: words(i) = words(i+1) f + (f - 1) new
-        if sp:
-            continue
-        step = tuple(c * s for c in coef[d]) if d in coef else zero
+    loops = [(f, tuple(c * s for c in coef[d]) if d in coef else zero)
+             for li, d, f, sp, s in reversed(above) if not sp]
+    return box + send_walk(loops, zero, extents, box)
+
+
+def send_walk(loops, inward: tuple, extents, box: int) -> int:
+    """The words beyond the first box that temporal ``loops`` (factor, step in rank space;
+    innermost first) bring a pair of keepers (:func:`send_floors`), starting ``inward`` (the steps
+    of loops inside them): each loop moves the box by its step less the inner loops' steps, and
+    words(i) = words(i + 1) f + (f - 1) x the words the moved box lacks."""
+    words = 0
+    for f, step in loops:
         shift = tuple(x - y for x, y in zip(step, inward))
         inward = tuple(x + y for x, y in zip(inward, step))
         words = words * f + (f - 1) * _new_words(shift, extents, box)
-    return box + words
+    return words
 
 
 def send_box(t: Tensor, child_spans, split: dict[int, int]) -> tuple[tuple[int, ...], int] | None:
