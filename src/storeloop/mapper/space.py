@@ -159,6 +159,10 @@ class MapSpace:
         # ordered (a windowed problem): the tree searches one order per surrogate price, and its
         # leaves take every order that rep stands for (same price on the surrogate, or dominated)
         self.expansions: list[dict[tuple, list[tuple]]] = [{} for _ in range(self.nlev)]
+        # ... and of those, the orders whose own surrogate price may be higher than the rep's (a
+        # different reuse signature: dominated, or not sorted as the rep): Tree._exact_leaves prices
+        # them on the surrogate before the model
+        self.pricier: list[set[tuple]] = [set() for _ in range(self.nlev)]
         self.orders = [self._orders(L) if self.ordered else
                        _shared(("orders", shape, repr(self.constraints.at(L))), lambda: self._orders(L))
                        for L in range(self.nlev)]
@@ -237,15 +241,23 @@ class MapSpace:
                     canon = tuple(sorted(perm, key=lambda ci: kind[ci]))
                     if canon != perm and not self.ordered:
                         continue
-                sig = []
-                for ti in range(ntens):
-                    rel = [i for i, ci in enumerate(canon) if ti in self.classes[ci][0]]
-                    sig.append(frozenset(canon[rel[-1] + 1:]) if rel else None)
-                rep = seen.setdefault(tuple(sig), canon)
+                rep = seen.setdefault(self._signature(canon), canon)
                 if self.ordered:                      # the orders the tree's rep stands for
                     self.expansions[L].setdefault(rep, []).append(perm)
             out[pattern] = self._undominated(L, seen)
+        if self.ordered:
+            self.pricier[L] = {perm for rep, perms in self.expansions[L].items() for perm in perms
+                               if self._signature(perm) != self._signature(rep)}
         return out
+
+    def _signature(self, perm: tuple[int, ...]) -> tuple:
+        """Per tensor, the classes of ``perm`` (outer -> inner) below its innermost relevant one
+        (None: none is relevant): the reuse an order gives, which sets its surrogate price."""
+        sig = []
+        for ti in range(len(self.names)):
+            rel = [i for i, ci in enumerate(perm) if ti in self.classes[ci][0]]
+            sig.append(frozenset(perm[rel[-1] + 1:]) if rel else None)
+        return tuple(sig)
 
     def _undominated(self, L: int, seen: dict[tuple, tuple[int, ...]]) -> list[tuple[int, ...]]:
         """The orders no other order of the same classes dominates: one whose every tensor has at

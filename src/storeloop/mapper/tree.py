@@ -1515,6 +1515,16 @@ class Tree(BelowBounds):
                     floors[up] = self._send_floor(n, self.mapping(some))
                 return floors[up]
 
+            def own(base: tuple, loops: tuple) -> tuple:
+                """The surrogate's price of this leaf in ``loops`` (every order of the last level's
+                loops and every spatial order: the surrogate's counts depend on neither)."""
+                if loops[:-1] not in priced:
+                    some = tuple(c[:3] + (o,) + c[4:] for c, o in zip(base, loops))
+                    r = evaluate(self.model_arch, self.workload, self.mapping(some), self.energy)
+                    priced[loops[:-1]] = (r.cycles, r.energy_pJ)
+                return priced[loops[:-1]]
+
+            priced = {}
             if key is not None and floored:
                 if least is None:          # (the same orders above the last level for every leaf)
                     uppers = math.prod(1 if self.first_orders else len(o) for o in orders[:-1])
@@ -1530,6 +1540,13 @@ class Tree(BelowBounds):
                         self.stats["floored"] = self.stats.get("floored", 0) + spared
                         self.stats["candidates"] += EXACT_COST * spared
                         continue
+                    if any(o in self.space.pricier[L] for L, o in enumerate(loops[:-1])):
+                        c_own, e_own = own(base, loops)
+                        if objective.dominated(max(cycles[i], c_own), max(energy[i] + floor(loops[:-1]), e_own) * SAFE,
+                                               key):
+                            self.stats["priced_out"] = self.stats.get("priced_out", 0) + spared
+                            self.stats["candidates"] += EXACT_COST * spared
+                            continue
                 for inner in itertools.product(*(itertools.permutations(ds) for ds in split)):
                     if self.halt():                 # the search stops at its next node
                         return out
