@@ -537,6 +537,70 @@ def test_an_exact_leaf_prices_every_order_it_stands_for(monkeypatch):
     assert checked >= 20, checked
 
 
+def test_a_leaf_keeps_its_best_order_among_those_its_own_surrogate_price_rules_out(monkeypatch):
+    """Tree._exact_leaves skips an order a leaf stands for where the surrogate's price of that very
+    order already loses (the orders whose reuse differs from the rep the tree priced,
+    MapSpace.pricier: the surrogate prices every mapping at most as the model does). Per leaf of
+    random windowed problems, told that a mapping a hair worse than the leaf's best order (the
+    model over every order and spatial order it stands for) exists, the leaf still returns that
+    best; on some of them the best is one of those orders with its surrogate price within 20 % of
+    the model's (on problems this small the surrogate is loose), so a price inflated by 20 % would
+    lose it. The surrogate's price of a leaf is the same in every order of its last level and every
+    spatial order (it is computed once for them all)."""
+    from storeloop.mapper.objective import Objective
+    from storeloop.mapper.search import branch_and_bound
+    from storeloop.mapper.space import MapSpace
+    from storeloop.mapper.tree import Tree
+
+    checked = tight = 0
+    for seed in range(60):
+        arch, work, energy, _, at = window_case(seed)
+        if not without_unit_terms(work).windowed:
+            continue
+        tree = Tree(MapSpace(arch, surrogate(work), exact=work), energy, exact=work)
+        leaves = []
+        real = Tree._exact_leaves
+
+        def capture(self, cycles, energy_pJ, choice, best, objective, n):
+            for i in np.nonzero(np.isfinite(cycles))[0][:3]:
+                leaves.append((cycles[i:i + 1], energy_pJ[i:i + 1], choice(int(i)), n))
+            return real(self, cycles, energy_pJ, choice, best, objective, n)
+
+        monkeypatch.setattr(Tree, "_exact_leaves", capture)
+        branch_and_bound(tree, Objective("energy"), progress=False, budget=2_000_000)
+        monkeypatch.setattr(Tree, "_exact_leaves", real)
+        tree.halt = lambda: False                       # (the search's budget is spent)
+        for cycles, energy_pJ, base, n in leaves:
+            orders = [tree.space.expansions[L][c[3]] for L, c in enumerate(base)]
+            if not any(o in tree.space.pricier[L] for L in range(len(base) - 1) for o in orders[L]):
+                continue
+            split = [[d for d in range(tree.D) if c[1][d] > 1 or c[2][d] > 1] for c in base[:-1]]
+            every = []
+            for loops in itertools.product(*orders):
+                for inner in itertools.product(*(itertools.permutations(ds) for ds in split)):
+                    ch = tuple(c[:3] + (o,) + c[4:5] + (so,) for c, o, so in zip(base, loops, inner + (base[-1][5],)))
+                    try:
+                        r = evaluate(arch, work, tree.mapping(ch), energy)
+                    except MappingError:
+                        continue
+                    own = evaluate(arch, tree.workload, tree.mapping(ch), energy).energy_pJ
+                    every.append((r.energy_pJ, own, loops))
+            if not every:
+                continue
+            # (the surrogate's price does not depend on the last level's order or the spatial
+            # orders: the leaf prices it once per order of the levels above the last)
+            for up in {x[2][:-1] for x in every}:
+                owns = [x[1] for x in every if x[2][:-1] == up]
+                assert max(owns) == pytest.approx(min(owns), rel=1e-12), (seed, up, owns)
+            least, own, loops = min(every, key=lambda x: x[0])
+            out = tree._exact_leaves(cycles, energy_pJ, lambda i, b=base: b, (10 ** 12, least * (1 + 1e-7)),
+                                     Objective("energy"), n)
+            assert out and out[1] == pytest.approx(least, rel=1e-12), (seed, out and out[1], least)
+            checked += 1
+            tight += any(o in tree.space.pricier[L] for L, o in enumerate(loops[:-1])) and own * 1.2 > least
+    assert checked >= 20 and tight >= 3, (checked, tight)
+
+
 @pytest.mark.parametrize("seed", [8, 11, 15])
 def test_a_windowed_search_priced_ahead_goes_as_one_priced_node_by_node(seed, monkeypatch):
     """The last level's nodes of a windowed problem have their leaves' surrogate prices computed
@@ -551,7 +615,7 @@ def test_a_windowed_search_priced_ahead_goes_as_one_priced_node_by_node(seed, mo
     monkeypatch.setattr(Tree, "prefetch", lambda self, nodes, objective: None)
     alone = map_workload(arch, work, energy, objective=objective, energy_gap=0.0, converge=False)
     assert ahead.search["exact_leaves"] > 50
-    for k in ("candidates", "exact_leaves", "floored_leaves", "stopped"):
+    for k in ("candidates", "exact_leaves", "floored_leaves", "priced_out_leaves", "stopped"):
         assert ahead.search[k] == alone.search[k], k
     assert (ahead.result.cycles, ahead.result.energy_pJ) == (alone.result.cycles, alone.result.energy_pJ)
     assert ahead.mapping == alone.mapping

@@ -131,5 +131,6 @@ def map_report(out, arch: Arch, workload, written: str | None = None) -> str:
                                       else "the best pads nothing"))
     if "windows" in s["space"]:
         lines.append(f"sliding windows: {s['space']['windows']}; {s['exact_leaves']:,} leaves priced by the model, "
-                     f"{s.get('floored_leaves', 0):,} ruled out by their windows' sends")
+                     f"{s.get('floored_leaves', 0):,} ruled out by their windows' sends and "
+                     f"{s.get('priced_out_leaves', 0):,} by their own order's surrogate price")
     return "\n".join(lines)
