@@ -818,7 +818,8 @@ def test_a_last_level_nodes_least_send_floor_is_the_least_over_the_orders_above(
     problems (DRAM -> SRAM [-> RF], fanouts above the RFs, meshes, strides; and DRAM -> GLB ->
     L2 -> RF), it equals the least of Tree._send_floor over every order where the arch has three
     levels or fewer, and is at most it on deeper ones (the level just above the last taken at its
-    least per pair, the others enumerated)."""
+    least per pair, the others enumerated). Each order's floor from the same pieces
+    (Tree._order_send_floor, which the exact leaves use) equals Tree._send_floor's."""
     from storeloop.ir.constraints import Constraints
     from storeloop.mapper import _prepare
     from storeloop.mapper.objective import Objective
@@ -837,10 +838,16 @@ def test_a_last_level_nodes_least_send_floor_is_the_least_over_the_orders_above(
                 row, oid, leaf_orders, _ = tree._leaf_orders(rows)
                 base = tree._leaf_choice(node, rows, int(row[0]), leaf_orders[oid[0]])
                 orders = [tree.space.expansions[L][c[3]] for L, c in enumerate(base)]
-                want = min(tree._send_floor(node, tree.mapping(tuple(c[:3] + (o,) + c[4:] for c, o in
-                                                                    zip(base, up + (orders[-1][0],)))))
-                           for up in itertools.product(*orders[:-1]))
+                each = [tree._send_floor(node, tree.mapping(tuple(c[:3] + (o,) + c[4:] for c, o in
+                                                                  zip(base, up + (orders[-1][0],)))))
+                        for up in itertools.product(*orders[:-1])]
+                want = min(each)
                 got = tree._least_send_floor(node)
+                # and per order, from the same pieces (Tree._exact_leaves' floor of each order)
+                orders_above, pairs = tree._send_terms(node)
+                assert [tree._order_send_floor(pairs, up) for up in
+                        itertools.product(*(range(len(o)) for o in orders_above))] == pytest.approx(each, rel=1e-12,
+                                                                                                 abs=1e-9)
                 assert got <= want * (1 + 1e-12) + 1e-9, f"seed {seed}: {got} above {want}\n{work}\n{arch}"
                 if tree.nlev <= 3:
                     assert got == pytest.approx(want, rel=1e-12, abs=1e-9), f"seed {seed}\n{work}\n{arch}"

@@ -1497,6 +1497,7 @@ class Tree(BelowBounds):
             live = live[~objective.dominated(cycles[live], energy[live], best)]
         out, key = (), best
         floors, least = {}, None   # the send floor per order of the levels above the last (below)
+        sends = []                 # (their pieces, computed once for the node: Tree._send_terms)
         floored = self.windowed and self.split is None
         for i in live[objective.order(cycles[live], energy[live])]:
             if key is not None and objective.dominated(cycles[i], energy[i], key):
@@ -1509,10 +1510,16 @@ class Tree(BelowBounds):
             # only ones the node's leaves choose: once per order of the levels above, for them all)
             spared = math.prod(math.factorial(len(ds)) for ds in split)
 
+            def pieces() -> tuple:
+                if not sends:
+                    orders_above, pairs = self._send_terms(n)
+                    sends.extend((orders_above, pairs, [{o: k for k, o in enumerate(os)} for os in orders_above]))
+                return sends
+
             def floor(up: tuple) -> float:
                 if up not in floors:
-                    some = tuple(c[:3] + (o,) + c[4:] for c, o in zip(base, up + (orders[-1][0],)))
-                    floors[up] = self._send_floor(n, self.mapping(some))
+                    _, pairs, at = pieces()
+                    floors[up] = self._order_send_floor(pairs, tuple(at[L][o] for L, o in enumerate(up)))
                 return floors[up]
 
             def own(base: tuple, loops: tuple) -> tuple:
@@ -1528,7 +1535,7 @@ class Tree(BelowBounds):
             if key is not None and floored:
                 if least is None:          # (the same orders above the last level for every leaf)
                     uppers = math.prod(1 if self.first_orders else len(o) for o in orders[:-1])
-                    least = self._least_send_floor(n)
+                    least = self._least_send_floor(n, pieces()[:2])
                 if objective.dominated(cycles[i], (energy[i] + least) * SAFE, key):
                     every = spared * uppers * (1 if self.first_orders else len(orders[-1]))
                     self.stats["floored"] = self.stats.get("floored", 0) + every   # (every order floored)
@@ -1564,17 +1571,16 @@ class Tree(BelowBounds):
                         key, out = (r.cycles, r.energy_pJ), (r.cycles, r.energy_pJ, ch)
         return out
 
-    def _least_send_floor(self, n: Node) -> float:
-        """At most the least :meth:`_send_floor` of last-level node ``n``'s leaves over every order
-        of the levels above the last (the loop orders each level's in ``n.choice`` stands for),
-        without a mapping per order. A pair of keepers' sends
+    def _send_terms(self, n: Node) -> tuple[list, list]:
+        """The send floors of last-level node ``n``'s leaves (:meth:`_send_floor`) in pieces, one
+        per level, without a mapping per order: per level above the last, the loop orders its
+        choice in ``n.choice`` stands for; per pair of keepers of a windowed tensor, (its box, the
+        parent's pJ per word read, its block, the reads the node counted there, per level L
+        above the child: L's term per order of L). A pair's sends
         (:func:`storeloop.model.nest.send_floors`) are its box plus, per level L above the child,
         that level's own walk times the temporal factors above L: a walk starts from the steps
         of the loops below L (a sum, whatever their order) and each loop's stride is the same
-        in every order (one loop per dimension a level), so only L's own order moves L's term.
-        The orders of every level but the last two are enumerated; the one just above the last
-        level is taken at its least per pair (the only pair it moves is the one into the last
-        level, and a floor only grows with the words), which is exact on one windowed tensor."""
+        in every order (one loop per dimension a level), so only L's own order moves L's term."""
         lv, D, base = self.nlev - 1, self.D, n.choice
         orders = [self.space.expansions[L][c[3]][:1 if self.first_orders else None] for L, c in enumerate(base)]
         tf = [[int(x) for x in c[0]] for c in base]
@@ -1609,7 +1615,25 @@ class Tree(BelowBounds):
                         inward = tuple(x + y for x, y in zip(inward, st))
                 pairs.append((box, float(self.costs[pl].read_pJ) * float(n.util[pl]),
                               self.arch.levels[pl].block_size, int(n.cnt[pl, t, RD]), terms))
+        return orders, pairs
 
+    @staticmethod
+    def _order_send_floor(pairs: list, up: tuple) -> float:
+        """:meth:`_send_floor` of a leaf whose levels above the last take the orders ``up`` (one
+        index each into :meth:`_send_terms`' orders), from its ``pairs``."""
+        total = 0.0
+        for box, pj, block, had, terms in pairs:
+            total += _blocks_beyond(box + sum(terms[L][up[L]] for L in terms), had, block) * pj
+        return total
+
+    def _least_send_floor(self, n: Node, sends: tuple | None = None) -> float:
+        """At most the least :meth:`_send_floor` of last-level node ``n``'s leaves over every order
+        of the levels above the last, from their pieces (:meth:`_send_terms`, or ``sends``). The
+        orders of every level but the last two are enumerated; the one just above the last level
+        is taken at its least per pair (the only pair it moves is the one into the last level,
+        and a floor only grows with the words), which is exact on one windowed tensor."""
+        lv = self.nlev - 1
+        orders, pairs = sends or self._send_terms(n)
         least = math.inf
         for up in itertools.product(*(range(len(o)) for o in orders[:lv - 1])):
             total = 0.0
@@ -1637,7 +1661,8 @@ class Tree(BelowBounds):
         order (:func:`storeloop.model.nest.send_floors`) where ``n`` counted fewer. The node's
         counts bound those of every order its leaves stand for, count by count (the orders they
         stand for repeat no loop more, ``MapSpace._undominated``), so the leaf's price plus this
-        stays at most the model's."""
+        stays at most the model's. The search computes it in pieces (:meth:`_send_terms`,
+        :meth:`_order_send_floor`); this whole-mapping form is what they are checked against."""
         extra = 0.0
         for t in self.windowed:
             for (pl, _), words in nest.send_floors(self.exact, mapping, self.exact.tensors[t]).items():
