@@ -546,7 +546,8 @@ def test_a_leaf_keeps_its_best_order_among_those_its_own_surrogate_price_rules_o
     best; on some of them the best is one of those orders with its surrogate price within 20 % of
     the model's (on problems this small the surrogate is loose), so a price inflated by 20 % would
     lose it. The surrogate's price of a leaf is the same in every order of its last level and every
-    spatial order (it is computed once for them all)."""
+    spatial order above it (the search computes it once for the spatial orders, and for the last
+    level's orders too where that level has no spatial loop)."""
     from storeloop.mapper.objective import Objective
     from storeloop.mapper.search import branch_and_bound
     from storeloop.mapper.space import MapSpace

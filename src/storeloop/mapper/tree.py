@@ -1498,6 +1498,7 @@ class Tree(BelowBounds):
         out, key = (), best
         floors, least = {}, None   # the send floor per order of the levels above the last (below)
         sends = []                 # (their pieces, computed once for the node: Tree._send_terms)
+        priced = {}                # the surrogate's price of a leaf in an order (own, below)
         floored = self.windowed and self.split is None
         for i in live[objective.order(cycles[live], energy[live])]:
             if key is not None and objective.dominated(cycles[i], energy[i], key):
@@ -1523,15 +1524,19 @@ class Tree(BelowBounds):
                 return floors[up]
 
             def own(base: tuple, loops: tuple) -> tuple:
-                """The surrogate's price of this leaf in ``loops`` (every order of the last level's
-                loops and every spatial order: the surrogate's counts depend on neither)."""
-                if loops[:-1] not in priced:
+                """The surrogate's price of this leaf in ``loops``: the same in every spatial order
+                above the last level and, where the last level has no spatial loop (no
+                compute-level deltas), in every order of its temporal loops; so once for the
+                leaves of the node that differ in those only."""
+                last = base[-1]
+                fanned = (last[1] > 1).any() or (last[2] > 1).any()
+                at = (loops if fanned else loops[:-1], last[1].tobytes(), last[2].tobytes(), last[4], last[5])
+                if at not in priced:
                     some = tuple(c[:3] + (o,) + c[4:] for c, o in zip(base, loops))
                     r = evaluate(self.model_arch, self.workload, self.mapping(some), self.energy)
-                    priced[loops[:-1]] = (r.cycles, r.energy_pJ)
-                return priced[loops[:-1]]
+                    priced[at] = (r.cycles, r.energy_pJ)
+                return priced[at]
 
-            priced = {}
             if key is not None and floored:
                 if least is None:          # (the same orders above the last level for every leaf)
                     uppers = math.prod(1 if self.first_orders else len(o) for o in orders[:-1])
