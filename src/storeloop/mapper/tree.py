@@ -1491,7 +1491,10 @@ class Tree(BelowBounds):
         its windowed tensors' sends are bounded in them (:meth:`_send_floor`): orders the raised
         bound shows cannot win are skipped with every spatial order (``stats['floored']``; each
         still counts :data:`EXACT_COST` against a budget), and first the leaf as a whole where the
-        least floor of the node's orders above the last level shows it."""
+        least floor of the node's orders above the last level shows it. An order whose reuse
+        differs from its rep's (``MapSpace.pricier``) may cost more on the surrogate too: it is
+        priced there first, and skipped the same way where that price cannot win
+        (``stats['priced_out']``)."""
         live = np.nonzero(np.isfinite(cycles))[0]
         if best is not None:
             live = live[~objective.dominated(cycles[live], energy[live], best)]
@@ -1500,6 +1503,33 @@ class Tree(BelowBounds):
         sends = []                 # (their pieces, computed once for the node: Tree._send_terms)
         priced = {}                # the surrogate's price of a leaf in an order (own, below)
         floored = self.windowed and self.split is None
+
+        def pieces() -> tuple:     # (the orders above the last level, the pairs' pieces, each order's index)
+            if not sends:
+                orders_above, pairs = self._send_terms(n)
+                sends.extend((orders_above, pairs, [{o: k for k, o in enumerate(os)} for os in orders_above]))
+            return sends
+
+        def floor(up: tuple) -> float:
+            if up not in floors:
+                _, pairs, at = pieces()
+                floors[up] = self._order_send_floor(pairs, tuple(at[L][o] for L, o in enumerate(up)))
+            return floors[up]
+
+        def own(base: tuple, loops: tuple) -> tuple:
+            """The surrogate's price of this leaf in ``loops``: the same in every spatial order
+            above the last level and, where the last level has no spatial loop (no
+            compute-level deltas), in every order of its temporal loops; so once for the
+            leaves of the node that differ in those only."""
+            last = base[-1]
+            fanned = (last[1] > 1).any() or (last[2] > 1).any()
+            at = (loops if fanned else loops[:-1], last[1].tobytes(), last[2].tobytes(), last[4], last[5])
+            if at not in priced:
+                some = tuple(c[:3] + (o,) + c[4:] for c, o in zip(base, loops))
+                r = evaluate(self.model_arch, self.workload, self.mapping(some), self.energy)
+                priced[at] = (r.cycles, r.energy_pJ)
+            return priced[at]
+
         for i in live[objective.order(cycles[live], energy[live])]:
             if key is not None and objective.dominated(cycles[i], energy[i], key):
                 break                               # sorted by bound: no later leaf can beat key
@@ -1510,33 +1540,6 @@ class Tree(BelowBounds):
             # against a budget as their pricing would have been; nor on the last level's loops, the
             # only ones the node's leaves choose: once per order of the levels above, for them all)
             spared = math.prod(math.factorial(len(ds)) for ds in split)
-
-            def pieces() -> tuple:
-                if not sends:
-                    orders_above, pairs = self._send_terms(n)
-                    sends.extend((orders_above, pairs, [{o: k for k, o in enumerate(os)} for os in orders_above]))
-                return sends
-
-            def floor(up: tuple) -> float:
-                if up not in floors:
-                    _, pairs, at = pieces()
-                    floors[up] = self._order_send_floor(pairs, tuple(at[L][o] for L, o in enumerate(up)))
-                return floors[up]
-
-            def own(base: tuple, loops: tuple) -> tuple:
-                """The surrogate's price of this leaf in ``loops``: the same in every spatial order
-                above the last level and, where the last level has no spatial loop (no
-                compute-level deltas), in every order of its temporal loops; so once for the
-                leaves of the node that differ in those only."""
-                last = base[-1]
-                fanned = (last[1] > 1).any() or (last[2] > 1).any()
-                at = (loops if fanned else loops[:-1], last[1].tobytes(), last[2].tobytes(), last[4], last[5])
-                if at not in priced:
-                    some = tuple(c[:3] + (o,) + c[4:] for c, o in zip(base, loops))
-                    r = evaluate(self.model_arch, self.workload, self.mapping(some), self.energy)
-                    priced[at] = (r.cycles, r.energy_pJ)
-                return priced[at]
-
             if key is not None and floored:
                 if least is None:          # (the same orders above the last level for every leaf)
                     uppers = math.prod(1 if self.first_orders else len(o) for o in orders[:-1])
