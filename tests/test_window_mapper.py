@@ -486,6 +486,30 @@ def test_a_windowed_tensors_send_floor_ignores_the_last_levels_loop_order():
     assert reordered >= 10_000, reordered
 
 
+def _some_leaves(arch, work, energy, monkeypatch) -> tuple:
+    """A windowed problem's tree and the first three leaves of each last-level node a budgeted
+    search (2 M candidates) priced exactly: (cycles, energy, choice, node) each."""
+    from storeloop.mapper.objective import Objective
+    from storeloop.mapper.search import branch_and_bound
+    from storeloop.mapper.space import MapSpace
+    from storeloop.mapper.tree import Tree
+
+    tree = Tree(MapSpace(arch, surrogate(work), exact=work), energy, exact=work)
+    leaves = []
+    real = Tree._exact_leaves
+
+    def capture(self, cycles, energy_pJ, choice, best, objective, n):
+        for i in np.nonzero(np.isfinite(cycles))[0][:3]:
+            leaves.append((cycles[i:i + 1], energy_pJ[i:i + 1], choice(int(i)), n))
+        return real(self, cycles, energy_pJ, choice, best, objective, n)
+
+    monkeypatch.setattr(Tree, "_exact_leaves", capture)
+    branch_and_bound(tree, Objective("energy"), progress=False, budget=2_000_000)
+    monkeypatch.setattr(Tree, "_exact_leaves", real)
+    tree.halt = lambda: False                       # (the search's budget is spent)
+    return tree, leaves
+
+
 def test_an_exact_leaf_prices_every_order_it_stands_for(monkeypatch):
     """A leaf of a windowed problem stands for every temporal order its levels' orders expand to
     and every order of the spatial loops above the last level: the model prices each combination
@@ -494,28 +518,13 @@ def test_an_exact_leaf_prices_every_order_it_stands_for(monkeypatch):
     ruled out by a bound of its windowed sends (Tree._send_floor) or by its own surrogate price."""
     import storeloop.mapper.tree as tree_module
     from storeloop.mapper.objective import Objective
-    from storeloop.mapper.search import branch_and_bound
-    from storeloop.mapper.space import MapSpace
-    from storeloop.mapper.tree import Tree
 
     checked = 0
     for seed in range(60):
         arch, work, energy, _, at = window_case(seed)
         if not without_unit_terms(work).windowed:
             continue
-        tree = Tree(MapSpace(arch, surrogate(work), exact=work), energy, exact=work)
-        leaves = []
-        real = Tree._exact_leaves
-
-        def capture(self, cycles, energy_pJ, choice, best, objective, n):
-            for i in np.nonzero(np.isfinite(cycles))[0][:3]:
-                leaves.append((cycles[i:i + 1], energy_pJ[i:i + 1], choice(int(i)), n))
-            return real(self, cycles, energy_pJ, choice, best, objective, n)
-
-        monkeypatch.setattr(Tree, "_exact_leaves", capture)
-        branch_and_bound(tree, Objective("energy"), progress=False, budget=2_000_000)
-        monkeypatch.setattr(Tree, "_exact_leaves", real)
-        tree.halt = lambda: False                       # (the search's budget is spent)
+        tree, leaves = _some_leaves(arch, work, energy, monkeypatch)
         priced = []
         monkeypatch.setattr(tree_module, "evaluate",
                             lambda a, w, m, e: (w is work and priced.append(m)) or evaluate(a, w, m, e))
@@ -549,28 +558,13 @@ def test_a_leaf_keeps_its_best_order_among_those_its_own_surrogate_price_rules_o
     spatial order above it (the search computes it once for the spatial orders, and for the last
     level's orders too where that level has no spatial loop)."""
     from storeloop.mapper.objective import Objective
-    from storeloop.mapper.search import branch_and_bound
-    from storeloop.mapper.space import MapSpace
-    from storeloop.mapper.tree import Tree
 
     checked = tight = 0
     for seed in range(60):
         arch, work, energy, _, at = window_case(seed)
         if not without_unit_terms(work).windowed:
             continue
-        tree = Tree(MapSpace(arch, surrogate(work), exact=work), energy, exact=work)
-        leaves = []
-        real = Tree._exact_leaves
-
-        def capture(self, cycles, energy_pJ, choice, best, objective, n):
-            for i in np.nonzero(np.isfinite(cycles))[0][:3]:
-                leaves.append((cycles[i:i + 1], energy_pJ[i:i + 1], choice(int(i)), n))
-            return real(self, cycles, energy_pJ, choice, best, objective, n)
-
-        monkeypatch.setattr(Tree, "_exact_leaves", capture)
-        branch_and_bound(tree, Objective("energy"), progress=False, budget=2_000_000)
-        monkeypatch.setattr(Tree, "_exact_leaves", real)
-        tree.halt = lambda: False                       # (the search's budget is spent)
+        tree, leaves = _some_leaves(arch, work, energy, monkeypatch)
         for cycles, energy_pJ, base, n in leaves:
             orders = [tree.space.expansions[L][c[3]] for L, c in enumerate(base)]
             if not any(o in tree.space.pricier[L] for L in range(len(base) - 1) for o in orders[L]):
