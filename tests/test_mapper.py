@@ -557,6 +557,50 @@ def test_a_patient_local_search_stops_when_it_has_waited_as_long_as_it_searched(
     assert went_on >= 1
 
 
+def test_the_retrys_trades_keep_every_rank_whole_and_only_add_to_its_first_round():
+    """The retry's second round of kicks (Searcher.exchange) descends with trades where single
+    moves cannot improve: each trade moves one prime factor of a rank from one loop slot to
+    another and one of another rank back, so every rank's factors still multiply to its bound.
+    The round starts from the first round's best and takes only improvements, so the search with
+    it ends at most where the one without does, the first round unchanged; on the oracles'
+    windowed and plain problems and the peers' 256^3 matmul, it ends lower on some, each of its
+    answers valid and priced as the model prices it."""
+    from storeloop.mapper import _prepare
+    from storeloop.mapper.construct import Searcher
+    from storeloop.mapper.objective import Objective
+    from test_window_mapper import window_case
+
+    cases = [window_case(seed)[:3] for seed in range(12)] + [(a, w, table(a)) for a, w in SMALL]
+    a = load_arch(ROOT / "tests/data/arch16.yaml")
+    cases.append((a, load_workload(ROOT / "tests/data/mm256.yaml"), energy_table(a, None)))
+    lower = trades = 0
+    for a, w, e in cases:
+        p = _prepare(a, w, e, None, False)
+        obj = Objective("delay,energy")
+        runs = []
+        for exchange in (False, True):
+            searcher = Searcher(p.space, FastModel(p.arch, p.tree.priced, p.energy), obj)
+            searcher.exchange = exchange
+            runs.append((searcher, *searcher.search(searcher.starts(), None, patience=600)))
+        (plain, s0, c0), (traded, s1, c1) = runs
+        assert c1 <= c0
+        if c1 < c0:
+            lower += 1
+            assert c1[0] == 0
+            r = evaluate(p.arch, p.tree.priced, traded.mapping(s1), p.energy)
+            assert (r.cycles, r.energy_pJ) == pytest.approx((c1[-2], c1[-1]), rel=1e-9)
+        bounds = [math.prod(f[L][d] for f in (s1.tf, s1.sx, s1.sy) for L in range(len(s1.tf)))
+                  for d in range(len(s1.tf[0]))]
+        for t in itertools.islice(traded.exchanges(s1), 200):
+            trades += 1
+            assert [math.prod(f[L][d] for f in (t.tf, t.sx, t.sy) for L in range(len(t.tf)))
+                    for d in range(len(t.tf[0]))] == bounds
+            moved = sum(x != y for f, g in ((s1.tf, t.tf), (s1.sx, t.sx), (s1.sy, t.sy))
+                        for row, row2 in zip(f, g) for x, y in zip(row, row2))
+            assert moved == 4                # two ranks, each at two slots
+    assert lower >= 1 and trades >= 50, (lower, trades)
+
+
 def test_the_mapper_runs_blas_on_one_thread_and_gives_it_back():
     """The branch and bound's matrix products run on one BLAS thread (a second one gives them no
     wall time and takes a core from the other sweep worker); the caller's setting is back after."""

@@ -521,7 +521,7 @@ def _retry(found: Found, arch, workload, members, energy, space, tree, obj, goal
     best = split_mapping(found.mapping, members, workload)
     again, more, _ = _incumbent(arch, members, energy, space, tree, obj, goal, list(seeds) + [best],
                                 budget=None if goal.patient else LOCAL_RETRY,
-                                patience=PATIENT_RETRY if goal.patient else None, deadline=deadline)
+                                patience=PATIENT_RETRY if goal.patient else None, deadline=deadline, exchange=True)
     local["retry"] = more
     local["seconds"] = round(local["seconds"] + more["seconds"], 3)
     if again is None or not obj.better(again[0], again[1], (found.cycles, found.energy_pJ)):
@@ -548,11 +548,12 @@ def _near_goal(incumbent, goal: Goal, obj: Objective) -> bool:
 
 def _incumbent(arch, members, energy, space, tree, obj, goal, seeds, budget: int | None = LOCAL_BUDGET,
                patience: int | None = None,
-               deadline: float | None = None):
+               deadline: float | None = None, exchange: bool = False):
     """The local search's best mapping as (cycles, energy, merged Mapping) or None, its report,
     and the cycle count that is at the bound up to floating-point rounding (or None)."""
     t0 = time.monotonic()
     searcher = Searcher(space, FastModel(arch, tree.priced, energy), obj)
+    searcher.exchange = exchange
     seeded = [s for s in (state_of(m, members, space) for m in seeds) if s is not None]
 
     def good(c):
