@@ -601,6 +601,41 @@ def test_the_retrys_trades_keep_every_rank_whole_and_only_add_to_its_first_round
     assert lower >= 1 and trades >= 50, (lower, trades)
 
 
+def test_a_windowed_retry_also_starts_with_the_window_in_the_innermost_level():
+    """The retry's starts of a windowed problem (Searcher.window_starts): one per spatial split of
+    a level that uses its whole fanout, the innermost level holding the whole of each dimension
+    that slides and does not index the output (R of ``O[k,p] = W[k,r] * I[p+r]``) and no other,
+    every rank's factors multiplying to its bound; a plain problem has none. (The retry descends
+    from each, so it ends no higher than without them.)"""
+    from storeloop.mapper import _prepare
+    from storeloop.mapper.construct import Searcher
+    from storeloop.mapper.objective import Objective
+    from test_window_mapper import window_case
+
+    starts = 0
+    for seed in range(30):
+        a, w, e = window_case(seed)[:3]
+        p = _prepare(a, w, e, None, False)
+        searcher = Searcher(p.space, FastModel(p.arch, p.tree.priced, p.energy), Objective("delay,energy"))
+        if p.space.exact is None:
+            assert searcher.window_starts() == []
+            continue
+        exact = p.space.exact
+        outputs = set().union(*(t.dims() for t in exact.tensors if t.read_write))
+        slide = {d for t in exact.tensors for r in t.ranks if len(r) > 1 for d, _ in r} - outputs
+        most = [max([math.prod(x) * math.prod(y) for x, y in p.space.spatial_options[L]], default=1)
+                for L in range(len(a.levels))]
+        for s in searcher.window_starts():
+            starts += 1
+            assert [math.prod(f[L][d] for f in (s.tf, s.sx, s.sy) for L in range(len(s.tf)))
+                    for d in range(len(s.tf[0]))] == list(p.space.workload.bounds)
+            assert any(math.prod(x) * math.prod(y) == most[L] > 1 for L, (x, y) in enumerate(zip(s.sx, s.sy)))
+            for d in range(len(s.tf[0])):
+                whole = p.space.workload.bounds[d] // math.prod(s.sx[L][d] * s.sy[L][d] for L in range(len(s.tf)))
+                assert s.tf[-1][d] == (whole if d in slide else 1), (seed, d, s.tf)
+    assert starts >= 20, starts
+
+
 def test_the_mapper_runs_blas_on_one_thread_and_gives_it_back():
     """The branch and bound's matrix products run on one BLAS thread (a second one gives them no
     wall time and takes a core from the other sweep worker); the caller's setting is back after."""

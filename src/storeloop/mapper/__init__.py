@@ -564,7 +564,8 @@ def _incumbent(arch, members, energy, space, tree, obj, goal, seeds, budget: int
     if ready:
         state, cost = seeded[ready[0][1]], ready[0][0]
     else:
-        state, cost = searcher.search(searcher.starts() + seeded, budget, good, deadline=deadline, patience=patience)
+        state, cost = searcher.search(searcher.starts() + seeded, budget, good, deadline=deadline, patience=patience,
+                                      spread=searcher.window_starts() if exchange else [])
     incumbent = (int(cost[-2]), float(cost[-1]), searcher.mapping(state)) if cost[0] == 0 else None
     rounded = None
     if incumbent and incumbent[0] == tree.global_lb + 1 and \

@@ -48,7 +48,7 @@ from storeloop.mapper.objective import Objective
 from storeloop.mapper.space import MapSpace
 from storeloop.model.batch import BatchModel, LoopStructure, Slot
 from storeloop.model.fast import FastModel
-from storeloop.ir import Mapping
+from storeloop.ir import Mapping, plain
 
 INF = math.inf
 KICK, KICK_MAX = 3, 12          # random moves in a kick of the iterated local search, first and longest
@@ -322,10 +322,14 @@ class Searcher:
         return out
 
     # ------------------------------------------------------------------ construction
-    def construct(self, keep: list[int], stream: int | None) -> State:
-        """Bottom-up fill (see the module docstring)."""
+    def construct(self, keep: list[int], stream: int | None, split: tuple | None = None,
+                  inner: frozenset = frozenset()) -> State:
+        """Bottom-up fill (see the module docstring). ``split``: (level, X, Y), a spatial split that
+        level takes as it is; ``inner``: ranks the innermost level takes whole (and no other)."""
         D, n = self.D, self.nlev
         rem = self.bounds[:]
+        if split is not None:
+            rem = [r // (a * b) for r, a, b in zip(rem, split[1], split[2])]
         tf = [[1] * D for _ in range(n)]
         sx = [[1] * D for _ in range(n)]
         sy = [[1] * D for _ in range(n)]
@@ -334,7 +338,9 @@ class Searcher:
         pref = sorted(range(D), key=lambda d: (stream is not None and self.rel[stream][d], -self.bounds[d], d))
         for L in range(n - 1, -1, -1):
             total, fx, fy = self.space.fanouts[L]
-            if total > 1:
+            if split is not None and split[0] == L:      # (taken out of rem above)
+                sx[L], sy[L] = list(split[1]), list(split[2])
+            elif total > 1:
                 for axis, limit in ((sx, fx), (sy, fy)):
                     for d in pref:
                         for p in sorted(_primes(rem[d])):
@@ -351,6 +357,10 @@ class Searcher:
                 for d in range(D):
                     tf[0][d] = rem[d]
                 break
+            if inner and L == n - 1:
+                for d in inner:
+                    tf[L][d], rem[d] = rem[d], 1
+                continue
             for d in pref[::-1]:                 # temporal: ranks the stream indexes grow first
                 hi = self.space.temporal_range(L, d)[1]
                 for p in sorted(_primes(rem[d])):
@@ -459,7 +469,8 @@ class Searcher:
         return best, bc
 
     def search(self, starts: list[State], budget: int | None, good=lambda cost: False, seed: int = 0,
-               deadline: float | None = None, patience: int | None = None) -> tuple[State | None, tuple]:
+               deadline: float | None = None, patience: int | None = None,
+               spread: list[State] = ()) -> tuple[State | None, tuple]:
         """Iterated local search: steepest descent from the three best starts, then from seeded
         random kicks of the best, :data:`KICK` random moves each. It stops at a local optimum
         whose cost is ``good(cost)``, after ``budget`` candidates looked at (priced or cached;
@@ -497,6 +508,14 @@ class Searcher:
                 best, bc = s2, c2
             if good(bc):
                 return best, bc
+        for s in spread:                 # (each of these, whatever its first cost)
+            if self.spent(budget):
+                break
+            s2, c2 = self.descend(s, budget)
+            if c2 < bc:
+                best, bc = s2, c2
+            if good(bc):
+                return best, bc
         best, bc = self._kicks(best, bc, budget, good, rng, patience, 0)
         if self.exchange and best is not None:
             # a second round whose descents also trade factors between slots, from the first's
@@ -522,6 +541,28 @@ class Searcher:
             elif patience is not None:
                 length = KICK + (length + 1 - KICK) % (KICK_MAX + 1 - KICK)
         return best, bc
+
+    def window_starts(self) -> list[State]:
+        """A windowed problem's (a convolution's) starts for the retry: under each spatial split of
+        one level that uses its whole fanout, the innermost level holds the whole window of the
+        dimensions that slide and do not index the output (a convolution's R and S), the levels
+        above filled as :meth:`construct` fills them, every tensor kept everywhere. The usual fill
+        puts other ranks in the innermost level, and single moves seldom undo that where it is
+        full."""
+        exact = self.space.exact
+        if exact is None:
+            return []
+        outputs = set().union(*(t.dims() for t in exact.tensors if t.read_write))
+        slide = frozenset(d for t in exact.tensors for r in t.ranks if not plain(r) for d, _ in r) - outputs
+        full = (1 << self.T) - 1
+        keep = [full if full in self.space.keep_masks[L] else self.space.keep_masks[L][-1] for L in range(self.nlev)]
+        out = []
+        for L in range(self.nlev):
+            opts = [o for o in self.space.spatial_options[L] if math.prod(o[0]) * math.prod(o[1]) > 1]
+            most = max((math.prod(x) * math.prod(y) for x, y in opts), default=0)
+            out += [self.construct(keep, None, (L, x, y), slide) for x, y in opts
+                    if math.prod(x) * math.prod(y) == most]
+        return out
 
     def starts(self) -> list[State]:
         T, n = self.T, self.nlev
