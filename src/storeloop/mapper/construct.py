@@ -495,7 +495,8 @@ class Searcher:
         of another rank between two loop slots, which keeps the tiles about their size where a
         buffer is full (on the 32-channel 14x14 3x3 layer, single moves did not leave a basin 5.6 %
         above the optimum; the trades reached it). It only adds to the first round: its answer is
-        never worse.
+        never worse. ``spread``: starts descended each, after the three best
+        (:meth:`window_starts`, in the retry).
         Deterministic for given starts, budget, patience and seed unless the deadline cuts it
         short."""
         rng, self.deadline = random.Random(seed), deadline
