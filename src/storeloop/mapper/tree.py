@@ -1510,11 +1510,14 @@ class Tree(BelowBounds):
                 sends.extend((orders_above, pairs, [{o: k for k, o in enumerate(os)} for os in orders_above]))
             return sends
 
-        def floor(up: tuple) -> float:
-            if up not in floors:
+        def floor(base: tuple, up: tuple) -> float:
+            at_key = (up, bool((base[-1][1] > 1).any() or (base[-1][2] > 1).any()))
+            if at_key not in floors:
                 _, pairs, at = pieces()
-                floors[up] = self._order_send_floor(pairs, tuple(at[L][o] for L, o in enumerate(up)))
-            return floors[up]
+                words = self._window_words(base, up)
+                floors[at_key] = self._order_send_floor(pairs, tuple(at[L][o] for L, o in enumerate(up)), words) \
+                    + self._unit_floor(n, base, words)
+            return floors[at_key]
 
         def own(base: tuple, loops: tuple) -> tuple:
             """The surrogate's price of this leaf in ``loops``: the same in every spatial order
@@ -1551,13 +1554,13 @@ class Tree(BelowBounds):
                     continue
             for loops in itertools.islice(itertools.product(*orders), 1 if self.first_orders else None):
                 if key is not None and floored:
-                    if objective.dominated(cycles[i], (energy[i] + floor(loops[:-1])) * SAFE, key):
+                    if objective.dominated(cycles[i], (energy[i] + floor(base, loops[:-1])) * SAFE, key):
                         self.stats["floored"] = self.stats.get("floored", 0) + spared
                         self.stats["candidates"] += EXACT_COST * spared
                         continue
                     if any(o in self.space.pricier[L] for L, o in enumerate(loops[:-1])):
                         c_own, e_own = own(base, loops)
-                        if objective.dominated(max(cycles[i], c_own), max(energy[i] + floor(loops[:-1]), e_own) * SAFE,
+                        if objective.dominated(max(cycles[i], c_own), max(energy[i] + floor(base, loops[:-1]), e_own) * SAFE,
                                                key):
                             self.stats["priced_out"] = self.stats.get("priced_out", 0) + spared
                             self.stats["candidates"] += EXACT_COST * spared
@@ -1622,16 +1625,58 @@ class Tree(BelowBounds):
                     for _, _, st in step:
                         inward = tuple(x + y for x, y in zip(inward, st))
                 pairs.append((box, float(self.costs[pl].read_pJ) * float(n.util[pl]),
-                              self.arch.levels[pl].block_size, int(n.cnt[pl, t, RD]), terms))
+                              self.arch.levels[pl].block_size, int(n.cnt[pl, t, RD]), terms, (t, pl, child)))
         return orders, pairs
 
     @staticmethod
-    def _order_send_floor(pairs: list, up: tuple) -> float:
+    def _order_send_floor(pairs: list, up: tuple, fanned: dict | None = None) -> float:
         """:meth:`_send_floor` of a leaf whose levels above the last take the orders ``up`` (one
-        index each into :meth:`_send_terms`' orders), from its ``pairs``."""
+        index each into :meth:`_send_terms`' orders), from its ``pairs``; with ``fanned``
+        (:meth:`_fanned_words`), a pair's words are at least those."""
         total = 0.0
-        for box, pj, block, had, terms in pairs:
-            total += _blocks_beyond(box + sum(terms[L][up[L]] for L in terms), had, block) * pj
+        for box, pj, block, had, terms, key in pairs:
+            words = box + sum(terms[L][up[L]] for L in terms)
+            if fanned:
+                words = max(words, fanned.get(key, 0))
+            total += _blocks_beyond(words, had, block) * pj
+        return total
+
+    def _window_words(self, base: tuple, up: tuple) -> dict:
+        """Per pair (t, parent, child) of a windowed tensor that
+        :func:`storeloop.model.nest.window_sends` counts (a child keeper right under a fanout; the
+        compute units under t's innermost keeper, child ``nlev``), the least over the spatial
+        orders of the levels above the last of the words the model's parent serves, for the leaf
+        ``base`` of a last-level node in the orders ``up`` above the last level. They depend on
+        nothing else its leaves choose but whether the last level has a spatial loop (the last
+        level's loops enter the walks only through their products, and the computes per unit are
+        the same for every leaf without one)."""
+        out: dict = {}
+        for F in range(self.nlev - 1):
+            dims = [d for d in range(self.D) if base[F][1][d] > 1 or base[F][2][d] > 1]
+            for perm in itertools.permutations(dims):
+                mapping = self.mapping(tuple(c[:3] + (o,) + c[4:5] + (perm if L == F else c[5],)
+                                             for L, (c, o) in enumerate(zip(base, up + (base[-1][3],)))))
+                for t in self.windowed:
+                    for (pl, child), words in nest.window_sends(self.model_arch, self.exact, mapping,
+                                                                self.exact.tensors[t]).items():
+                        if child - 1 == F or child == self.nlev:
+                            out[t, pl, child] = min(out.get((t, pl, child), words), words)
+        return out
+
+    def _unit_floor(self, n: Node, base: tuple, words: dict) -> float:
+        """Energy the model charges leaf ``base`` of node ``n`` beyond its price for the operands
+        the compute units read from each windowed tensor's innermost keeper (the pairs of
+        :meth:`_window_words` whose child is the units): the leaf prices one per compute for each
+        distinct tile of the surrogate's tensor (:meth:`_price_leaves`), which drops the windowed
+        ranks."""
+        cycles = math.prod(int(x) for c in base for x in c[0])
+        total = 0.0
+        for (t, pl, child), w in words.items():
+            if child == self.nlev:
+                rel = self.rel[t]
+                had = cycles * math.prod(int(c[1][d]) * int(c[2][d]) for c in base[pl:] for d in range(self.D) if rel[d])
+                total += _blocks_beyond(w, had, self.arch.levels[pl].block_size) * float(self.costs[pl].read_pJ) \
+                    * float(n.util[pl])
         return total
 
     def _least_send_floor(self, n: Node, sends: tuple | None = None) -> float:
@@ -1645,7 +1690,7 @@ class Tree(BelowBounds):
         least = math.inf
         for up in itertools.product(*(range(len(o)) for o in orders[:lv - 1])):
             total = 0.0
-            for box, pj, block, had, terms in pairs:
+            for box, pj, block, had, terms, _ in pairs:
                 words = box + sum(terms[L][up[L]] for L in terms if L < lv - 1)
                 if lv - 1 in terms:         # the level just above the last: its least term
                     words += min(terms[lv - 1])
