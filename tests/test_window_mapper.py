@@ -459,17 +459,17 @@ def test_a_windowed_tensors_send_floor_never_exceeds_the_models_reads():
     assert checked >= 20_000 and equal >= checked // 4, (checked, equal)
 
 
-def test_a_windowed_tensors_window_sends_are_the_models_reads():
-    """model.nest.window_sends, the words a keeper of a windowed tensor serves a child keeper right
-    under a fanout (the link walk) or the compute units (one operand per compute to each unit with
-    a distinct tile): over every mapping of 40 random windowed problems they are the reads the
-    model counts at that keeper, per instance (plus, where the keeper itself receives over links,
-    the words it forwards); for a child keeper, above the box floor of send_floors on 1,982 of them.
-    A walk that lets every halo pass over a link (the box floor) or counts one operand per
-    compute for the units together (the surrogate's multicast) would not be the model's count."""
-    from storeloop.model.nest import analyze, send_floors, window_sends
+def test_a_windowed_tensors_fanout_and_unit_sends_are_the_models_reads():
+    """model.nest.fanout_sends, the words a keeper of a windowed tensor serves a child keeper right
+    under a fanout (the link walk), and model.nest.unit_sends, the operands its innermost keeper
+    serves the compute units (one per compute to each unit with a distinct tile): over every
+    mapping of 40 random windowed problems they are the reads the model counts at that keeper,
+    per instance (plus, where the keeper itself receives over links, the words it forwards). For
+    a child keeper they exceed the box floor of send_floors on 1,982 of them: a walk that let
+    every halo pass over a link would not be the model's count."""
+    from storeloop.model.nest import analyze, fanout_sends, send_floors, unit_sends
 
-    checked = above = 0
+    checked = above = units = 0
     for seed in range(40):
         arch, work, energy, _, at = window_case(seed)
         tensors = [t for t in work.tensors if t.window and not t.read_write]
@@ -481,14 +481,19 @@ def test_a_windowed_tensors_window_sends_are_the_models_reads():
             stats = analyze(arch, work, mapping)
             for t in tensors:
                 floors = send_floors(work, mapping, t)
-                for (pl, child), words in window_sends(arch, work, mapping, t).items():
+                got = list(fanout_sends(arch, work, mapping, t).items())
+                unit = unit_sends(work, mapping, t)
+                if unit is not None:
+                    got.append(((unit[0], len(arch.levels)), unit[1]))
+                    units += 1
+                for (pl, child), words in got:
                     st = stats.levels[pl].tensors[t.name]
                     assert st.kept and words <= st.reads, (seed, pl, child, words, st.reads, str(mapping))
-                    checked += 1
-                    above += (pl, child) in floors and words > floors[pl, child]
                     if pl == 0 or not any(lp.factor > 1 for lp in mapping.levels[pl - 1].spatial):
                         assert words == st.reads, (seed, pl, child, words, st.reads, str(mapping))
-    assert checked >= 20_000 and above >= 1_000, (checked, above)
+                    checked += 1
+                    above += (pl, child) in floors and words > floors[pl, child]
+    assert checked >= 20_000 and units >= 10_000 and above >= 1_000, (checked, units, above)
 
 
 def test_a_windowed_tensors_send_floor_ignores_the_last_levels_loop_order():
@@ -601,8 +606,8 @@ def test_a_leafs_send_floor_with_the_window_walks_stays_below_the_model(monkeypa
             split = [[d for d in range(tree.D) if c[1][d] > 1 or c[2][d] > 1] for c in base[:-1]]
             for loops in itertools.product(*(tree.space.expansions[L][c[3]] for L, c in enumerate(base))):
                 up = tuple(index[L][o] for L, o in enumerate(loops[:-1]))
-                words = tree._window_words(base, loops[:-1])
-                floor = tree._order_send_floor(pairs, up, words) + tree._unit_floor(n, base, words)
+                floor = tree._order_send_floor(pairs, up, tree._window_words(base, loops[:-1])) \
+                    + tree._unit_floor(n, base)
                 raised += floor > tree._order_send_floor(pairs, up) * (1 + 1e-9)
                 for inner in itertools.product(*(itertools.permutations(ds) for ds in split)):
                     ch = tuple(c[:3] + (o,) + c[4:5] + (so,) for c, o, so in zip(base, loops, inner + (base[-1][5],)))

@@ -1494,12 +1494,16 @@ class Tree(BelowBounds):
         least floor of the node's orders above the last level shows it. An order whose reuse
         differs from its rep's (``MapSpace.pricier``) may cost more on the surrogate too: it is
         priced there first, and skipped the same way where that price cannot win
-        (``stats['priced_out']``)."""
+        (``stats['priced_out']``). An order these leave is floored last with the model's own
+        walks of its windowed tensors where a fanout or the compute units split the window
+        (:meth:`_window_words`, :meth:`_unit_floor`; about the cost of the model's pricing, so
+        once per order of the levels above the last for the node's leaves)."""
         live = np.nonzero(np.isfinite(cycles))[0]
         if best is not None:
             live = live[~objective.dominated(cycles[live], energy[live], best)]
         out, key = (), best
         floors, least = {}, None   # the send floor per order of the levels above the last (below)
+        walks, unit_floors = {}, {}   # ... raised by the window walks; the units' operands (below)
         sends = []                 # (their pieces, computed once for the node: Tree._send_terms)
         priced = {}                # the surrogate's price of a leaf in an order (own, below)
         floored = self.windowed and self.split is None
@@ -1510,14 +1514,29 @@ class Tree(BelowBounds):
                 sends.extend((orders_above, pairs, [{o: k for k, o in enumerate(os)} for os in orders_above]))
             return sends
 
-        def floor(base: tuple, up: tuple) -> float:
-            at_key = (up, bool((base[-1][1] > 1).any() or (base[-1][2] > 1).any()))
-            if at_key not in floors:
+        def floor(up: tuple) -> float:
+            if up not in floors:
                 _, pairs, at = pieces()
-                words = self._window_words(base, up)
-                floors[at_key] = self._order_send_floor(pairs, tuple(at[L][o] for L, o in enumerate(up)), words) \
-                    + self._unit_floor(n, base, words)
-            return floors[at_key]
+                floors[up] = self._order_send_floor(pairs, tuple(at[L][o] for L, o in enumerate(up)))
+            return floors[up]
+
+        def walked(base: tuple, up: tuple) -> float:
+            """floor(up) raised by the fanouts' window walks (:meth:`_window_words`), which cost
+            about what the model's pricing of the order does: only for the orders the cheaper
+            tests leave."""
+            if up not in walks:
+                _, pairs, at = pieces()
+                walks[up] = self._order_send_floor(pairs, tuple(at[L][o] for L, o in enumerate(up)),
+                                                   self._window_words(base, up))
+            return walks[up]
+
+        def units(base: tuple) -> float:
+            """:meth:`_unit_floor`, once for the leaves whose last level has a spatial loop and
+            once for the others."""
+            fanned = bool((base[-1][1] > 1).any() or (base[-1][2] > 1).any())
+            if fanned not in unit_floors:
+                unit_floors[fanned] = self._unit_floor(n, base)
+            return unit_floors[fanned]
 
         def own(base: tuple, loops: tuple) -> tuple:
             """The surrogate's price of this leaf in ``loops``: the same in every spatial order
@@ -1547,24 +1566,31 @@ class Tree(BelowBounds):
                 if least is None:          # (the same orders above the last level for every leaf)
                     uppers = math.prod(1 if self.first_orders else len(o) for o in orders[:-1])
                     least = self._least_send_floor(n, pieces()[:2])
-                if objective.dominated(cycles[i], (energy[i] + least) * SAFE, key):
+                if objective.dominated(cycles[i], (energy[i] + least + units(base)) * SAFE, key):
                     every = spared * uppers * (1 if self.first_orders else len(orders[-1]))
                     self.stats["floored"] = self.stats.get("floored", 0) + every   # (every order floored)
                     self.stats["candidates"] += EXACT_COST * every
                     continue
             for loops in itertools.islice(itertools.product(*orders), 1 if self.first_orders else None):
                 if key is not None and floored:
-                    if objective.dominated(cycles[i], (energy[i] + floor(base, loops[:-1])) * SAFE, key):
+                    if objective.dominated(cycles[i], (energy[i] + floor(loops[:-1]) + units(base)) * SAFE, key):
                         self.stats["floored"] = self.stats.get("floored", 0) + spared
                         self.stats["candidates"] += EXACT_COST * spared
                         continue
+                    c_own, e_own = cycles[i], 0.0
                     if any(o in self.space.pricier[L] for L, o in enumerate(loops[:-1])):
                         c_own, e_own = own(base, loops)
-                        if objective.dominated(max(cycles[i], c_own), max(energy[i] + floor(base, loops[:-1]), e_own) * SAFE,
+                        if objective.dominated(max(cycles[i], c_own),
+                                               max(energy[i] + floor(loops[:-1]) + units(base), e_own) * SAFE,
                                                key):
                             self.stats["priced_out"] = self.stats.get("priced_out", 0) + spared
                             self.stats["candidates"] += EXACT_COST * spared
                             continue
+                    if objective.dominated(max(cycles[i], c_own),
+                                           max(energy[i] + walked(base, loops[:-1]) + units(base), e_own) * SAFE, key):
+                        self.stats["floored"] = self.stats.get("floored", 0) + spared
+                        self.stats["candidates"] += EXACT_COST * spared
+                        continue
                 for inner in itertools.product(*(itertools.permutations(ds) for ds in split)):
                     if self.halt():                 # the search stops at its next node
                         return out
@@ -1642,14 +1668,11 @@ class Tree(BelowBounds):
         return total
 
     def _window_words(self, base: tuple, up: tuple) -> dict:
-        """Per pair (t, parent, child) of a windowed tensor that
-        :func:`storeloop.model.nest.window_sends` counts (a child keeper right under a fanout; the
-        compute units under t's innermost keeper, child ``nlev``), the least over the spatial
-        orders of the levels above the last of the words the model's parent serves, for the leaf
-        ``base`` of a last-level node in the orders ``up`` above the last level. They depend on
-        nothing else its leaves choose but whether the last level has a spatial loop (the last
-        level's loops enter the walks only through their products, and the computes per unit are
-        the same for every leaf without one)."""
+        """Per pair (t, parent, child) of keepers of a windowed tensor whose child sits right under
+        a fanout, the least over that fanout's spatial orders of the words the model's parent
+        serves (:func:`storeloop.model.nest.fanout_sends`), for the leaf ``base`` of a last-level
+        node in the orders ``up`` above the last level. They depend on nothing else its leaves
+        choose: the last level's loops enter the walks only through their products."""
         out: dict = {}
         for F in range(self.nlev - 1):
             dims = [d for d in range(self.D) if base[F][1][d] > 1 or base[F][2][d] > 1]
@@ -1657,26 +1680,31 @@ class Tree(BelowBounds):
                 mapping = self.mapping(tuple(c[:3] + (o,) + c[4:5] + (perm if L == F else c[5],)
                                              for L, (c, o) in enumerate(zip(base, up + (base[-1][3],)))))
                 for t in self.windowed:
-                    for (pl, child), words in nest.window_sends(self.model_arch, self.exact, mapping,
+                    for (pl, child), words in nest.fanout_sends(self.model_arch, self.exact, mapping,
                                                                 self.exact.tensors[t]).items():
-                        if child - 1 == F or child == self.nlev:
+                        if child - 1 == F:
                             out[t, pl, child] = min(out.get((t, pl, child), words), words)
         return out
 
-    def _unit_floor(self, n: Node, base: tuple, words: dict) -> float:
-        """Energy the model charges leaf ``base`` of node ``n`` beyond its price for the operands
-        the compute units read from each windowed tensor's innermost keeper (the pairs of
-        :meth:`_window_words` whose child is the units): the leaf prices one per compute for each
-        distinct tile of the surrogate's tensor (:meth:`_price_leaves`), which drops the windowed
-        ranks."""
+    def _unit_floor(self, n: Node, base: tuple) -> float:
+        """Energy the model charges leaf ``base`` of node ``n`` beyond its price, in every order it
+        stands for, for the operands the compute units read from each windowed tensor's innermost
+        keeper (:func:`storeloop.model.nest.unit_sends`: one per compute to each distinct tile).
+        The leaf prices one per compute to each distinct tile of the surrogate's tensor
+        (:meth:`_price_leaves`), which drops the windowed ranks: a window split over units is
+        multicast there. The same for every leaf of ``n`` whose last level has no spatial loop
+        (the computes per unit are the node's then), and 0 for the others."""
+        mapping = self.mapping(base)
         cycles = math.prod(int(x) for c in base for x in c[0])
         total = 0.0
-        for (t, pl, child), w in words.items():
-            if child == self.nlev:
-                rel = self.rel[t]
-                had = cycles * math.prod(int(c[1][d]) * int(c[2][d]) for c in base[pl:] for d in range(self.D) if rel[d])
-                total += _blocks_beyond(w, had, self.arch.levels[pl].block_size) * float(self.costs[pl].read_pJ) \
-                    * float(n.util[pl])
+        for t in self.windowed:
+            got = nest.unit_sends(self.exact, mapping, self.exact.tensors[t])
+            if got is not None:
+                pl, words = got
+                had = cycles * math.prod(int(c[1][d]) * int(c[2][d]) for c in base[pl:] for d in range(self.D)
+                                         if self.rel[t][d])
+                total += _blocks_beyond(words, had, self.arch.levels[pl].block_size) \
+                    * float(self.costs[pl].read_pJ) * float(n.util[pl])
         return total
 
     def _least_send_floor(self, n: Node, sends: tuple | None = None) -> float:

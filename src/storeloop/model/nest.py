@@ -595,20 +595,15 @@ def send_floors(workload: Workload, mapping: Mapping, t: Tensor) -> dict[tuple[i
     return out
 
 
-def window_sends(arch: Arch, workload: Workload, mapping: Mapping, t: Tensor) -> dict[tuple[int, int], int]:
-    """For a windowed read-only tensor ``t`` of an even ``mapping``: the words a keeper serves per
-    instance, exactly as :func:`analyze` counts them, for the pairs (parent, child) whose count
-    :func:`send_floors` bounds loosely or not at all:
-
-    * a child keeper right under a spatial fanout: the fanout's link walk (:func:`_fanout_reads`)
-      times the parent's instances with distinct data above it. A neighbour passes a halo only
-      where it received exactly that delta a step earlier (a window split over units whose
-      temporal step differs from their spacing gets none), where the box floor lets every halo
-      pass. It depends on the order of the fanout's spatial loops (which units are neighbours):
-      a bound over every order is the least of them;
-    * the compute units (child ``len(mapping.levels)``) under ``t``'s innermost keeper, where the
-      innermost level has no spatial loop: one operand per compute to each unit with a distinct
-      tile (:func:`_distinct_tiles`; a window split over units gives each its own)."""
+def fanout_sends(arch: Arch, workload: Workload, mapping: Mapping, t: Tensor) -> dict[tuple[int, int], int]:
+    """For a windowed read-only tensor ``t`` of an even ``mapping`` and each pair of consecutive
+    keepers (parent, child) whose child sits right under a spatial fanout: the words the parent
+    serves per instance, exactly as :func:`analyze` counts them (the fanout's link walk,
+    :func:`_fanout_reads`, times the parent's instances with distinct data above the fanout).
+    :func:`send_floors` lets a neighbour pass every halo; the model passes one only where a
+    neighbour received exactly that delta a step earlier (a window split over units whose
+    temporal step differs from their spacing gets none). These depend on the order of the
+    fanout's spatial loops (which units are neighbours): a bound over every order is the least."""
     loops = _flatten(mapping)
     ndims, nlev = len(workload.dims), len(mapping.levels)
     stride, inner = _strides(loops, ndims), _spans(loops, nlev, ndims)
@@ -620,10 +615,22 @@ def window_sends(arch: Arch, workload: Workload, mapping: Mapping, t: Tensor) ->
             words = _fanout_reads(t, loops, stride, inner, child - 1, _grid_width(arch, mapping, child - 1))[0]
             out[pl, child] = words * math.prod(f for li, d, f, sp in loops
                                                if sp and pl <= li < child - 1 and d in relevant)
-    if kept and not any(sp and li == nlev - 1 for li, _, _, sp in loops):
-        cycles = math.prod(f for _, _, f, sp in loops if not sp)
-        out[kept[-1], nlev] = cycles * _distinct_tiles(t, loops, stride, kept[-1], nlev)
     return out
+
+
+def unit_sends(workload: Workload, mapping: Mapping, t: Tensor) -> tuple[int, int] | None:
+    """(``t``'s innermost keeper in an even ``mapping``, the operands it serves the compute units
+    per instance) as :func:`analyze` counts them where the innermost level has no spatial loop:
+    one per compute to each unit with a distinct tile (:func:`_distinct_tiles`: a window split
+    over units gives each its own). None where the innermost level has a spatial loop (the units'
+    link walk) or no level keeps ``t``."""
+    loops = _flatten(mapping)
+    nlev = len(mapping.levels)
+    kept = [L for L in range(nlev) if mapping.levels[L].keeps(t.name)]
+    if not kept or any(sp and li == nlev - 1 for li, _, _, sp in loops):
+        return None
+    cycles = math.prod(f for _, _, f, sp in loops if not sp)
+    return kept[-1], cycles * _distinct_tiles(t, loops, _strides(loops, len(workload.dims)), kept[-1], nlev)
 
 
 @functools.lru_cache(maxsize=1 << 14)
