@@ -218,7 +218,7 @@ def test_a_windowed_space_keeps_every_loop_order_apart():
 
 def test_a_budget_stops_the_exact_leaves_too():
     """A leaf priced by the reference model counts as EXACT_COST candidates, and the pricing of one
-    leaf's orders stops where the budget does: a windowed problem whose proof prices thousands of
+    leaf's orders stops where the budget does: a windowed problem whose proof prices hundreds of
     leaves, given a budget of a few, stops `budget` after at most that many in each of its two
     walks (the first over first orders with FIRST_ORDERS of it, then the full one; before, leaves
     were not counted and one leaf could price hundreds of orders past any budget or time limit)."""
@@ -227,8 +227,8 @@ def test_a_budget_stops_the_exact_leaves_too():
 
     arch, work, energy, objective, _ = window_case(11)
     full = map_workload(arch, work, energy, objective=objective, energy_gap=0.0, converge=False)
-    assert full.search["optimal"] and full.search["exact_leaves"] > 1000
-    for leaves in (3, 20):
+    assert full.search["optimal"] and full.search["exact_leaves"] > 300
+    for leaves in (20, 50):
         out = map_workload(arch, work, energy, objective=objective, energy_gap=0.0, converge=False,
                            budget=leaves * EXACT_COST)
         s = out.search
@@ -595,7 +595,7 @@ def test_a_leafs_send_floor_with_the_window_walks_stays_below_the_model(monkeypa
     the spatial orders instead of the least, or the units' operands without the node's count
     taken off, fails it."""
     checked = raised = 0
-    for seed in range(60):
+    for seed in range(200):
         arch, work, energy, _, at = window_case(seed)
         if not without_unit_terms(work).windowed:
             continue
@@ -626,15 +626,15 @@ def test_a_leaf_keeps_its_best_order_among_those_its_own_surrogate_price_rules_o
     MapSpace.pricier: the surrogate prices every mapping at most as the model does). Per leaf of
     random windowed problems, told that a mapping a hair worse than the leaf's best order (the
     model over every order and spatial order it stands for) exists, the leaf still returns that
-    best; on some of them the best is one of those orders with its surrogate price within 20 % of
-    the model's (on problems this small the surrogate is loose), so a price inflated by 20 % would
+    best; on some of them the best is one of those orders with its surrogate price within 25 % of
+    the model's (on problems this small the surrogate is loose), so a price inflated by 25 % would
     lose it. The surrogate's price of a leaf is the same in every order of its last level and every
     spatial order above it (the search computes it once for the spatial orders, and for the last
     level's orders too where that level has no spatial loop)."""
     from storeloop.mapper.objective import Objective
 
     checked = tight = 0
-    for seed in range(60):
+    for seed in range(200):
         arch, work, energy, _, at = window_case(seed)
         if not without_unit_terms(work).windowed:
             continue
@@ -666,11 +666,11 @@ def test_a_leaf_keeps_its_best_order_among_those_its_own_surrogate_price_rules_o
                                      Objective("energy"), n)
             assert out and out[1] == pytest.approx(least, rel=1e-12), (seed, out and out[1], least)
             checked += 1
-            tight += any(o in tree.space.pricier[L] for L, o in enumerate(loops[:-1])) and own * 1.2 > least
+            tight += any(o in tree.space.pricier[L] for L, o in enumerate(loops[:-1])) and own * 1.25 > least
     assert checked >= 20 and tight >= 3, (checked, tight)
 
 
-@pytest.mark.parametrize("seed", [0, 8, 11])
+@pytest.mark.parametrize("seed", [8, 11, 32])
 def test_a_windowed_search_priced_ahead_goes_as_one_priced_node_by_node(seed, monkeypatch):
     """The last level's nodes of a windowed problem have their leaves' surrogate prices computed
     ahead in batches (Tree.prefetch; their exact leaves still priced when the search visits them,

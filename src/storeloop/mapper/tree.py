@@ -935,9 +935,21 @@ class Tree(BelowBounds):
             if pl < 0:
                 continue
             true = np.maximum(true_tiles[:, t] * rows["rep"][:, t], arr[:, t])
-            fills[:, t] = np.where(no_fanout, true, arr[:, t])
-            reads[:, t] = true if self.split is None else np.where(rows["util"] == n.util[pl], true, arr[:, t])
+            if self.split is None:     # every element the computes touch, once (the instances together)
+                fills[:, t] = np.where(no_fanout, np.maximum(true, int(self.sizes[t]) // rows["util"]), arr[:, t])
+                reads[:, t] = np.maximum(true, self._touched_reads(n, rows, t))
+            else:
+                fills[:, t] = np.where(no_fanout, true, arr[:, t])
+                reads[:, t] = np.where(rows["util"] == n.util[pl], true, arr[:, t])
         return fills, reads
+
+    def _touched_reads(self, n: Node, rows: dict, t: int) -> np.ndarray:
+        """Per row, at least the reads a windowed tensor t's keeper so far serves per child with
+        distinct data along the plain ranks (its reads over the caller's ``scat``): each element
+        the computes touch (:func:`storeloop.mapper.window.touched`) passes every keeper of t on
+        its way down, so the keeper's instances read each at least once. Rounded down (the model's
+        reads per instance are whole, its children with distinct data may be more than ``scat``)."""
+        return int(self.sizes[t]) // (int(n.util[n.last[t]]) * rows["scat"][:, t])
 
     def _window_slid(self, n: Node, rows: dict, fills: np.ndarray, reads: np.ndarray) -> tuple:
         """:meth:`_window_arrivals`' fills and reads, raised by :meth:`_window_slides` where it
@@ -1111,7 +1123,7 @@ class Tree(BelowBounds):
         for t in range(T):
             pl = int(n.last[t])
             k = kept[None, :, t]
-            via0, kept_v, free_v = self._vias(rows, L1, t, w_read, innermost, cc_lb)
+            via0, kept_v, free_v = self._vias(n, rows, L1, t, w_read, innermost, cc_lb)
             if pl < 0:
                 pass                       # no keeper above yet: nothing is read from above
             elif pl == 0 and self.ssd is not None:
@@ -1217,7 +1229,8 @@ class Tree(BelowBounds):
         return innermost, (rows["P"] * -(-rowprod(rows["rem"]) // self.cap_below[L1])
                            * self.arch.compute.cycles_per_op).astype(np.float64)
 
-    def _vias(self, rows: dict, L1: int, t: int, w_read: np.ndarray, innermost: bool, cc_lb: np.ndarray) -> tuple:
+    def _vias(self, n: Node, rows: dict, L1: int, t: int, w_read: np.ndarray, innermost: bool,
+              cc_lb: np.ndarray) -> tuple:
         """Per row, the words of t its keeper so far sends down (reads; an output's updates):
         ``via0`` the surrogate's count, ``kept`` where L1 keeps t (final), ``free`` where it does
         not (a lower bound): bypassing a last level without fanout, one access per compute; above
@@ -1229,9 +1242,13 @@ class Tree(BelowBounds):
         via0 = (rows["arr"][:, t] * scat).astype(np.float64)
         kept = (w_read[:, t] * scat).astype(np.float64)
         if innermost:
-            return via0, kept, np.maximum(via0, cc_lb * scat)
-        forced = rows["tile"][:, t] > max(self.cap_after[L1], 1) * self.cap_below[L1]
-        return via0, kept, via0 * np.where(forced, rows["P"] / rows["rep"][:, t], 1.0)
+            free = np.maximum(via0, cc_lb * scat)
+        else:
+            forced = rows["tile"][:, t] > max(self.cap_after[L1], 1) * self.cap_below[L1]
+            free = via0 * np.where(forced, rows["P"] / rows["rep"][:, t], 1.0)
+        if n.last[t] >= 0 and t in self.windowed and self.split is None:   # (Tree._touched_reads)
+            free = np.maximum(free, self._touched_reads(n, rows, t) * scat)
+        return via0, kept, free
 
     def _ssd_pruned(self, n: Node, rows: dict, masks: np.ndarray, best, objective) -> dict:
         """``rows`` less those that lose to ``best`` on the SSD top level's streams alone: the
@@ -1253,7 +1270,7 @@ class Tree(BelowBounds):
         ssd_s = np.full((m, K), n.ssd_s)
         for t in sent:
             k = kept[None, :, t]
-            via0, kept_v, free_v = self._vias(rows, L1, t, rows["arr"], innermost, cc_lb)
+            via0, kept_v, free_v = self._vias(n, rows, L1, t, rows["arr"], innermost, cc_lb)
             self._ssd_traffic(n, rows, t, k, via0, np.where(k, kept_v[:, None], free_v[:, None]), innermost, ssd_s, None)
         size = self.arch.levels[L1].size_words
         if size is not None:           # (the keep masks whose tiles do not fit L1 have no children)
