@@ -1672,15 +1672,15 @@ class Tree(BelowBounds):
         return orders, pairs
 
     @staticmethod
-    def _order_send_floor(pairs: list, up: tuple, fanned: dict | None = None) -> float:
+    def _order_send_floor(pairs: list, up: tuple, walked: dict | None = None) -> float:
         """:meth:`_send_floor` of a leaf whose levels above the last take the orders ``up`` (one
-        index each into :meth:`_send_terms`' orders), from its ``pairs``; with ``fanned``
-        (:meth:`_fanned_words`), a pair's words are at least those."""
+        index each into :meth:`_send_terms`' orders), from its ``pairs``; with ``walked``
+        (:meth:`_window_words`), a pair's words are at least those."""
         total = 0.0
         for box, pj, block, had, terms, key in pairs:
             words = box + sum(terms[L][up[L]] for L in terms)
-            if fanned:
-                words = max(words, fanned.get(key, 0))
+            if walked:
+                words = max(words, walked.get(key, 0))
             total += _blocks_beyond(words, had, block) * pj
         return total
 
