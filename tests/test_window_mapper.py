@@ -562,7 +562,7 @@ def _windowed_leaves(seeds: int, monkeypatch):
 def _spatial_orders(tree, base: tuple, loops: tuple):
     """Leaf ``base`` in the temporal orders ``loops``, in every order of the spatial loops of the
     levels above the last (each a complete choice for ``tree.mapping``)."""
-    split = [[d for d in range(tree.D) if c[1][d] > 1 or c[2][d] > 1] for c in base[:-1]]
+    split = [tree._spatial_dims(c) for c in base[:-1]]
     for inner in itertools.product(*(itertools.permutations(ds) for ds in split)):
         yield tuple(c[:3] + (o,) + c[4:5] + (so,) for c, o, so in zip(base, loops, inner + (base[-1][5],)))
 
@@ -587,8 +587,7 @@ def test_an_exact_leaf_prices_every_order_it_stands_for(monkeypatch):
                             lambda a, w, m, e: (w is work and priced.append(m)) or evaluate(a, w, m, e))
         for cycles, energy_pJ, base, n in leaves:
             orders = math.prod(len(tree.space.expansions[L][c[3]]) for L, c in enumerate(base))
-            spatial = math.prod(math.factorial(sum(1 for d in range(tree.D) if c[1][d] > 1 or c[2][d] > 1))
-                                for c in base[:-1])
+            spatial = math.prod(math.factorial(len(tree._spatial_dims(c))) for c in base[:-1])
             if orders * spatial < 2:
                 continue
             priced.clear()

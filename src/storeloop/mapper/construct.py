@@ -503,14 +503,9 @@ class Searcher:
         budget = math.inf if budget is None else budget
         ranked = sorted(((self.cost(s), i, s) for i, s in enumerate(starts)), key=lambda x: x[:2])
         best, bc = None, (INF,)
-        for c, _, s in ranked[:3]:
-            s2, c2 = self.descend(s, budget)
-            if c2 < bc:
-                best, bc = s2, c2
-            if good(bc):
-                return best, bc
-        for s in spread:                 # (each of these, whatever its first cost)
-            if self.spent(budget):
+        top = [s for _, _, s in ranked[:3]]
+        for k, s in enumerate(top + list(spread)):
+            if k >= len(top) and self.spent(budget):     # (the spread: each, whatever its first cost)
                 break
             s2, c2 = self.descend(s, budget)
             if c2 < bc:
@@ -555,8 +550,7 @@ class Searcher:
             return []
         outputs = set().union(*(t.dims() for t in exact.tensors if t.read_write))
         slide = frozenset(d for t in exact.tensors for r in t.ranks if not plain(r) for d, _ in r) - outputs
-        full = (1 << self.T) - 1
-        keep = [full if full in self.space.keep_masks[L] else self.space.keep_masks[L][-1] for L in range(self.nlev)]
+        keep = self._allowed([(1 << self.T) - 1] * self.nlev)
         out = []
         for L in range(self.nlev):
             opts = [o for o in self.space.spatial_options[L] if math.prod(o[0]) * math.prod(o[1]) > 1]
@@ -573,9 +567,13 @@ class Searcher:
         for st in sorted(range(T), key=lambda t: -math.prod(b for d, b in enumerate(self.bounds) if self.rel[t][d])):
             patterns.append((st, [full] + [full & ~(1 << st)] * (n - 1)))
         for stream, keep in patterns:
-            keep = [k if k in self.space.keep_masks[L] else self.space.keep_masks[L][-1] for L, k in enumerate(keep)]
-            out.append(self.construct(keep, stream))
+            out.append(self.construct(self._allowed(keep), stream))
         return out
+
+    def _allowed(self, keep: list[int]) -> list[int]:
+        """``keep`` with each level's mask that the space does not allow there replaced by the
+        level's last allowed one."""
+        return [k if k in self.space.keep_masks[L] else self.space.keep_masks[L][-1] for L, k in enumerate(keep)]
 
 
 def state_of(mapping: Mapping, members: list[list[int]], space: MapSpace) -> State | None:

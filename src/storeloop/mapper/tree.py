@@ -1550,7 +1550,7 @@ class Tree(BelowBounds):
         def units(base: tuple) -> float:
             """:meth:`_unit_floor`, once for the leaves whose last level has a spatial loop and
             once for the others."""
-            fanned = bool((base[-1][1] > 1).any() or (base[-1][2] > 1).any())
+            fanned = bool(self._spatial_dims(base[-1]))
             if fanned not in unit_floors:
                 unit_floors[fanned] = self._unit_floor(n, base)
             return unit_floors[fanned]
@@ -1561,7 +1561,7 @@ class Tree(BelowBounds):
             compute-level deltas), in every order of its temporal loops; so once for the
             leaves of the node that differ in those only."""
             last = base[-1]
-            fanned = (last[1] > 1).any() or (last[2] > 1).any()
+            fanned = bool(self._spatial_dims(last))
             at = (loops if fanned else loops[:-1], last[1].tobytes(), last[2].tobytes(), last[4], last[5])
             if at not in priced:
                 some = tuple(c[:3] + (o,) + c[4:] for c, o in zip(base, loops))
@@ -1574,7 +1574,7 @@ class Tree(BelowBounds):
                 break                               # sorted by bound: no later leaf can beat key
             base = choice(int(i))
             orders = [self.space.expansions[L][c[3]] for L, c in enumerate(base)]
-            split = [[d for d in range(self.D) if c[1][d] > 1 or c[2][d] > 1] for c in base[:-1]]
+            split = [self._spatial_dims(c) for c in base[:-1]]
             # (a floor does not depend on the spatial loops' order: once for all of them, counted
             # against a budget as their pricing would have been; nor on the last level's loops, the
             # only ones the node's leaves choose: once per order of the levels above, for them all)
@@ -1684,6 +1684,10 @@ class Tree(BelowBounds):
             total += _blocks_beyond(words, had, block) * pj
         return total
 
+    def _spatial_dims(self, c: tuple) -> list[int]:
+        """The dimensions with a spatial loop in a level's choice ``c`` (X or Y)."""
+        return [d for d in range(self.D) if c[1][d] > 1 or c[2][d] > 1]
+
     def _window_words(self, base: tuple, up: tuple) -> dict:
         """Per pair (t, parent, child) of keepers of a windowed tensor whose child sits right under
         a fanout, the least over that fanout's spatial orders of the words the model's parent
@@ -1692,8 +1696,7 @@ class Tree(BelowBounds):
         choose: the last level's loops enter the walks only through their products."""
         out: dict = {}
         for F in range(self.nlev - 1):
-            dims = [d for d in range(self.D) if base[F][1][d] > 1 or base[F][2][d] > 1]
-            for perm in itertools.permutations(dims):
+            for perm in itertools.permutations(self._spatial_dims(base[F])):
                 mapping = self.mapping(tuple(c[:3] + (o,) + c[4:5] + (perm if L == F else c[5],)
                                              for L, (c, o) in enumerate(zip(base, up + (base[-1][3],)))))
                 for t in self.windowed:
