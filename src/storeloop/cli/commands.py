@@ -16,6 +16,7 @@ from storeloop import (ExpressionError, Stream, arch_constraints, bytes_of, cros
                        ssd_energy_per_request, ssd_performance, timeloop_mapper_options)
 from storeloop.cli.render import map_report, render_table
 from storeloop.errors import MappingError, SpecError
+from storeloop.mapper.options import usable_cores
 from storeloop.ir import Arch
 from storeloop.ir.query import Query
 from storeloop.workloads import pir, rotation
@@ -120,6 +121,8 @@ def cmd_map(args: argparse.Namespace) -> int:
 
         for k, v in timeloop_mapper_options(args.mapper).items():
             given[k] = v if given[k] is None else given[k]
+    if given["threads"] is None and args.budget is None:
+        given["threads"] = usable_cores()          # timeloop-mapper's default too
     if given["victory"] is not None and given["victory"] < 1:
         raise SpecError(f"{given['victory']}", field="--victory", allowed="1 or more non-improving samples")
     opts = mapper_options(objective=given["objective"], algorithm=given["algorithm"], time_limit=args.time_limit,

@@ -86,7 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "last tile is run full and padded with zeros (the mapping file's 'imperfect: true')")
     mp.add_argument("--seed-mapping", action="append", metavar="FILE",
                     help="a mapping to start from (re-priced on this arch; may be given several times)")
-    mp.add_argument("--threads", type=int, default=None, help="processes for the exhaustive search (default 1)")
+    mp.add_argument("--threads", type=int, default=None,
+                    help="processes for the exhaustive search (default: the cores this process may use, as "
+                         "timeloop-mapper's num-threads; 1 with --budget, whose answer then does not depend on "
+                         "the machine)")
     mp.add_argument("--seed", type=int, default=0, help="seed of the random searches")
     mp.add_argument("--victory", type=int, default=None,
                     help="random searches stop after this many non-improving samples (default 500)")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import os
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError, field_validator
@@ -59,6 +60,14 @@ class MapperOptions(BaseModel):
 FLAGS = {"objective": "--objective", "algorithm": "--algorithm", "time_limit": "--time-limit", "budget": "--budget",
          "energy_gap": "--energy-gap", "threads": "--threads", "search_layout": "--search-layout",
          "uneven": "--uneven", "imperfect": "--imperfect"}
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS says; else all)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:                          # (not on Linux)
+        return max(1, os.cpu_count() or 1)
 
 
 def options(**given) -> MapperOptions:

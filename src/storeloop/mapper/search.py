@@ -351,16 +351,21 @@ _WORKER: dict = {}
 
 
 def _worker(args):
-    share, nshare, first_best, deadline, budget = args
+    share, nshare, first_best, deadline, budget, skip = args
     tree, obj, goal = _WORKER["tree"], _WORKER["objective"], _WORKER["goal"]
     dfs = _DFS(tree, obj, deadline, goal=goal, limit=budget)     # counted from 0: this share's own work
     dfs.best, dfs.hold = first_best, _WORKER["hold"]
     root_children = tree.expand(tree.root(), first_best[:2] if first_best else None, obj)
     tree.stats = dict.fromkeys(tree.stats, 0)          # count only this share's work
-    mine = [i for i in range(len(root_children.row)) if i % nshare == share]
+    mine = [i for i in range(skip, len(root_children.row)) if (i - skip) % nshare == share]
     stopped = None
+    done = _WORKER["done"]
+
+    def walked(_: int) -> None:          # the top-level subtrees every share has walked (progress)
+        with done.get_lock():
+            done.value += 1
     try:
-        dfs.walk(root_children, mine)
+        dfs.walk(root_children, mine, after=walked)
     except _Stop as exc:
         stopped = str(exc)
     except KeyboardInterrupt:
@@ -507,14 +512,27 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
         elif threads <= 1 or total < 2:
             dfs.walk(ch, after=(lambda i: _progress(i + 1, total, dfs.best, start)) if progress else None)
         else:
-            dfs.stack.append([ch, range(total), 0, None])   # (the other subtrees are still open)
-            dfs.visit(tree.child(ch, 0))             # a first incumbent every process starts from
-            dfs.stack.pop()
-            _WORKER.update(tree=tree, objective=objective, goal=goal, hold=hold)
+            skip = int(dfs.best is None)
+            if skip:
+                dfs.stack.append([ch, range(total), 0, None])   # (the other subtrees are still open)
+                dfs.visit(tree.child(ch, 0))         # a first incumbent every process starts from
+                dfs.stack.pop()
             ctx = multiprocessing.get_context("fork")
+            done = ctx.Value("q", skip)
+            _WORKER.update(tree=tree, objective=objective, goal=goal, hold=hold, done=done)
             with ctx.Pool(threads) as pool:
                 each = None if limit is None else max(1, (limit - tree.stats["candidates"]) // threads)
-                outs = pool.map(_worker, [(s, threads, dfs.best, deadline, each) for s in range(threads)])
+                run = pool.map_async(_worker, [(s, threads, dfs.best, deadline, each, skip) for s in range(threads)])
+                try:
+                    while not run.ready():
+                        run.wait(0.25)
+                        if progress:
+                            _progress(done.value, total, dfs.best, start)
+                except KeyboardInterrupt:            # the shares stop too (Ctrl-C reaches them all)
+                    run.wait(5)
+                    if not run.ready():
+                        raise
+                outs = run.get()
             lefts = []
             for best, why, stats, left, gap_lb in outs:  # earliest share first: ties keep the first
                 if why:                                  # stopped early: it left subtrees open
