@@ -105,7 +105,8 @@ def map_report(out, arch: Arch, workload, written: str | None = None) -> str:
               + "{" + ", ".join(f"{k}: [{', '.join(v)}]" for k, v in s["layout"].items()) + "}")
     status = "proven optimal" if s["optimal"] else "not proven optimal"
     local = s.get("local_search")
-    lines.append(f"search: {s['algorithm']}, objective {s['objective']}, "
+    lines.append(f"search: {s['algorithm']}" + (f" ({s['processes']} processes)" if s.get("processes", 1) > 1 else "")
+          + f", objective {s['objective']}, "
           + (f"local search {local['evaluations']:,} evaluations, " if local else "")
           + (f"its retry {local['retry']['evaluations']:,}"
              + (" (ended by the time limit)" if local["retry"].get("time_limit") else "") + ", "

@@ -71,7 +71,7 @@ class SearchReport(dict):
     order of the last level's spatial loops; ``user_constraints``); ``stopped`` (optimal,
     energy-gap, converged, budget, time-limit, interrupted);
     ``improvements`` (each new best: seconds, cycles, energy_pJ); and, when they apply,
-    ``local_search`` and ``cycles_rounding``."""
+    ``processes`` (the exhaustive search's), ``local_search`` and ``cycles_rounding``."""
 
     def __getattr__(self, name: str):
         try:
@@ -222,6 +222,8 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
     else:
         result = evaluate(written, workload, mapping, energy)
     report = _search_json(found, tree, obj, result, algorithm, energy_lb, energy_parts)
+    if algorithm == "exhaustive":
+        report["processes"] = threads       # the branch and bound's (search.py: they split its top-level subtrees)
     if any(lvl.ssd is not None for lvl in arch.levels):
         report["ssd"] = {"streams": [{"level": lr.name, "tensor": s.tensor, "direction": s.direction, "words": s.words,
                                       "request_bytes": s.stream.request_bytes, "pattern": s.stream.pattern,
