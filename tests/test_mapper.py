@@ -4,6 +4,7 @@ import dataclasses
 import itertools
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -134,9 +135,56 @@ def test_deterministic_and_threads_agree():
     again = map_workload(a, w, e)
     two = map_workload(a, w, e, threads=2)
     assert one.mapping == again.mapping == two.mapping
+    assert (one.search["processes"], two.search["processes"]) == (1, 2)
     r1 = map_workload(a, w, e, algorithm="random", seed=3, victory=30)
     r2 = map_workload(a, w, e, algorithm="random", seed=3, victory=30)
     assert r1.mapping == r2.mapping
+
+
+def test_the_cli_searches_on_every_usable_core_unless_a_budget_is_given(monkeypatch):
+    """``map`` without --threads takes one process per core it may use, as timeloop-mapper's
+    num-threads does; with --budget one (its answer then does not depend on the machine); a flag
+    or a Timeloop mapper config's num-threads wins."""
+    import storeloop.cli.commands as commands
+    from storeloop.mapper.options import usable_cores
+
+    seen = []
+
+    def fake_map(*args, options, **kw):
+        seen.append(options.threads)
+        raise StoreloopError("stop here")
+
+    monkeypatch.setattr(commands, "map_", fake_map)
+    files = [str(ROOT / "arch" / "onionchopper.yaml"), str(ROOT / "workloads" / "onionpir-64GiB.yaml")]
+    for extra in ([], ["--budget", "1000"], ["--threads", "3"], ["--budget", "1000", "--threads", "2"]):
+        main(["map", *files, *extra])
+    assert seen == [usable_cores(), 1, 3, 2]
+    assert usable_cores() == len(os.sched_getaffinity(0))
+
+
+def test_a_parallel_walk_projects_from_every_share():
+    """The shares of a parallel branch and bound decide 'converged' on the whole top-level walk
+    (search._Shares): every share's walked subtrees, the subtrees no share has reached and the
+    work of them all, as one process walking alone would see them."""
+    import multiprocessing
+
+    from storeloop.mapper.search import _DFS, _Shares
+
+    shares = _Shares(multiprocessing.get_context("fork"), total=11, nshare=2, skip=1)
+    assert (shares.mine(0), shares.mine(1)) == ([1, 3, 5, 7, 9], [2, 4, 6, 8, 10])
+    shares.pos[0], shares.pos[1] = 2, 1                   # walking 5 and 4
+    for i, cost in ((1, 70), (3, 30), (2, 50)):
+        shares.costs[i] = cost
+    shares.spent[0], shares.spent[1] = 150, 90
+    assert shares.walked() == [70, 50, 30] and shares.work() == 240
+    assert shares.rest() == [6, 7, 8, 9, 10] and shares.reached() == 1 + 3 + 2
+    a, w = SMALL[1]
+    dfs = _DFS.__new__(_DFS)
+    dfs.shares, dfs.share, dfs.top_costs = shares, 1, [50]
+    dfs.top = [None, shares.mine(1), 1, 0, 40]
+    assert dfs.walk_so_far(90) == ([70, 50, 30], [6, 7, 8, 9, 10], 240)
+    dfs.shares = None                                      # alone: its own walk
+    assert dfs.walk_so_far(90) == ([50], [6, 8, 10], 90)
 
 
 def test_constraints_are_honoured():

@@ -3,9 +3,10 @@
 * :func:`branch_and_bound` walks the :class:`~storeloop.mapper.tree.Tree` depth first, children
   in order of their lower bounds, and drops every subtree whose bound shows it cannot beat the
   best mapping found so far. When it finishes, the best mapping is optimal for the objective
-  over the whole (constrained) map space. Several processes split the top-level subtrees; each
-  starts from the same first incumbent and ties go to the earliest subtree, so the answer does
-  not depend on scheduling.
+  over the whole (constrained) map space. Several processes split the top-level subtrees (each
+  walks every N-th); each starts from the same first incumbent and ties go to the earliest
+  share, so the answer does not depend on scheduling; 'converged' below is decided on the whole
+  walk, every share's (:class:`_Shares`).
 * :func:`random_search` samples mappings like Timeloop's ``random`` / ``random-pruned`` mappers
   and stops after ``victory`` consecutive valid samples that did not improve (for comparison).
 
@@ -50,7 +51,10 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import multiprocessing.connection
+import os
 import random
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -402,13 +406,72 @@ def _progress(done: int, total: int, best, start: float) -> None:
 _WORKER: dict = {}
 
 
+def _share(args, conn) -> None:
+    """A share's process: its walk's outcome (or the error that ended it) sent back to the search."""
+    try:
+        out = ("ok", _worker(args))
+    except BaseException as exc:                    # (a KeyboardInterrupt is _worker's own)
+        out = ("error", exc)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)    # a late Ctrl-C must not lose the answer
+    conn.send(out)
+    conn.close()
+
+
+def _run_shares(ctx, args: list, progress=None) -> list:
+    """Each share's :func:`_worker` outcome, in share order, from one forked process per share.
+    Ctrl-C (in a terminal, every process gets it) reaches a share that has not answered within a
+    moment too (a signal sent to this process alone), so each still returns its best so far."""
+    procs, conns = [], []
+    for a in args:
+        recv, send = ctx.Pipe(duplex=False)
+        p = ctx.Process(target=_share, args=(a, send), daemon=True)
+        p.start()
+        send.close()
+        procs.append(p)
+        conns.append(recv)
+    outs: list = [None] * len(args)
+
+    def collect(timeout: float) -> None:
+        for c in multiprocessing.connection.wait([c for c, o in zip(conns, outs) if o is None], timeout):
+            try:
+                outs[conns.index(c)] = c.recv()
+            except EOFError:                         # it died without a word (killed)
+                outs[conns.index(c)] = ("error", RuntimeError("a search process ended without its answer"))
+
+    try:
+        try:
+            while None in outs:
+                collect(0.25)
+                if progress is not None:
+                    progress()
+        except KeyboardInterrupt:
+            collect(0.5)
+            for p, o in zip(procs, outs):
+                if o is None and p.is_alive():
+                    os.kill(p.pid, signal.SIGINT)
+            end = time.monotonic() + 5
+            while None in outs and time.monotonic() < end:
+                collect(0.25)
+            if None in outs:
+                raise
+    finally:
+        for p in procs:
+            p.join(0.5)
+            if p.is_alive():
+                p.terminate()
+    for kind, out in outs:
+        if kind == "error":
+            raise out
+    return [out for _, out in outs]
+
+
 def _worker(args):
     share, first_best, deadline, budget, start = args
     tree, obj, goal = _WORKER["tree"], _WORKER["objective"], _WORKER["goal"]
     dfs = _DFS(tree, obj, deadline, start, goal=goal, limit=budget)     # counted from 0: this share's own work
     dfs.best, dfs.hold = first_best, _WORKER["hold"]
     dfs.shares, dfs.share = shares, share = _WORKER["shares"], share
-    root_children = tree.expand(tree.root(), first_best[:2] if first_best else None, obj)
+    root_children = _WORKER["root_children"]           # (the indices the shares split)
     tree.stats = dict.fromkeys(tree.stats, 0)          # count only this share's work
     stopped = None
     try:
@@ -567,20 +630,10 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
                 dfs.stack.pop()
             ctx = multiprocessing.get_context("fork")
             shares = _Shares(ctx, total, threads, skip)
-            _WORKER.update(tree=tree, objective=objective, goal=goal, hold=hold, shares=shares)
-            with ctx.Pool(threads) as pool:
-                each = None if limit is None else max(1, (limit - tree.stats["candidates"]) // threads)
-                run = pool.map_async(_worker, [(s, dfs.best, deadline, each, start) for s in range(threads)])
-                try:
-                    while not run.ready():
-                        run.wait(0.25)
-                        if progress:
-                            _progress(shares.reached(), total, dfs.best, start)
-                except KeyboardInterrupt:            # the shares stop too (Ctrl-C reaches them all)
-                    run.wait(5)
-                    if not run.ready():
-                        raise
-                outs = run.get()
+            _WORKER.update(tree=tree, objective=objective, goal=goal, hold=hold, shares=shares, root_children=ch)
+            each = None if limit is None else max(1, (limit - tree.stats["candidates"]) // threads)
+            outs = _run_shares(ctx, [(s, dfs.best, deadline, each, start) for s in range(threads)],
+                               (lambda: _progress(shares.reached(), total, dfs.best, start)) if progress else None)
             lefts = []
             for best, why, stats, left, gap_lb, _ in outs:  # earliest share first: ties keep the first
                 if why:                                  # stopped early: it left subtrees open
@@ -591,12 +644,12 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
                     tree.gap_lb[c] = min(tree.gap_lb.get(c, math.inf), e)
                 if best is not None and (dfs.best is None or objective.better(best[0], best[1], dfs.key())):
                     dfs.best = best
-            # a share's proof from what it left open covers that share only: a share that stopped
-            # without a proof decides the stop
             # the improvements: each share's that beat every share's best before it
             for t, c, e in sorted(x for out in outs for x in out[5]):
                 if not dfs.trace or objective.better(c, e, dfs.trace[-1][1:]):
                     dfs.trace.append((t, c, e))
+            # a share's proof from what it left open covers that share only: a share that stopped
+            # without a proof decides the stop
             whys = [why for _, why, _, _, _, _ in outs if why]
             stopped = next((w for w in whys if w not in ("optimal", "energy-gap")), whys[0] if whys else None)
             dfs.left = None if not lefts or None in lefts else (min(c for c, _ in lefts), min(e for _, e in lefts))
