@@ -171,20 +171,19 @@ def test_a_parallel_walk_projects_from_every_share():
     from storeloop.mapper.search import _DFS, _Shares
 
     shares = _Shares(multiprocessing.get_context("fork"), total=11, nshare=2, skip=1)
-    assert (shares.mine(0), shares.mine(1)) == ([1, 3, 5, 7, 9], [2, 4, 6, 8, 10])
+    assert (list(shares.mine(0)), list(shares.mine(1))) == ([1, 3, 5, 7, 9], [2, 4, 6, 8, 10])
     shares.pos[0], shares.pos[1] = 2, 1                   # walking 5 and 4
-    for i, cost in ((1, 70), (3, 30), (2, 50)):
-        shares.costs[i] = cost
+    for share, i, cost in ((0, 1, 70), (0, 3, 30), (1, 2, 50)):
+        shares.finished(share, i, cost)
     shares.spent[0], shares.spent[1] = 150, 90
-    assert shares.walked() == [70, 50, 30] and shares.work() == 240
-    assert shares.rest() == [6, 7, 8, 9, 10] and shares.reached() == 1 + 3 + 2
-    a, w = SMALL[1]
+    assert shares.walked() == [70, 50, 30] and shares.rest() == [6, 7, 8, 9, 10]
+    assert shares.summary() == (3, 150, 5, 240) and shares.reached() == 1 + 3 + 2
     dfs = _DFS.__new__(_DFS)
-    dfs.shares, dfs.share, dfs.top_costs = shares, 1, [50]
-    dfs.top = [None, shares.mine(1), 1, 0, 40]
-    assert dfs.walk_so_far(90) == ([70, 50, 30], [6, 7, 8, 9, 10], 240)
+    dfs.shares, dfs.share, dfs.top_costs, dfs.top_took = shares, 1, [50], 50
+    dfs.top = [None, list(shares.mine(1)), 1, 0, 40]
+    assert dfs.walk_so_far(90) == (3, 150, 5, 240)
     dfs.shares = None                                      # alone: its own walk
-    assert dfs.walk_so_far(90) == ([50], [6, 8, 10], 90)
+    assert dfs.walk_so_far(90) == (1, 50, 3, 90)
 
 
 def test_constraints_are_honoured():

@@ -567,7 +567,9 @@ class BelowBounds:
             return float(ch.elb[i])
         # each child is raised once, and kept apart: ch.elb stays sorted, which the walk relies on
         # to stop at the first child whose bound loses (a child raised ahead of it must not stop it)
-        raised = info.setdefault("raised", np.full(len(ch.row), np.nan))
+        raised = info.get("raised")
+        if raised is None:
+            raised = info["raised"] = np.full(len(ch.row), np.nan)
         if not np.isnan(raised[i]):
             return float(raised[i])
         raised[i] = ch.elb[i]

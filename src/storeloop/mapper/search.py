@@ -124,10 +124,23 @@ class _Shares:
         self.costs = ctx.RawArray("q", [-1] * total)
         self.pos = ctx.RawArray("q", [-1] * nshare)
         self.spent = ctx.RawArray("q", [0] * nshare)
+        self.count = ctx.RawArray("q", [0] * nshare)     # the subtrees each share walked
+        self.sums = ctx.RawArray("q", [0] * nshare)      # ... and the candidates they took
         self.total, self.nshare, self.skip = total, nshare, skip
 
-    def mine(self, share: int) -> list[int]:
-        return list(range(self.skip + share, self.total, self.nshare))
+    def mine(self, share: int) -> range:
+        return range(self.skip + share, self.total, self.nshare)
+
+    def finished(self, share: int, i: int, cost: int) -> None:
+        self.costs[i] = cost
+        self.count[share] += 1
+        self.sums[share] += cost
+
+    def summary(self) -> tuple[int, int, int, int]:
+        """(subtrees walked, the candidates they took, subtrees no share has reached, the walk's
+        candidates), without a pass over the subtrees."""
+        return (sum(self.count), sum(self.sums),
+                sum(max(len(self.mine(s)) - self.pos[s] - 1, 0) for s in range(self.nshare)), sum(self.spent))
 
     def walked(self) -> list[int]:
         """The walked subtrees' costs, in the walk's order."""
@@ -137,9 +150,6 @@ class _Shares:
     def rest(self) -> list[int]:
         """The top-level subtrees no share has reached yet."""
         return sorted(i for s in range(self.nshare) for i in self.mine(s)[self.pos[s] + 1:])
-
-    def work(self) -> int:
-        return int(np.frombuffer(self.spent, np.int64).sum())
 
     def reached(self) -> int:
         """The top-level subtrees walked, being walked or cut (progress)."""
@@ -162,6 +172,7 @@ class _DFS:
         # projection last made (see :meth:`nearly_done`)
         self.top: list | None = None
         self.top_costs: list[int] = []
+        self.top_took = 0                        # (their sum)
         self.shares: _Shares | None = None       # a parallel search's whole walk, and this process's share
         self.share = 0
         self._projected: tuple = (None, False)
@@ -285,18 +296,19 @@ class _DFS:
                 and now - self.t0 < CONVERGE_HOLD * (self.deadline - self.t0)):
             return False
         ch, idx, k, began, child_began = self.top
-        costs, left, work = self.walk_so_far(spent)
-        per = (sum(costs) + spent - child_began) / (len(costs) + 1)
+        walked, took, left, work = self.walk_so_far(spent)
+        per = (took + spent - child_began) / (walked + 1)
         pace = work / max(now - self.t0, 1e-3)                      # candidates a second
-        return per / CONVERGE_OPTIMISM * len(left) <= pace * (self.deadline - now)
+        return per / CONVERGE_OPTIMISM * left <= pace * (self.deadline - now)
 
-    def walk_so_far(self, spent: int) -> tuple[list[int], list[int], int]:
-        """The top-level walk so far: the walked subtrees' costs, the subtrees not reached yet and
-        the candidates the walk took; of a parallel search, over all its shares (:class:`_Shares`)."""
+    def walk_so_far(self, spent: int) -> tuple[int, int, int, int]:
+        """The top-level walk so far: the subtrees walked, the candidates they took, the subtrees
+        not reached yet and the walk's candidates; of a parallel search, over all its shares
+        (:class:`_Shares`)."""
         ch, idx, k, began, _ = self.top
         if self.shares is None:
-            return self.top_costs, list(idx[k + 1:]), spent - began
-        return self.shares.walked(), self.shares.rest(), self.shares.work()
+            return len(self.top_costs), self.top_took, len(idx) - k - 1, spent - began
+        return self.shares.summary()
 
     def nearly_done(self, spent: int) -> bool:
         """Whether the top-level subtrees left that the best does not cut, at the mean cost (in
@@ -309,18 +321,20 @@ class _DFS:
         if self.top is None:
             return False
         ch, idx, k, began, child_began = self.top
-        costs, left, work = self.walk_so_far(spent)
-        if len(costs) < CONVERGE_WALKED:            # too few to project from: wait,
+        walked, _, _, work = self.walk_so_far(spent)
+        if walked < CONVERGE_WALKED:                # too few to project from: wait,
             return spent - child_began < CONVERGE_MIN  # unless this one is large
-        key = (k, len(costs), self.key())
+        key = (k, walked, self.key())
         if self._projected[0] != key:
-            rest = np.asarray(left, np.int64)
+            costs = self.top_costs if self.shares is None else self.shares.walked()
+            rest = np.asarray(idx[k + 1:] if self.shares is None else self.shares.rest(), np.int64)
             rest = rest[~self.tree.cut(ch.clb[rest], ch.elb[rest], self.key(), self.obj, note=False)] \
                 if len(rest) else rest
-            if ch.refill is not None:            # the refill bound cuts more (each child raised once)
-                tied = self.tied()
-                rest = [i for i in rest
-                        if not self.tree.cut(ch.clb[i], self.tree.refine(ch, i, tied), self.key(), self.obj, note=False)]
+            if ch.refill is not None and len(rest):  # the refill bound cuts more (each child raised once)
+                tied, raised = self.tied(), ch.refill.get("raised")
+                for i in (rest if raised is None else rest[np.isnan(raised[rest])]):
+                    self.tree.refine(ch, int(i), tied)
+                rest = rest[~self.tree.cut(ch.clb[rest], ch.refill["raised"][rest], self.key(), self.obj, note=False)]
             recent = costs[len(costs) // 2:]
             per = sum(recent) / len(recent)
             self._projected = (key, per * (len(rest) + 1) <= CONVERGE_PATIENT * work)
@@ -380,8 +394,9 @@ class _DFS:
             self.visit(node)
             if top:
                 self.top_costs.append(self.tree.stats["candidates"] - self.top[4])
+                self.top_took += self.top_costs[-1]
                 if self.shares is not None:
-                    self.shares.costs[i] = self.top_costs[-1]
+                    self.shares.finished(self.share, i, self.top_costs[-1])
             if after is not None:
                 after(i)
             if gap and self.best is not None and self.best[2] is not None:
@@ -480,7 +495,7 @@ def _worker(args):
         stopped = str(exc)
     except KeyboardInterrupt:
         stopped = "interrupted"
-    shares.pos[share] = len(shares.mine(share))
+    shares.pos[share] = len(shares.mine(share))      # (done)
     return dfs.best, stopped, tree.stats, dfs.left, tree.gap_lb, dfs.trace
 
 
