@@ -51,6 +51,7 @@ _LAZY = {
     "result_to_json": ("storeloop.model.evaluate", "result_to_json"),
     "MapperOptions": ("storeloop.mapper.options", "MapperOptions"),
     "mapper_options": ("storeloop.mapper.options", "options"),
+    "usable_cores": ("storeloop.mapper.options", "usable_cores"),
     "arch_constraints": ("storeloop.mapper.constraints", "arch_constraints"),
     "padding_text": ("storeloop.mapper.imperfect", "padding_text"),
     "map_query": ("storeloop.mapper.query", "map_query"), "crossover": ("storeloop.sweeps.crossover", "crossover"),

@@ -13,10 +13,9 @@ from storeloop import (ExpressionError, Stream, arch_constraints, bytes_of, cros
                        export_timeloop, integer, load_arch, load_constraints, load_energy_table, load_mapping,
                        load_ssd, load_workload, load_workload_or_query, map as map_, map_query, mapper_options,
                        mapping_level_line, mapping_to_native, price, price_components, result_to_json,
-                       ssd_energy_per_request, ssd_performance, timeloop_mapper_options)
+                       ssd_energy_per_request, ssd_performance, timeloop_mapper_options, usable_cores)
 from storeloop.cli.render import map_report, render_table
 from storeloop.errors import MappingError, SpecError
-from storeloop.mapper.options import usable_cores
 from storeloop.ir import Arch
 from storeloop.ir.query import Query
 from storeloop.workloads import pir, rotation

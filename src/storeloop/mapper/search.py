@@ -647,8 +647,11 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
             shares = _Shares(ctx, total, threads, skip)
             _WORKER.update(tree=tree, objective=objective, goal=goal, hold=hold, shares=shares, root_children=ch)
             each = None if limit is None else max(1, (limit - tree.stats["candidates"]) // threads)
-            outs = _run_shares(ctx, [(s, dfs.best, deadline, each, start) for s in range(threads)],
-                               (lambda: _progress(shares.reached(), total, dfs.best, start)) if progress else None)
+            try:
+                outs = _run_shares(ctx, [(s, dfs.best, deadline, each, start) for s in range(threads)],
+                                   (lambda: _progress(shares.reached(), total, dfs.best, start)) if progress else None)
+            finally:
+                _WORKER.clear()                      # (the tree is not kept alive by it)
             lefts = []
             for best, why, stats, left, gap_lb, _ in outs:  # earliest share first: ties keep the first
                 if why:                                  # stopped early: it left subtrees open
