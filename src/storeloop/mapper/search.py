@@ -126,6 +126,8 @@ class _Shares:
         self.spent = ctx.RawArray("q", [0] * nshare)
         self.count = ctx.RawArray("q", [0] * nshare)     # the subtrees each share walked
         self.sums = ctx.RawArray("q", [0] * nshare)      # ... and the candidates they took
+        # the walk's candidates when a share last improved the best, and whether one converged
+        self.last = ctx.RawArray("q", [0, 0])
         self.total, self.nshare, self.skip = total, nshare, skip
 
     def mine(self, share: int) -> range:
@@ -246,15 +248,24 @@ class _DFS:
         if self.shares is not None and self.top is not None:
             self.shares.spent[self.share] = spent - self.top[3]
         quiet, limit = spent - self.since, max(CONVERGE_MIN, 2 * (self.since - self.base))
+        if self.shares is not None:              # the whole walk's, as one process walking it alone
+            if self.shares.last[1]:
+                raise self.stop("converged")     # (another share did: it decided for the walk)
+            improved = self.shares.last[0]
+            quiet, limit = sum(self.shares.spent) - improved, max(CONVERGE_MIN, 2 * improved)
         if self.goal is not None and self.goal.converge and self.best is not None and self.best[2] is not None \
                 and quiet > limit and not self.holding(spent) and not self.aspiring(spent) \
                 and not self.nearly_done(spent):
+            if self.shares is not None:
+                self.shares.last[1] = 1
             raise self.stop("converged")
         out = self.tree.expand(node, self.key(), self.obj)
         if node.depth == self.tree.nlev - 1:
             if out:
                 self.best = out
                 self.since = self.tree.stats["candidates"]
+                if self.shares is not None:
+                    self.shares.last[0] = sum(self.shares.spent)
                 self.trace.append((round(time.monotonic() - self.t0, 3), out[0], out[1]))
                 if self.first_only:
                     raise _Stop("first mapping")
