@@ -170,6 +170,7 @@ def test_a_parallel_walk_projects_from_every_share():
 
     from storeloop.mapper.search import _DFS, _Shares
 
+    a, w = SMALL[1]
     shares = _Shares(multiprocessing.get_context("fork"), total=11, nshare=2, skip=1)
     assert (list(shares.mine(0)), list(shares.mine(1))) == ([1, 3, 5, 7, 9], [2, 4, 6, 8, 10])
     shares.pos[0], shares.pos[1] = 2, 1                   # walking 5 and 4
@@ -184,6 +185,18 @@ def test_a_parallel_walk_projects_from_every_share():
     assert dfs.walk_so_far(90) == (3, 150, 5, 240)
     dfs.shares = None                                      # alone: its own walk
     assert dfs.walk_so_far(90) == (1, 50, 3, 90)
+    # a share that converged decided for the walk: the others stop at their next node
+    from storeloop.mapper.objective import Objective
+    from storeloop.mapper.search import Goal, _Stop
+    from storeloop.mapper.space import MapSpace
+    from storeloop.mapper.tree import Tree
+
+    tree = Tree(MapSpace(a, w), table(a))
+    dfs = _DFS(tree, Objective("delay,energy"), None, goal=Goal(1, 1.0))
+    dfs.shares = shares
+    shares.last[1] = 1
+    with pytest.raises(_Stop, match="converged"):
+        dfs.visit(tree.root())
 
 
 def test_constraints_are_honoured():
