@@ -3,7 +3,8 @@
 The problems: a 256^3 matmul and ResNet-50's conv3_x (``O[n,k,p,q] = W[k,c,r,s] * I[n,c,p+r,q+s]``)
 on DRAM -> 64 KiB GLB -> 16 x (64-word RF -> MAC), 16-bit words, bandwidths unconstrained
 (``tests/data/arch16.yaml``, ``mm256.yaml``, ``conv3x.yaml``). storeloop's ``map`` runs with its
-defaults (on conv3_x with a 120 s limit: it does not prove that layer yet). Every tool gets
+defaults, one process per usable core as ``storeloop map``'s (FFM runs 2 jobs); on conv3_x with a
+120 s limit: it does not prove that layer yet. Every tool gets
 the per-word energies storeloop's plug-ins give that arch (written into each tool's format below),
 so their answers are priced alike. The peers are installed on demand, each into its own venv under
 ``bench/.peers/`` (never a dependency of storeloop); a tool that cannot install or run here is
@@ -46,6 +47,7 @@ from storeloop.errors import MappingError               # noqa: E402
 from storeloop.ir.mapping import LevelMapping, Loop, Mapping  # noqa: E402
 from storeloop.model.evaluate import evaluate          # noqa: E402
 from storeloop.mapper import map_workload               # noqa: E402
+from storeloop.mapper.options import usable_cores       # noqa: E402
 from storeloop.formats.load import load_arch, load_workload  # noqa: E402
 
 HOME = ROOT / "bench" / ".peers"
@@ -433,7 +435,7 @@ def compare(key: str) -> None:
               DRAM_r64=pj["DRAM_r"] * 64, DRAM_w64=pj["DRAM_w"] * 64)
 
     t0 = time.perf_counter()
-    out = map_workload(arch, work, table, time_limit=limit, **options)
+    out = map_workload(arch, work, table, time_limit=limit, threads=usable_cores(), **options)   # as `map`'s
     sl = {"wall": time.perf_counter() - t0, "energy_pJ": out.result.energy_pJ, "cycles": out.result.cycles,
           "claim": "proven optimal" if out.search["stopped"] == "optimal" else
                    f"stopped {out.search['stopped']}, energy {out.search['energy_gap']:.2%} above its lower bound"}
