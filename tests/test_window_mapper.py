@@ -21,7 +21,6 @@ import pytest
 
 from conftest import every_count
 from storeloop.errors import MappingError
-from storeloop.mapper import map_workload
 from storeloop.mapper.objective import Objective
 from storeloop.mapper.space import prime_factors
 from storeloop.mapper.window import surrogate, without_unit_terms
