@@ -113,12 +113,14 @@ class _Stop(Exception):
 
 
 class _Shares:
-    """The top-level walk of a parallel search as each of its processes sees it (shared memory,
-    written without locks: each process writes its own slots, aligned 8-byte words): the
-    candidates each walked top-level subtree took (-1: not walked), each share's position in its
-    subtrees and its work so far. 'converged' is then decided on the whole walk, as one process
-    walking it alone would: a share that projected from its own half alone converged the
-    32-channel 14x14 3x3 layer on 32 PEs after 25 of its subtrees, 6 s into a proof that took 14 s."""
+    """The top-level walk of a parallel search as each of its processes sees it (shared memory of
+    aligned 8-byte words, written without locks): the candidates each walked top-level subtree
+    took (-1: not walked) and, in each share's own slots, its position in its subtrees, its work
+    so far and the count and sum of the subtrees it walked; in ``last``, which any share may set
+    (the latest write wins), the walk's candidates when a share last improved the best and whether
+    one converged. 'converged' is then decided on the whole walk, as one process walking it alone
+    would: a share that projected from its own half alone converged the 32-channel 14x14 3x3 layer
+    on 32 PEs after 25 of its subtrees, 6 s into a proof that took 14 s."""
 
     def __init__(self, ctx, total: int, nshare: int, skip: int):
         self.costs = ctx.RawArray("q", [-1] * total)
@@ -247,8 +249,9 @@ class _DFS:
         spent = self.tree.stats["candidates"]
         if self.shares is not None and self.top is not None:
             self.shares.spent[self.share] = spent - self.top[3]
-        quiet, limit = spent - self.since, max(CONVERGE_MIN, 2 * (self.since - self.base))
-        if self.shares is not None:              # the whole walk's, as one process walking it alone
+        if self.shares is None:
+            quiet, limit = spent - self.since, max(CONVERGE_MIN, 2 * (self.since - self.base))
+        else:                                    # the whole walk's, as one process walking it alone
             if self.shares.last[1]:
                 raise self.stop("converged")     # (another share did: it decided for the walk)
             improved = self.shares.last[0]
