@@ -487,16 +487,26 @@ def _two_walks(tree, obj, remaining, budget, **walk) -> Found:
     only where the goal's bounds alone prove it (or Ctrl-C ended it); else the walk over the whole
     space (:func:`_one_walk`) starts from its best, with the time left and the whole budget (each
     walk is bounded by it, so a budget that let the full walk end with a proof still does).
+    The full walk skips the top-level subtrees the first walked from a mapping in hand without
+    a leaf whose other orders could still win (``Tree.settled``): no mapping there beats the best.
     Without a time limit or a budget, the full walk alone."""
     time_limit = remaining()
     if time_limit is None and budget is None:
         return _one_walk(tree, obj, remaining, budget, **walk)
-    tree.first_orders = True
+    tree.first_orders, tree.settled = True, set()
     try:
         first = branch_and_bound(tree, obj, time_limit=None if time_limit is None else time_limit * FIRST_ORDERS,
                                  budget=None if budget is None else max(1, int(budget * FIRST_ORDERS)), **walk)
     finally:
         tree.first_orders = False
+    try:
+        return _full_walk(tree, obj, remaining, budget, first, walk)
+    finally:
+        tree.settled = set()
+
+
+def _full_walk(tree, obj, remaining, budget, first: Found, walk: dict) -> Found:
+    """:func:`_two_walks`' second walk, after ``first``."""
     if first.mapping is not None:
         if first.stopped == walk["goal"].reached(obj, first.cycles, first.energy_pJ):
             return first

@@ -342,6 +342,8 @@ class _DFS:
         if self._projected[0] != key:
             costs = self.top_costs if self.shares is None else self.shares.walked()
             rest = np.asarray(idx[k + 1:] if self.shares is None else self.shares.rest(), np.int64)
+            if ch.settled is not None and len(rest):     # (walked already, by a first walk)
+                rest = rest[~ch.settled[rest]]
             rest = rest[~self.tree.cut(ch.clb[rest], ch.elb[rest], self.key(), self.obj, note=False)] \
                 if len(rest) else rest
             if ch.refill is not None and len(rest):  # the refill bound cuts more (each child raised once)
@@ -377,6 +379,13 @@ class _DFS:
                 self.top = [ch, idx, k, began, self.tree.stats["candidates"]]
                 if self.shares is not None:
                     self.shares.pos[self.share] = k
+                if ch.settled is not None and ch.settled[i]:     # a first walk walked it for every order
+                    self.tree.stats["settled"] = self.tree.stats.get("settled", 0) + 1
+                    continue
+                # (a first walk: whether this subtree has a leaf whose other orders may still win;
+                # noted only from a mapping in hand, whose successors prune no less)
+                noting = self.tree.first_orders and self.best is not None and self.best[2] is not None
+                self.tree.open_orders = False
             if self.best is not None and self.tree.cut(ch.clb[i], ch.elb[i], self.key(), self.obj):
                 if indices is None:              # sorted by bound: everything after is cut too
                     self.tree.stats["pruned_bound"] += len(ch.row) - i
@@ -407,6 +416,8 @@ class _DFS:
                 node = ahead.pop(i)
             self.visit(node)
             if top:
+                if noting and not self.tree.open_orders:
+                    self.tree.settled.add(self.tree.top_key(ch, i))
                 self.top_costs.append(self.tree.stats["candidates"] - self.top[4])
                 self.top_took += self.top_costs[-1]
                 if self.shares is not None:
@@ -510,7 +521,7 @@ def _worker(args):
     except KeyboardInterrupt:
         stopped = "interrupted"
     shares.pos[share] = len(shares.mine(share))      # (done)
-    return dfs.best, stopped, tree.stats, dfs.left, tree.gap_lb, dfs.trace
+    return dfs.best, stopped, tree.stats, dfs.left, tree.gap_lb, dfs.trace, tree.settled
 
 
 @single_blas_thread
@@ -634,7 +645,10 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
     deadline, limit = until
     dfs = _DFS(tree, objective, deadline, start, goal, limit)
     tree.gap = goal.energy_gap if goal is not None and objective.lexicographic else 0.0
-    tree.gap_lb = {}
+    # (a walk that skips what a first walk settled keeps what that walk's gap cut there)
+    skips = bool(tree.settled) and not tree.first_orders
+    if not skips:
+        tree.gap_lb = {}
     if aspiration is not None:
         dfs.best = (aspiration, math.inf, None)      # a virtual incumbent: prune whatever is slower
     if incumbent is not None and (aspiration is None or incumbent[0] <= aspiration):
@@ -647,6 +661,12 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
         root = tree.root()
         ch = tree.expand(root, dfs.key(), objective) if tree.nlev > 1 else None
         total = len(ch.row) if ch is not None else 0
+        if skips and ch is not None:
+            live = np.ones(total, bool) if dfs.best is None else ~tree.cut(ch.clb, ch.elb, dfs.key(), objective,
+                                                                           note=False)
+            ch.settled = np.zeros(total, bool)
+            for i in np.nonzero(live)[0]:
+                ch.settled[i] = tree.top_key(ch, int(i)) in tree.settled
         if ch is None:                               # one storage level: the root's leaves are the space
             dfs.visit(root)
         elif threads <= 1 or total < 2:
@@ -667,7 +687,8 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
             finally:
                 _WORKER.clear()                      # (the tree is not kept alive by it)
             lefts = []
-            for best, why, stats, left, gap_lb, _ in outs:  # earliest share first: ties keep the first
+            for best, why, stats, left, gap_lb, _, settled in outs:  # earliest share first: ties keep the first
+                tree.settled |= settled
                 if why:                                  # stopped early: it left subtrees open
                     lefts.append(left)
                 for k, v in stats.items():
@@ -682,7 +703,7 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
                     dfs.trace.append((t, c, e))
             # a share's proof from what it left open covers that share only: a share that stopped
             # without a proof decides the stop
-            whys = [why for _, why, _, _, _, _ in outs if why]
+            whys = [out[1] for out in outs if out[1]]
             stopped = next((w for w in whys if w not in ("optimal", "energy-gap")), whys[0] if whys else None)
             dfs.left = None if not lefts or None in lefts else (min(c for c, _ in lefts), min(e for _, e in lefts))
     except _Stop as exc:

@@ -255,6 +255,7 @@ class Children:
     clb: np.ndarray
     elb: np.ndarray
     refill: dict | None = None   # what Tree.refine needs to raise a child's bound when it is visited
+    settled: np.ndarray | None = None   # the root's: the children a first walk settled (Tree.settled)
 
 
 class Tree(BelowBounds):
@@ -351,8 +352,13 @@ class Tree(BelowBounds):
             self.stats.update(exact=0, bound_violations=0)
         self.halt = lambda: False  # the search's stop rules (deadline, budget), checked between exact leaves
         # an exact leaf priced in the first temporal order it stands for only (a first, partial walk:
-        # mapper._two_walks); its spatial orders all the same
+        # mapper._two_walks); its spatial orders all the same. Such a walk notes whether a leaf
+        # since the flag was cleared has other orders that the walk over every order must still
+        # look at (``open_orders``), and the top-level subtrees it walked with none
+        # (``settled``, by :meth:`top_key`): that walk skips them
         self.first_orders = False
+        self.open_orders = False
+        self.settled: set = set()
         self._dims_of: dict = {}           # (level, order) -> its loops' dimensions (Tree._order_dims)
         # the energy gap the search may leave (lexicographic objective): a subtree whose energy
         # bound is within it of the best's, at the best's cycles, is cut (:meth:`cut`); per best
@@ -1524,6 +1530,7 @@ class Tree(BelowBounds):
         sends = []                 # (their pieces, computed once for the node: Tree._send_terms)
         priced = {}                # the surrogate's price of a leaf in an order (own, below)
         floored = self.windowed and self.split is None
+        least_all = []             # a first walk's: the least send floor over every order above the last
 
         def pieces() -> tuple:     # (the orders above the last level, the pairs' pieces, each order's index)
             if not sends:
@@ -1575,6 +1582,13 @@ class Tree(BelowBounds):
             base = choice(int(i))
             orders = [self.space.expansions[L][c[3]] for L, c in enumerate(base)]
             split = [self._spatial_dims(c) for c in base[:-1]]
+            if self.first_orders and not self.open_orders and math.prod(len(o) for o in orders) > 1:
+                # a leaf whose other orders the floor over every order cannot rule out: the walk
+                # over every order must see it
+                if key is not None and floored and not least_all:
+                    least_all.append(self._least_send_floor(n, self._send_terms(n, first=False)))
+                self.open_orders = not (key is not None and floored and objective.dominated(
+                    cycles[i], (energy[i] + least_all[0] + units(base)) * SAFE, key))
             # (a floor does not depend on the spatial loops' order: once for all of them, counted
             # against a budget as their pricing would have been; nor on the last level's loops, the
             # only ones the node's leaves choose: once per order of the levels above, for them all)
@@ -1625,7 +1639,14 @@ class Tree(BelowBounds):
                         key, out = (r.cycles, r.energy_pJ), (r.cycles, r.energy_pJ, ch)
         return out
 
-    def _send_terms(self, n: Node) -> tuple[list, list]:
+    def top_key(self, ch: Children, i: int) -> tuple:
+        """What identifies the root's child ``i`` in any walk (its row's factors, order and keep
+        mask; the root's children differ in those alone)."""
+        rows, j = ch.rows, int(ch.row[i])
+        return (rows["tf"][j].tobytes(), rows["sx"][j].tobytes(), rows["sy"][j].tobytes(),
+                rows["perms"][rows["oid"][j]], int(ch.mask[i]))
+
+    def _send_terms(self, n: Node, first: bool | None = None) -> tuple[list, list]:
         """The send floors of last-level node ``n``'s leaves (:meth:`_send_floor`) in pieces, one
         per level, without a mapping per order: per level above the last, the loop orders its
         choice in ``n.choice`` stands for; per pair of keepers of a windowed tensor, (its box, the
@@ -1636,7 +1657,8 @@ class Tree(BelowBounds):
         of the loops below L (a sum, whatever their order) and each loop's stride is the same
         in every order (one loop per dimension a level), so only L's own order moves L's term."""
         lv, D, base = self.nlev - 1, self.D, n.choice
-        orders = [self.space.expansions[L][c[3]][:1 if self.first_orders else None] for L, c in enumerate(base)]
+        first = self.first_orders if first is None else first     # (the first orders only)
+        orders = [self.space.expansions[L][c[3]][:1 if first else None] for L, c in enumerate(base)]
         tf = [[int(x) for x in c[0]] for c in base]
         fan = [[int(x) * int(y) for x, y in zip(c[1], c[2])] for c in base]
         inner = [None] * (lv + 1)           # inner[L][d]: a level-L tile's span along d
