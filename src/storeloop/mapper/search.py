@@ -379,8 +379,13 @@ class _DFS:
                 self.top = [ch, idx, k, began, self.tree.stats["candidates"]]
                 if self.shares is not None:
                     self.shares.pos[self.share] = k
-                if ch.settled is not None and ch.settled[i]:     # a first walk walked it for every order
+                if ch.settled is not None and ch.settled[i]:
+                    # a first walk walked it for every order: walked, at no cost to this walk (the
+                    # projection of 'converged' counts it so)
                     self.tree.stats["settled"] = self.tree.stats.get("settled", 0) + 1
+                    self.top_costs.append(0)
+                    if self.shares is not None:
+                        self.shares.finished(self.share, i, 0)
                     continue
                 # (a first walk: whether this subtree has a leaf whose other orders may still win;
                 # noted only from a mapping in hand, whose successors prune no less)
