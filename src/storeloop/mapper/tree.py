@@ -1530,11 +1530,15 @@ class Tree(BelowBounds):
         sends = []                 # (their pieces, computed once for the node: Tree._send_terms)
         priced = {}                # the surrogate's price of a leaf in an order (own, below)
         floored = self.windowed and self.split is None
-        least_all = []             # a first walk's: the least send floor over every order above the last
+        every, least_all = [], []  # a first walk's: the pieces over every order above the last, their least floor
 
         def pieces() -> tuple:     # (the orders above the last level, the pairs' pieces, each order's index)
             if not sends:
-                orders_above, pairs = self._send_terms(n)
+                if every:          # (a first walk's first orders: the first of every order's pieces)
+                    orders_above = [os[:1] for os in every[0]]
+                    pairs = [p[:4] + ({L: terms[:1] for L, terms in p[4].items()},) + p[5:] for p in every[1]]
+                else:
+                    orders_above, pairs = self._send_terms(n)
                 sends.extend((orders_above, pairs, [{o: k for k, o in enumerate(os)} for os in orders_above]))
             return sends
 
@@ -1586,7 +1590,8 @@ class Tree(BelowBounds):
                 # a leaf whose other orders the floor over every order cannot rule out: the walk
                 # over every order must see it
                 if key is not None and floored and not least_all:
-                    least_all.append(self._least_send_floor(n, self._send_terms(n, first=False)))
+                    every.extend(self._send_terms(n, first=False))
+                    least_all.append(self._least_send_floor(n, tuple(every)))
                 self.open_orders = not (key is not None and floored and objective.dominated(
                     cycles[i], (energy[i] + least_all[0] + units(base)) * SAFE, key))
             # (a floor does not depend on the spatial loops' order: once for all of them, counted
