@@ -382,6 +382,30 @@ def test_ctrl_c_returns_the_best_mapping_so_far_within_2_s(tmp_path):
     assert result["search"]["stopped"] == "interrupted" and result["summary"]["cycles"] == 7_225_344
 
 
+@pytest.mark.serial
+def test_ctrl_c_in_the_retry_keeps_the_branch_and_bounds_answer(tmp_path):
+    """Ctrl-C while the retry's local searches run (two processes, after a branch and bound that
+    stopped 'converged' within a few seconds) ends the search with the branch and bound's best,
+    stopped 'interrupted', where it used to end the command without an answer."""
+    import signal
+    import subprocess
+    import time
+
+    p = subprocess.Popen([sys.executable, "-m", "storeloop.cli", "map", "tests/data/arch16.yaml", "tests/data/conv3x.yaml",
+                          "--threads", "2", "--json"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(14)                                 # the branch and bound converges in 2-9 s (its hold)
+    sent = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert time.monotonic() - sent < 3.0, "Ctrl-C took more than 3 s"
+    assert p.returncode == 0, err
+    result = json.loads(out)
+    assert result["search"]["local_search"]["retry"] == {"interrupted": True}
+    assert result["search"]["stopped"] == "interrupted" and result["summary"]["cycles"] == 7_225_344
+
+
 def test_a_certificate_says_what_space_it_covers(tmp_path):
     """Where several dimensions can be spatial on one axis, the order of those spatial loops
     decides which compute units share an operand; the search prices every order, so its proof
@@ -615,6 +639,42 @@ def test_a_patient_local_search_stops_when_it_has_waited_as_long_as_it_searched(
         assert patient.calls >= 600 and patient.calls - last >= max(600, last)
         went_on += last > 600
     assert went_on >= 1
+
+
+def test_a_parallel_retry_keeps_the_best_seeds_answer_and_ties_go_to_the_first(monkeypatch):
+    """With several processes the retry after a branch and bound without a proof runs one local
+    search per process, each with its own seed of the kicks (0, 1, ...), in forked processes: the
+    best answer wins, a tie goes to seed 0 (so the answer does not depend on which ends first),
+    the evaluations are every process's, and the winner's rounding of the cycle bound reaches the
+    goal. (The local search itself is replaced here: this checks the merge.)"""
+    import storeloop.mapper as mapper
+    from storeloop.mapper.objective import Objective
+    from storeloop.mapper.search import Found, Goal
+
+    def run(energies, rounded=(None, None), threads=2):
+        def fake(*args, seed=0, **kw):
+            return ((100, energies[seed], f"mapping of seed {seed}"),
+                    {"evaluations": 10 + seed, "seconds": 1.0 + seed, "seeds": 1}, rounded[seed])
+        monkeypatch.setattr(mapper, "_incumbent", fake)
+        monkeypatch.setattr(mapper, "split_mapping", lambda m, members, w: m)
+        found = Found(100, 50.0, "the branch and bound's", stopped="converged",
+                      stats={"improvements": [], "seconds": 2.0})
+        goal = Goal(90, 1.0, 1e-3)
+        local = {"seconds": 0.5}
+        out = mapper._retry(found, None, None, None, None, None, None, Objective("delay,energy"), goal, [], local,
+                            None, threads)
+        return out, local["retry"], goal
+
+    out, retry, goal = run([30.0, 20.0], rounded=(None, 99))
+    assert (out.energy_pJ, out.mapping) == (20.0, "mapping of seed 1")
+    assert retry["evaluations"] == 21 and retry["processes"] == 2 and retry["seconds"] == 2.0
+    assert goal.cycles_lb == 99
+    out, _, goal = run([20.0, 20.0], rounded=(None, 99))
+    assert out.mapping == "mapping of seed 0" and goal.cycles_lb == 90
+    out, retry, _ = run([30.0, 20.0], threads=1)
+    assert out.mapping == "mapping of seed 0" and "processes" not in retry
+    out, _, _ = run([60.0, 70.0])                   # no better than the branch and bound's: kept
+    assert out.mapping == "the branch and bound's"
 
 
 def test_the_retrys_trades_keep_every_rank_whole_and_only_add_to_its_first_round():

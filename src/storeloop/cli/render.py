@@ -108,7 +108,8 @@ def map_report(out, arch: Arch, workload, written: str | None = None) -> str:
     lines.append(f"search: {s['algorithm']}" + (f" ({s['processes']} processes)" if s.get("processes", 1) > 1 else "")
           + f", objective {s['objective']}, "
           + (f"local search {local['evaluations']:,} evaluations, " if local else "")
-          + (f"its retry {local['retry']['evaluations']:,}"
+          + ("its retry interrupted, " if local and local.get("retry", {}).get("interrupted") else
+             f"its retry {local['retry']['evaluations']:,}"
              + (" (ended by the time limit)" if local["retry"].get("time_limit") else "") + ", "
              if local and local.get("retry") else "")
           + f"{s['candidates']:,} candidates, {s['seconds']:.2f} s, stopped: {s['stopped']} ({status})")

@@ -27,7 +27,7 @@ from storeloop.mapper.merge import merge, split_mapping
 from storeloop.mapper.objective import Objective, arch_area_um2
 from storeloop.mapper.options import MapperOptions
 from storeloop.mapper.options import options as check_options
-from storeloop.mapper.search import Found, Goal, branch_and_bound, random_search, tune_malloc
+from storeloop.mapper.search import Found, Goal, branch_and_bound, forked, random_search, tune_malloc
 from storeloop.model.heap import single_blas_thread
 from storeloop.ir.constraints import Constraints
 from storeloop.mapper.space import MapSpace
@@ -196,7 +196,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         if found.stopped in ("converged", "time-limit", "budget") and found.mapping is not None and \
                 (time_limit is None or time.monotonic() - t0 < time_limit):
             found = _retry(found, arch, workload, members, energy, space, tree, obj, goal, seeds, local,
-                           None if time_limit is None else t0 + time_limit)
+                           None if time_limit is None else t0 + time_limit, threads)
     elif algorithm in ("random", "random-pruned"):
         found = random_search(space, FastModel(arch, tree.priced, energy), obj, victory=victory,
                               time_limit=time_limit, seed=seed, pruned=algorithm == "random-pruned")
@@ -524,16 +524,39 @@ def _full_walk(tree, obj, remaining, budget, first: Found, walk: dict) -> Found:
 
 
 def _retry(found: Found, arch, workload, members, energy, space, tree, obj, goal, seeds, local,
-           deadline: float | None) -> Found:
+           deadline: float | None, threads: int = 1) -> Found:
     """After a branch and bound that stopped without a proof ('converged', 'budget', or
     'time-limit' with the share of the time kept for this): a longer
     local search from the constructive starts, the seeds and the branch and bound's best (it
     stops as soon as the goal is proven). Its mapping replaces the branch and bound's when
-    better, and the stop becomes the goal's when it reaches it."""
+    better, and the stop becomes the goal's when it reaches it. With ``threads`` processes, each
+    runs that search with its own seed of the kicks (0, 1, ...), and the best wins (ties: the
+    lowest seed's, so the answer does not depend on which ends first)."""
     best = split_mapping(found.mapping, members, workload)
-    again, more, _ = _incumbent(arch, members, energy, space, tree, obj, goal, list(seeds) + [best],
-                                budget=None if goal.patient else LOCAL_RETRY,
-                                patience=PATIENT_RETRY if goal.patient else None, deadline=deadline, exchange=True)
+
+    def one(seed: int) -> tuple:
+        return _incumbent(arch, members, energy, space, tree, obj, goal, list(seeds) + [best],
+                          budget=None if goal.patient else LOCAL_RETRY,
+                          patience=PATIENT_RETRY if goal.patient else None, deadline=deadline, exchange=True,
+                          seed=seed)
+
+    try:
+        if threads <= 1:
+            again, more, _ = one(0)
+        else:
+            outs = forked(one, range(threads))
+            again, more, rounded = outs[0]
+            for a, m, r in outs[1:]:
+                if a is not None and (again is None or obj.better(a[0], a[1], again[:2])):
+                    again, more, rounded = a, m, r
+            if rounded is not None:         # (what the winner's process set: at the bound but for rounding)
+                goal.cycles_lb = rounded
+            more = dict(more, evaluations=sum(m["evaluations"] for _, m, _ in outs), processes=threads,
+                        seconds=max(m["seconds"] for _, m, _ in outs))
+    except KeyboardInterrupt:               # Ctrl-C: the branch and bound's answer stands
+        local["retry"] = {"interrupted": True}
+        found.stopped, found.complete = "interrupted", False
+        return found
     local["retry"] = more
     local["seconds"] = round(local["seconds"] + more["seconds"], 3)
     if again is None or not obj.better(again[0], again[1], (found.cycles, found.energy_pJ)):
@@ -560,7 +583,7 @@ def _near_goal(incumbent, goal: Goal, obj: Objective) -> bool:
 
 def _incumbent(arch, members, energy, space, tree, obj, goal, seeds, budget: int | None = LOCAL_BUDGET,
                patience: int | None = None,
-               deadline: float | None = None, exchange: bool = False):
+               deadline: float | None = None, exchange: bool = False, seed: int = 0):
     """The local search's best mapping as (cycles, energy, merged Mapping) or None, its report,
     and the cycle count that is at the bound up to floating-point rounding (or None)."""
     t0 = time.monotonic()
@@ -576,7 +599,8 @@ def _incumbent(arch, members, energy, space, tree, obj, goal, seeds, budget: int
     if ready:
         state, cost = seeded[ready[0][1]], ready[0][0]
     else:
-        state, cost = searcher.search(searcher.starts() + seeded, budget, good, deadline=deadline, patience=patience,
+        state, cost = searcher.search(searcher.starts() + seeded, budget, good, seed=seed, deadline=deadline,
+                                      patience=patience,
                                       spread=searcher.window_starts() if exchange else [])
     incumbent = (int(cost[-2]), float(cost[-1]), searcher.mapping(state)) if cost[0] == 0 else None
     rounded = None

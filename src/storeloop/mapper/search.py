@@ -451,10 +451,11 @@ def _progress(done: int, total: int, best, start: float) -> None:
 _WORKER: dict = {}
 
 
-def _share(args, conn) -> None:
-    """A share's process: its walk's outcome (or the error that ended it) sent back to the search."""
+def _share(args, conn, fn=None) -> None:
+    """A share's process: its walk's outcome (or the error that ended it) sent back to the search
+    (``fn``: what it runs instead of a walk, :func:`forked`)."""
     try:
-        out = ("ok", _worker(args))
+        out = ("ok", (fn or _worker)(args))
     except BaseException as exc:                    # (a KeyboardInterrupt is _worker's own)
         out = ("error", exc)
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # a late Ctrl-C must not lose the answer
@@ -462,14 +463,20 @@ def _share(args, conn) -> None:
     conn.close()
 
 
-def _run_shares(ctx, args: list, progress=None) -> list:
-    """Each share's :func:`_worker` outcome, in share order, from one forked process per share.
+def forked(fn, args: list) -> list:
+    """``fn(a)`` for each of ``args``, each in a forked process of its own (as the branch and
+    bound's shares, :func:`_run_shares`), in their order."""
+    return _run_shares(multiprocessing.get_context("fork"), list(args), fn=fn)
+
+
+def _run_shares(ctx, args: list, progress=None, fn=None) -> list:
+    """Each share's :func:`_worker` (or ``fn``) outcome, in share order, from one forked process per share.
     Ctrl-C (in a terminal, every process gets it) reaches a share that has not answered within a
     moment too (a signal sent to this process alone), so each still returns its best so far."""
     procs, conns = [], []
     for a in args:
         recv, send = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=_share, args=(a, send), daemon=True)
+        p = ctx.Process(target=_share, args=(a, send, fn), daemon=True)
         p.start()
         send.close()
         procs.append(p)
