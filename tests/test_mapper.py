@@ -359,49 +359,41 @@ def test_random_small_spaces_equal_brute_force(seed):
         assert map_workload(a, w, e, objective="energy").result.energy_pJ == pytest.approx(least, rel=1e-12)
 
 
-@pytest.mark.serial
-def test_ctrl_c_returns_the_best_mapping_so_far_within_2_s(tmp_path):
+def _interrupted_conv3x(*flags: str, after: float, within: float) -> dict:
+    """``storeloop map`` of ResNet-50 conv3_x on the peers' arch (never proven) with ``flags``,
+    sent Ctrl-C ``after`` seconds: its JSON, once it answered within ``within`` s with exit 0."""
     import signal
     import subprocess
     import time
 
-
-    # a search that runs for minutes (ResNet-50 conv3_x on the peers' arch, never proven)
     p = subprocess.Popen([sys.executable, "-m", "storeloop.cli", "map", "tests/data/arch16.yaml", "tests/data/conv3x.yaml",
-                          "--time-limit", "0", "--energy-gap", "0", "--no-converge", "--json"],
+                          *flags, "--json"],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          # a suite started in the background inherits an ignored SIGINT: restore it
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(4)                                  # well past the first mapping at the bound
+    time.sleep(after)
     sent = time.monotonic()
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=30)
-    assert time.monotonic() - sent < 2.0, "Ctrl-C took more than 2 s"
+    assert time.monotonic() - sent < within, f"Ctrl-C took more than {within} s"
     assert p.returncode == 0, err
-    result = json.loads(out)
+    return json.loads(out)
+
+
+@pytest.mark.serial
+def test_ctrl_c_returns_the_best_mapping_so_far_within_2_s():
+    # well past the first mapping at the bound
+    result = _interrupted_conv3x("--time-limit", "0", "--energy-gap", "0", "--no-converge", after=4, within=2.0)
     assert result["search"]["stopped"] == "interrupted" and result["summary"]["cycles"] == 7_225_344
 
 
 @pytest.mark.serial
-def test_ctrl_c_in_the_retry_keeps_the_branch_and_bounds_answer(tmp_path):
+def test_ctrl_c_in_the_retry_keeps_the_branch_and_bounds_answer():
     """Ctrl-C while the retry's local searches run (two processes, after a branch and bound that
     stopped 'converged' within a few seconds) ends the search with the branch and bound's best,
     stopped 'interrupted', where it used to end the command without an answer."""
-    import signal
-    import subprocess
-    import time
-
-    p = subprocess.Popen([sys.executable, "-m", "storeloop.cli", "map", "tests/data/arch16.yaml", "tests/data/conv3x.yaml",
-                          "--threads", "2", "--json"],
-                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(14)                                 # the branch and bound converges in 2-9 s (its hold)
-    sent = time.monotonic()
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=30)
-    assert time.monotonic() - sent < 3.0, "Ctrl-C took more than 3 s"
-    assert p.returncode == 0, err
-    result = json.loads(out)
+    # (the branch and bound converges in 2-9 s: its hold)
+    result = _interrupted_conv3x("--threads", "2", after=14, within=3.0)
     assert result["search"]["local_search"]["retry"] == {"interrupted": True}
     assert result["search"]["stopped"] == "interrupted" and result["summary"]["cycles"] == 7_225_344
 

@@ -180,6 +180,17 @@ def test_map_on_windowed_problems_matches_brute_force():
     assert plain >= 20, f"only {plain} of {seed - 40} cases searched as plain einsums proven optimal"
 
 
+def _first_valid(arch, work, energy, at) -> tuple:
+    """(cycles, energy, mapping) of the first valid mapping of the space: a poor incumbent."""
+    for mapping in every_mapping(arch, work, {}, at):
+        try:
+            r = evaluate(arch, work, mapping, energy)
+        except MappingError:
+            continue
+        return r.cycles, r.energy_pJ, mapping
+    return None
+
+
 def test_a_parallel_branch_and_bound_finds_the_windowed_optimum():
     """The branch and bound on its own in two processes (each walking every other top-level
     subtree, :func:`storeloop.mapper.search._run_shares`), from nothing (the first subtree walked
@@ -195,14 +206,7 @@ def test_a_parallel_branch_and_bound_finds_the_windowed_optimum():
         arch, work, energy, objective, at = window_case(seed)
         obj = Objective(objective)
         want = brute_force(arch, work, energy, objective, {}, at)
-        poor = None                                # the first valid mapping of the space
-        for mapping in every_mapping(arch, work, {}, at):
-            try:
-                r = evaluate(arch, work, mapping, energy)
-            except MappingError:
-                continue
-            poor = (r.cycles, r.energy_pJ, mapping)
-            break
+        poor = _first_valid(arch, work, energy, at)
         for incumbent in (None, poor):
             tree = Tree(MapSpace(arch, surrogate(work), exact=work), energy, exact=work)
             found = branch_and_bound(tree, obj, progress=False, threads=2, incumbent=incumbent)
@@ -240,14 +244,7 @@ def test_the_full_walk_skips_only_what_the_first_walk_settled(monkeypatch):
             break
         obj = Objective(objective)
         want = brute_force(arch, work, energy, objective, {}, at)
-        poor = None
-        for mapping in every_mapping(arch, work, {}, at):
-            try:
-                r = evaluate(arch, work, mapping, energy)
-            except MappingError:
-                continue
-            poor = (r.cycles, r.energy_pJ, mapping)
-            break
+        poor = _first_valid(arch, work, energy, at)
         for threads in (1, 2):
             tree = Tree(MapSpace(arch, surrogate(work), exact=work), energy, exact=work)
             goal = Goal(tree.global_lb, tree.energy_bound()[0], 0.0, converge=False)
