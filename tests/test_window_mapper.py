@@ -257,6 +257,15 @@ def test_the_full_walk_skips_only_what_the_first_walk_settled(monkeypatch):
                 f"seed {seed} ({objective}, {threads} processes): {got}, brute force {want}"
             skipped += found.stats.get("settled", 0) > 0
     assert skipped >= 5, f"the full walk skipped settled subtrees in {skipped} runs only"
+    # `map` (a budget: the two walks) reports them, and its text says so
+    from storeloop.cli.render import map_report
+    from storeloop.mapper import map_workload
+
+    arch, work, energy, objective, _ = window_case(16)
+    out = map_workload(arch, work, energy, objective=objective, budget=10 ** 9, converge=False, energy_gap=0.0)
+    assert out.search["stopped"] == "optimal" and out.search["settled_subtrees"] > 0
+    assert f"{out.search['settled_subtrees']:,} top-level subtrees settled" in map_report(out, arch, work)
+
 
 
 def test_the_tree_alone_finds_the_windowed_optimum():

@@ -240,6 +240,8 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         report["exact_leaves"] = int(found.stats.get("exact", 0))
         report["floored_leaves"] = int(found.stats.get("floored", 0))   # bounded out by their windows' sends
         report["priced_out_leaves"] = int(found.stats.get("priced_out", 0))   # ... by their own surrogate price
+        # top-level subtrees the walk over every order skipped: its first walk had settled them
+        report["settled_subtrees"] = int(found.stats.get("settled", 0))
         report["bound_violations"] = int(found.stats.get("bound_violations", 0))
     if tree.split is not None:              # and each tensor at its own loop position on the split levels
         report["space"]["uneven"] = (f"each tensor kept at {', '.join(tree.split.split_names) or '(no level)'} at any "
