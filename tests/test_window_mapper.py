@@ -1066,3 +1066,53 @@ def test_a_last_level_nodes_least_send_floor_is_the_least_over_the_orders_above(
                 nonzero += want > 0
                 deeper += tree.nlev > 3
     assert checked >= 600 and nonzero >= 300 and deeper >= 100, (checked, nonzero, deeper)
+
+
+def test_a_last_level_node_cut_before_it_is_built_stays_below_its_leaves(monkeypatch):
+    """Tree.floor_cut rules a last-level node out before its rows and leaves are built where its
+    bound from the parent's expansion plus the least send floor of its leaves
+    (Tree._least_send_floor) cannot win. Per last-level node of random walks of random windowed
+    problems (the two kinds of the file, fanouts and meshes above the RFs, strides), that sum is
+    at most the model's least energy over every leaf of the node, in every order and spatial
+    order each stands for (the bound counts a windowed tensor's reads at each keeper as the node
+    does, the counts the floor is in excess of). A sum that counts the floor twice fails it."""
+    from storeloop.ir.constraints import Constraints
+    from storeloop.mapper import _prepare
+    from tests.test_uneven_mapper import random_walk
+
+    obj, checked, floored, tight = Objective("delay,energy"), 0, 0, 0
+    for seed in range(40):
+        for arch, work, energy in (window_case(seed)[:3], _refill_case(seed)):
+            tree = _prepare(arch, work, energy, Constraints(), False).tree
+            if tree.exact is None or not tree.windowed:
+                continue
+            for _, ch, i, _, node in random_walk(tree, obj, seed, 40, tree.nlev - 2, True):
+                if node.depth != tree.nlev - 1:
+                    continue
+                rows = tree._rows(node, *tree._combos(node))
+                if rows is None:
+                    continue
+                row, oid, leaf_orders, _ = tree._leaf_orders(rows)
+                least_model = math.inf
+                for k in range(len(row)):
+                    base = tree._leaf_choice(node, rows, int(row[k]), leaf_orders[oid[k]])
+                    for loops in itertools.product(*(tree.space.expansions[L][c[3]] for L, c in enumerate(base))):
+                        for mapping in _spatial_orders(tree, base, loops):
+                            try:
+                                least_model = min(least_model, evaluate(arch, work, tree.mapping(mapping),
+                                                                        energy).energy_pJ)
+                            except MappingError:
+                                continue
+                if not math.isfinite(least_model):
+                    continue
+                least = tree._least_send_floor(node)
+                bound = float(ch.elb[i]) + least
+                assert bound <= least_model * (1 + 1e-9), (seed, float(ch.elb[i]), least, least_model)
+                # floor_cut says so against a best a hair below the bound, not against one above it
+                best = (int(ch.clb[i]), bound * (1 - 1e-6))
+                assert tree.floor_cut(node, int(ch.clb[i]), float(ch.elb[i]), best, obj)
+                assert not tree.floor_cut(node, int(ch.clb[i]), float(ch.elb[i]), (best[0], bound * 1.01), obj)
+                checked += 1
+                floored += least > 0
+                tight += least > 0 and float(ch.elb[i]) + 2 * least > least_model
+    assert checked >= 300 and floored >= 100 and tight >= 20, (checked, floored, tight)

@@ -456,34 +456,15 @@ class BelowBounds:
         return np.maximum(np.where(units == 1, iters * into, up), size), up
 
     def _window_steps(self, t: int, f: np.ndarray, s: np.ndarray, e: int, lo: np.ndarray, hi: np.ndarray,
-                      outer: dict) -> tuple:
+                      outer: dict, moves=None) -> tuple:
         """:meth:`_window_refills`' words per iteration of the loops above a level holding t's tiles
         f (rows), the units split s: (into one unit, across the top of the units' union), where
         the innermost loop above is over e with a factor between ``lo`` and ``hi`` and ``outer[d]``
-        says where a loop over d may be the next one out (e2; none: e is the only loop)."""
-        ranks = self.ranks_of[t]
+        says where a loop over d may be the next one out (e2; none: e is the only loop).
+        ``moves``: :meth:`_window_moves` of the same t, f and s (computed here where not given)."""
         n = len(f)
-        dims_t, own, H, alone = self._window_dims(t, e)
-        X = extents(f, ranks)
-        union = X.copy()
-        for h, r in enumerate(ranks):
-            for d, c in r:
-                if d in alone:
-                    union[:, h] += (s[:, d] - 1) * np.minimum(c * f[:, d], X[:, h])
-        whole = (rowprod(X).astype(np.float64), rowprod(union).astype(np.float64))
-        cache = {}
-
-        def moved(d):
-            """(into, across): the words a step of d brings a unit and the units' union."""
-            if d in own:
-                return whole
-            if d not in cache:
-                a = np.stack([sum((c * f[:, d] for x, c in r if x == d), np.zeros(n, np.int64)) for r in ranks],
-                             axis=1)
-                step = np.minimum(a, X)
-                cache[d] = (whole[0] - rowprod(X - step), whole[1] - rowprod(union - step))
-            return cache[d]
-
+        dims_t, own, H, _ = self._window_dims(t, e)
+        whole, moved = moves or self._window_moves(t, f, s)
         if e in own:
             return whole
         # which kinds of loop may be e2: one moving t along a rank of its own (a wrap brings the
@@ -518,6 +499,35 @@ class BelowBounds:
             wrap = np.where(zero | ~np.isfinite(wrap), 0.0, wrap)
             out.append(wrap / hi)
         return tuple(out)
+
+    def _window_moves(self, t: int, f: np.ndarray, s: np.ndarray) -> tuple:
+        """Of t's tiles f (rows) and the units' union under split s, whatever the loops above:
+        (the words of a whole tile and of the whole union, ``moved(d)``: the words a step of d
+        brings a unit and the union, computed once per d)."""
+        ranks = self.ranks_of[t]
+        n = len(f)
+        _, own, _, alone = self._window_dims(t, -1)       # (neither depends on e)
+        X = extents(f, ranks)
+        union = X.copy()
+        for h, r in enumerate(ranks):
+            for d, c in r:
+                if d in alone:
+                    union[:, h] += (s[:, d] - 1) * np.minimum(c * f[:, d], X[:, h])
+        whole = (rowprod(X).astype(np.float64), rowprod(union).astype(np.float64))
+        cache = {}
+
+        def moved(d):
+            """(into, across): the words a step of d brings a unit and the units' union."""
+            if d in own:
+                return whole
+            if d not in cache:
+                a = np.stack([sum((c * f[:, d] for x, c in r if x == d), np.zeros(n, np.int64)) for r in ranks],
+                             axis=1)
+                step = np.minimum(a, X)
+                cache[d] = (whole[0] - rowprod(X - step), whole[1] - rowprod(union - step))
+            return cache[d]
+
+        return whole, moved
 
     def _window_dims(self, t: int, e: int) -> tuple[set, set, set, set]:
         """Tensor t's dimensions, those with a rank of their own, those sharing a rank with e, and

@@ -417,6 +417,10 @@ class _DFS:
                            if self.best is None or not self.tree.cut(ch.clb[j], ch.elb[j], key, self.obj, note=False)]
                     ahead = {j: self.tree.child(ch, j) for j in nxt}
                     primed = len(ahead)
+                    for j, nd in ahead.items():      # (a window's: those its leaves' least send floor rules out)
+                        if self.tree.floor_cut(nd, ch.clb[j], ch.elb[j], key, self.obj):
+                            nd.leaf = (0, 0, ())
+                            self.tree.stats["floored_nodes"] = self.tree.stats.get("floored_nodes", 0) + 1
                     self.tree.prefetch(list(ahead.values()), self.obj)
                 node = ahead.pop(i)
             self.visit(node)

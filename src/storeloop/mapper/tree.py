@@ -38,6 +38,8 @@ RD, FL, UP = 0, 1, 2
 # a leaf priced by the reference model (a sliding window's exact leaves) counts as this many
 # candidates against a budget: its cost is about a thousand bounded candidates'
 EXACT_COST = 1000
+# Tree._pair_terms' cache: cleared when it holds this many
+PAIR_CACHE = 100_000
 CARTESIAN_CACHE = 2_000_000      # rows of temporal factor combinations a tree keeps for reuse
 CHUNK_ROWS = 250_000             # (factors, order) rows of one level bounded at once
 MAX_CHILDREN = 2_000_000         # children an expansion keeps (the best bounds); the rest are cut
@@ -238,6 +240,9 @@ class Node:
     # Tree.expand to price the exact leaves that could win when the search visits it
     leaf: tuple | None = None
     surrogate: tuple | None = None
+    # a sliding window's last-level node: its leaves' send floors in pieces and their least, as
+    # Tree.floor_cut computed them for this walk (Tree._exact_leaves takes them)
+    floors: tuple | None = None
     # uneven positions (Tree.split): the words the positions of `depth`'s physical level hold so far
     # (down to `depth`), and the tensors they keep
     held: int = 0
@@ -360,6 +365,9 @@ class Tree(BelowBounds):
         self.open_orders = False
         self.settled: set = set()
         self._dims_of: dict = {}           # (level, order) -> its loops' dimensions (Tree._order_dims)
+        self._looped: dict = {}            # Tree._looped_orders
+        self._boxes: dict = {}             # Tree._send_box
+        self._pairs: dict = {}             # Tree._pair_terms
         # the energy gap the search may leave (lexicographic objective): a subtree whose energy
         # bound is within it of the best's, at the best's cycles, is cut (:meth:`cut`); per best
         # cycles, the least energy bound so cut
@@ -369,6 +377,7 @@ class Tree(BelowBounds):
         # the read-only tensors with a windowed rank (their true tiles bound their arrivals)
         self.windowed = [] if exact is None else [
             t for t, tn in enumerate(exact.tensors) if not tn.read_write and any(not plain(r) for r in tn.ranks)]
+        self._coefs = {t: nest._coefficients(exact.tensors[t]) for t in self.windowed}
         # per tensor, its ranks as (dimension, coefficient) terms: a windowed tensor's exact ones,
         # the others' plain dimensions (the surrogate's)
         self.ranks_of = [tuple(exact.tensors[t].ranks) if t in self.windowed else
@@ -987,6 +996,7 @@ class Tree(BelowBounds):
             higher |= c[0] > 1
         into = np.full(len(tf), np.inf)
         across = np.full(len(tf), np.inf)
+        moves = self._window_moves(t, rem, s)
         for e in range(self.D):
             here = tf[:, e] > 1
             if not here.any():
@@ -994,7 +1004,7 @@ class Tree(BelowBounds):
             F = tf[:, e].astype(np.float64)
             outer = {d: (tf[:, d] > 1) | higher[d] for d in range(self.D) if d != e and self.bounds[d] > 1}
             outer[e] = np.full(len(tf), bool(higher[e]))
-            a, b = self._window_steps(t, rem, s, e, F, F, outer)
+            a, b = self._window_steps(t, rem, s, e, F, F, outer, moves)
             into = np.where(here, np.minimum(into, a), into)
             across = np.where(here, np.minimum(across, b), across)
         units = rowprod(s)
@@ -1531,6 +1541,12 @@ class Tree(BelowBounds):
         priced = {}                # the surrogate's price of a leaf in an order (own, below)
         floored = self.windowed and self.split is None
         every, least_all = [], []  # a first walk's: the pieces over every order above the last, their least floor
+        if n.floors is not None:   # (computed by floor_cut)
+            sends.extend(n.floors[0])
+            least = n.floors[1]
+            if n.floors[2] is not None:
+                every.extend(n.floors[2])
+                least_all.append(n.floors[3])
 
         def pieces() -> tuple:     # (the orders above the last level, the pairs' pieces, each order's index)
             if not sends:
@@ -1600,12 +1616,12 @@ class Tree(BelowBounds):
             spared = math.prod(math.factorial(len(ds)) for ds in split)
             if key is not None and floored:
                 if least is None:          # (the same orders above the last level for every leaf)
-                    uppers = math.prod(1 if self.first_orders else len(o) for o in orders[:-1])
                     least = self._least_send_floor(n, pieces()[:2])
                 if objective.dominated(cycles[i], (energy[i] + least + units(base)) * SAFE, key):
-                    every = spared * uppers * (1 if self.first_orders else len(orders[-1]))
-                    self.stats["floored"] = self.stats.get("floored", 0) + every   # (every order floored)
-                    self.stats["candidates"] += EXACT_COST * every
+                    uppers = math.prod(1 if self.first_orders else len(o) for o in orders[:-1])
+                    counted = spared * uppers * (1 if self.first_orders else len(orders[-1]))
+                    self.stats["floored"] = self.stats.get("floored", 0) + counted   # (every order floored)
+                    self.stats["candidates"] += EXACT_COST * counted
                     continue
             for loops in itertools.islice(itertools.product(*orders), 1 if self.first_orders else None):
                 if key is not None and floored:
@@ -1644,6 +1660,34 @@ class Tree(BelowBounds):
                         key, out = (r.cycles, r.energy_pJ), (r.cycles, r.energy_pJ, ch)
         return out
 
+    def floor_cut(self, n: Node, clb: float, elb: float, best: tuple | None, objective) -> bool:
+        """Whether last-level node ``n``, bounded by ``(clb, elb)`` in its parent's expansion, loses
+        to ``best`` once the least send floor of its leaves is added (:meth:`_least_send_floor`):
+        then neither its rows nor its leaves are built. Every leaf's price is at least ``elb``
+        (which counts the windowed tensors' reads at each keeper as the node does, the counts its
+        floors are in excess of), and the model charges each of its orders at least its price plus
+        the floor, so at least ``elb`` plus the least floor. A first walk also needs the floor over
+        every order to rule the node out, unless the top-level subtree already has a leaf whose
+        other orders may win (:attr:`open_orders`); where it does not, the leaves decide
+        (:meth:`_exact_leaves`). The floors computed are kept for the leaves (``Node.floors``)."""
+        if best is None or not self.windowed or self.split is not None or self.exact is None or n.pending:
+            return False
+        if self.first_orders:
+            every = self._send_terms(n, first=False)
+            first = ([os[:1] for os in every[0]],
+                     [p[:4] + ({L: terms[:1] for L, terms in p[4].items()},) + p[5:] for p in every[1]])
+            least_all = self._least_send_floor(n, every)
+            n.floors = (first + ([{o: k for k, o in enumerate(os)} for os in first[0]],),
+                        self._least_send_floor(n, first), every, least_all)
+        else:
+            sends = self._send_terms(n)
+            n.floors = (sends + ([{o: k for k, o in enumerate(os)} for os in sends[0]],),
+                        self._least_send_floor(n, sends), None, None)
+        if not objective.dominated(clb, elb + n.floors[1] * SAFE, best):
+            return False
+        return not self.first_orders or self.open_orders or \
+            bool(objective.dominated(clb, elb + n.floors[3] * SAFE, best))
+
     def top_key(self, ch: Children, i: int) -> tuple:
         """What identifies the root's child ``i`` in any walk (its row's factors, order and keep
         mask; the root's children differ in those alone)."""
@@ -1661,42 +1705,81 @@ class Tree(BelowBounds):
         that level's own walk times the temporal factors above L: a walk starts from the steps
         of the loops below L (a sum, whatever their order) and each loop's stride is the same
         in every order (one loop per dimension a level), so only L's own order moves L's term."""
-        lv, D, base = self.nlev - 1, self.D, n.choice
+        lv, base = self.nlev - 1, n.choice
         first = self.first_orders if first is None else first     # (the first orders only)
         orders = [self.space.expansions[L][c[3]][:1 if first else None] for L, c in enumerate(base)]
-        tf = [[int(x) for x in c[0]] for c in base]
-        fan = [[int(x) * int(y) for x, y in zip(c[1], c[2])] for c in base]
-        inner = [None] * (lv + 1)           # inner[L][d]: a level-L tile's span along d
-        inner[lv] = [int(x) for x in n.rem]
-        for L in range(lv - 1, -1, -1):
-            inner[L] = [inner[L + 1][d] * tf[L][d] * fan[L][d] for d in range(D)]
-        outer = [1] * (lv + 1)              # the temporal factors above each level
-        for L in range(1, lv + 1):
-            outer[L] = outer[L - 1] * math.prod(tf[L - 1])
         masks = [c[4] for c in base] + [n.keep]
-        dims = [tuple(tuple(d for d in self._order_dims(L, o) if tf[L][d] > 1) for o in orders[L]) for L in range(lv)]
         pairs = []                          # (box, the parent's pJ per word read, its block, had, per level: terms per order)
         for t in self.windowed:
-            tensor = self.exact.tensors[t]
-            coef = nest._coefficients(tensor)
-            zero = (0,) * len(tensor.ranks)
             keepers = [L for L in range(lv + 1) if masks[L] >> t & 1]
             for pl, child in zip(keepers, keepers[1:]):
-                got = nest.send_box(tensor, inner[child], {d: math.prod(fan[L][d] for L in range(pl, child))
-                                                           for d in range(D)})
-                if got is None:
-                    continue                # no box: no floor (as send_floors)
-                extents, box = got
-                terms, inward = {}, zero
-                for L in range(child - 1, -1, -1):          # innermost level first
-                    step = tuple((d, tf[L][d], tuple(c * (inner[L][d] // tf[L][d]) for c in coef[d]) if d in coef
-                                  else zero) for d in range(D) if tf[L][d] > 1)
-                    terms[L] = [w * outer[L] for w in _level_walks(dims[L], step, inward, extents, box)]
-                    for _, _, st in step:
-                        inward = tuple(x + y for x, y in zip(inward, st))
-                pairs.append((box, float(self.costs[pl].read_pJ) * float(n.util[pl]),
-                              self.arch.levels[pl].block_size, int(n.cnt[pl, t, RD]), terms, (t, pl, child)))
-        return orders, pairs
+                got = self._pair_terms(n, t, pl, child, first)
+                if got is not None:         # (no box: no floor, as send_floors)
+                    pairs.append(got + (float(self.costs[pl].read_pJ) * float(n.util[pl]),
+                                        self.arch.levels[pl].block_size, int(n.cnt[pl, t, RD])))
+        return orders, [(box, pj, block, had, terms, (t, pl, child))
+                        for (box, terms, t, pl, child, pj, block, had) in pairs]
+
+    def _pair_terms(self, n: Node, t: int, pl: int, child: int, first: bool) -> tuple | None:
+        """:meth:`_send_terms`' box and per-level terms of the keepers ``pl`` over ``child`` of
+        windowed tensor ``t`` (with ``t``, ``pl``, ``child``), or None where the children's tiles
+        form no box. They depend only on the child keeper's tile and the levels above it, which
+        sibling nodes share: cached on those."""
+        base, D = n.choice, self.D
+        span = n.rem
+        for c in base[child:]:
+            span = span * c[0] * c[1] * c[2]
+        key = (t, pl, child, first, span.tobytes(),
+               tuple((c[0].tobytes(), c[1].tobytes(), c[2].tobytes(), c[3]) for c in base[:child]))
+        if key in self._pairs:
+            return self._pairs[key]
+        tensor = self.exact.tensors[t]
+        coef, zero = self._coefs[t], (0,) * len(tensor.ranks)
+        tf = [[int(x) for x in c[0]] for c in base[:child]]
+        fan = [[int(x) * int(y) for x, y in zip(c[1], c[2])] for c in base[:child]]
+        inner = [None] * (child + 1)        # inner[L][d]: a level-L tile's span along d
+        inner[child] = [int(x) for x in span]
+        for L in range(child - 1, -1, -1):
+            inner[L] = [inner[L + 1][d] * tf[L][d] * fan[L][d] for d in range(D)]
+        got = self._send_box(t, tuple(inner[child]), tuple(math.prod(fan[L][d] for L in range(pl, child))
+                                                           for d in range(D)))
+        out = None
+        if got is not None:
+            extents, box = got
+            terms, inward, outer = {}, zero, math.prod(math.prod(f) for f in tf)
+            for L in range(child - 1, -1, -1):          # innermost level first
+                outer //= math.prod(tf[L])              # (the temporal factors above L)
+                step = tuple((d, tf[L][d], tuple(c * (inner[L][d] // tf[L][d]) for c in coef[d]) if d in coef
+                              else zero) for d in range(D) if tf[L][d] > 1)
+                dims = self._looped_orders(L, base[L][3], first, base[L][0])
+                terms[L] = [w * outer for w in _level_walks(dims, step, inward, extents, box)]
+                for _, _, st in step:
+                    inward = tuple(x + y for x, y in zip(inward, st))
+            out = (box, terms, t, pl, child)
+        if len(self._pairs) >= PAIR_CACHE:
+            self._pairs.clear()
+        self._pairs[key] = out
+        return out
+
+    def _looped_orders(self, L: int, choice_order: int, first: bool, tf: np.ndarray) -> tuple:
+        """Per loop order that level L's order ``choice_order`` stands for (the first only with
+        ``first``), its loops' dimensions outer first, those of factor 1 left out. Cached: sibling
+        nodes share most of them."""
+        looped = tuple(int(x) > 1 for x in tf)
+        key = (L, choice_order, first, looped)
+        out = self._looped.get(key)
+        if out is None:
+            orders = self.space.expansions[L][choice_order][:1 if first else None]
+            out = self._looped[key] = tuple(tuple(d for d in self._order_dims(L, o) if looped[d]) for o in orders)
+        return out
+
+    def _send_box(self, t: int, spans: tuple, split: tuple) -> tuple | None:
+        """:func:`storeloop.model.nest.send_box` of windowed tensor ``t``, cached (``split``: the
+        spatial product per dimension)."""
+        key = (t, spans, split)
+        if key not in self._boxes:
+            self._boxes[key] = nest.send_box(self.exact.tensors[t], spans, dict(enumerate(split)))
+        return self._boxes[key]
 
     @staticmethod
     def _order_send_floor(pairs: list, up: tuple, walked: dict | None = None) -> float:
