@@ -1110,8 +1110,8 @@ def test_a_last_level_node_cut_before_it_is_built_stays_below_its_leaves(monkeyp
                 assert bound <= least_model * (1 + 1e-9), (seed, float(ch.elb[i]), least, least_model)
                 # floor_cut says so against a best a hair below the bound, not against one above it
                 best = (int(ch.clb[i]), bound * (1 - 1e-6))
-                assert tree.floor_cut(node, int(ch.clb[i]), float(ch.elb[i]), best, obj)
-                assert not tree.floor_cut(node, int(ch.clb[i]), float(ch.elb[i]), (best[0], bound * 1.01), obj)
+                assert tree.floor_cut(ch, i, node, best, obj)
+                assert not tree.floor_cut(ch, i, node, (best[0], bound * 1.01), obj)
                 checked += 1
                 floored += least > 0
                 tight += least > 0 and float(ch.elb[i]) + 2 * least > least_model

@@ -64,7 +64,7 @@ import numpy as np
 from storeloop.errors import MappingError
 from storeloop.mapper.objective import Objective
 from storeloop.mapper.space import MapSpace, divisors
-from storeloop.mapper.tree import Tree
+from storeloop.mapper.tree import EXACT_COST, Tree
 from storeloop.model.fast import FastModel
 from storeloop.model.heap import single_blas_thread, tune_malloc
 from storeloop.ir import Mapping
@@ -341,19 +341,26 @@ class _DFS:
         key = (k, walked, self.key())
         if self._projected[0] != key:
             costs = self.top_costs if self.shares is None else self.shares.walked()
+            recent = costs[len(costs) // 2:]
+            allowed = CONVERGE_PATIENT * work / max(sum(recent) / len(recent), 1e-9) - 1   # subtrees left, at most
             rest = np.asarray(idx[k + 1:] if self.shares is None else self.shares.rest(), np.int64)
             if ch.settled is not None and len(rest):     # (walked already, by a first walk)
                 rest = rest[~ch.settled[rest]]
             rest = rest[~self.tree.cut(ch.clb[rest], ch.elb[rest], self.key(), self.obj, note=False)] \
                 if len(rest) else rest
-            if ch.refill is not None and len(rest):  # the refill bound cuts more (each child raised once)
-                tied, raised = self.tied(), ch.refill.get("raised")
-                for i in (rest if raised is None else rest[np.isnan(raised[rest])]):
-                    self.tree.refine(ch, int(i), tied)
-                rest = rest[~self.tree.cut(ch.clb[rest], ch.refill["raised"][rest], self.key(), self.obj, note=False)]
-            recent = costs[len(costs) // 2:]
-            per = sum(recent) / len(recent)
-            self._projected = (key, per * (len(rest) + 1) <= CONVERGE_PATIENT * work)
+            left = len(rest)
+            if ch.refill is not None and left > allowed:
+                # the refill bound cuts more (each child raised once), the least bounds first: until
+                # more stay than allowed (then the answer is known; raising 30,000 children of
+                # conv3_x's root took a minute)
+                tied, left = self.tied(), 0
+                for i in rest:
+                    if not self.tree.cut(ch.clb[i], self.tree.refine(ch, int(i), tied), self.key(), self.obj,
+                                         note=False):
+                        left += 1
+                        if left > allowed:
+                            break
+            self._projected = (key, left <= allowed)
         return self._projected[1]
 
     def walk(self, ch, indices=None, after=None) -> None:
@@ -417,9 +424,9 @@ class _DFS:
                            if self.best is None or not self.tree.cut(ch.clb[j], ch.elb[j], key, self.obj, note=False)]
                     ahead = {j: self.tree.child(ch, j) for j in nxt}
                     primed = len(ahead)
-                    for j, nd in ahead.items():      # (a window's: those its leaves' least send floor rules out)
-                        if self.tree.floor_cut(nd, ch.clb[j], ch.elb[j], key, self.obj):
-                            nd.leaf = (0, 0, ())
+                    for j, nd in ahead.items():      # (a window's: those its leaves' least send floor rules out,
+                        if self.tree.floor_cut(ch, j, nd, key, self.obj):    # each counted as one exact leaf)
+                            nd.leaf = (EXACT_COST, 0, ())
                             self.tree.stats["floored_nodes"] = self.tree.stats.get("floored_nodes", 0) + 1
                     self.tree.prefetch(list(ahead.values()), self.obj)
                 node = ahead.pop(i)

@@ -21,7 +21,7 @@ import functools
 import itertools
 import math
 from fractions import Fraction
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -38,8 +38,6 @@ RD, FL, UP = 0, 1, 2
 # a leaf priced by the reference model (a sliding window's exact leaves) counts as this many
 # candidates against a budget: its cost is about a thousand bounded candidates'
 EXACT_COST = 1000
-# Tree._pair_terms' cache: cleared when it holds this many
-PAIR_CACHE = 100_000
 CARTESIAN_CACHE = 2_000_000      # rows of temporal factor combinations a tree keeps for reuse
 CHUNK_ROWS = 250_000             # (factors, order) rows of one level bounded at once
 MAX_CHILDREN = 2_000_000         # children an expansion keeps (the best bounds); the rest are cut
@@ -261,6 +259,7 @@ class Children:
     elb: np.ndarray
     refill: dict | None = None   # what Tree.refine needs to raise a child's bound when it is visited
     settled: np.ndarray | None = None   # the root's: the children a first walk settled (Tree.settled)
+    sends: dict = field(default_factory=dict)   # a window's send pieces its last-level children share (Tree.floor_cut)
 
 
 class Tree(BelowBounds):
@@ -367,7 +366,6 @@ class Tree(BelowBounds):
         self._dims_of: dict = {}           # (level, order) -> its loops' dimensions (Tree._order_dims)
         self._looped: dict = {}            # Tree._looped_orders
         self._boxes: dict = {}             # Tree._send_box
-        self._pairs: dict = {}             # Tree._pair_terms
         # the energy gap the search may leave (lexicographic objective): a subtree whose energy
         # bound is within it of the best's, at the best's cycles, is cut (:meth:`cut`); per best
         # cycles, the least energy bound so cut
@@ -1660,33 +1658,32 @@ class Tree(BelowBounds):
                         key, out = (r.cycles, r.energy_pJ), (r.cycles, r.energy_pJ, ch)
         return out
 
-    def floor_cut(self, n: Node, clb: float, elb: float, best: tuple | None, objective) -> bool:
-        """Whether last-level node ``n``, bounded by ``(clb, elb)`` in its parent's expansion, loses
-        to ``best`` once the least send floor of its leaves is added (:meth:`_least_send_floor`):
-        then neither its rows nor its leaves are built. Every leaf's price is at least ``elb``
-        (which counts the windowed tensors' reads at each keeper as the node does, the counts its
+    def floor_cut(self, ch: Children, i: int, n: Node, best: tuple | None, objective) -> bool:
+        """Whether ``n``, the last-level node of child ``i`` of ``ch``, loses to ``best`` once the
+        least send floor of its leaves (:meth:`_least_send_floor`) is added to the child's bound:
+        then neither its rows nor its leaves are built. Every leaf's price is at least the bound
+        (which counts a windowed tensor's reads at each keeper as the node does, the counts its
         floors are in excess of), and the model charges each of its orders at least its price plus
-        the floor, so at least ``elb`` plus the least floor. A first walk also needs the floor over
-        every order to rule the node out, unless the top-level subtree already has a leaf whose
-        other orders may win (:attr:`open_orders`); where it does not, the leaves decide
-        (:meth:`_exact_leaves`). The floors computed are kept for the leaves (``Node.floors``)."""
+        the floor, so at least the bound plus the least floor. A first walk also needs the floor
+        over every order to rule the node out, unless the top-level subtree already has a leaf
+        whose other orders may win (:attr:`open_orders`); where it does not, the leaves decide
+        (:meth:`_exact_leaves`). The floors computed are kept for the leaves (``Node.floors``);
+        their pieces are shared by the siblings in ``ch`` (``Children.sends``)."""
         if best is None or not self.windowed or self.split is not None or self.exact is None or n.pending:
             return False
-        if self.first_orders:
-            every = self._send_terms(n, first=False)
-            first = ([os[:1] for os in every[0]],
-                     [p[:4] + ({L: terms[:1] for L, terms in p[4].items()},) + p[5:] for p in every[1]])
-            least_all = self._least_send_floor(n, every)
-            n.floors = (first + ([{o: k for k, o in enumerate(os)} for os in first[0]],),
-                        self._least_send_floor(n, first), every, least_all)
-        else:
-            sends = self._send_terms(n)
-            n.floors = (sends + ([{o: k for k, o in enumerate(os)} for os in sends[0]],),
-                        self._least_send_floor(n, sends), None, None)
-        if not objective.dominated(clb, elb + n.floors[1] * SAFE, best):
+        clb, elb = ch.clb[i], ch.elb[i]
+        memo = (ch.sends, int(ch.row[i]))
+        sends = self._send_terms(n, memo=memo)
+        least = self._least_send_floor(n, sends)
+        n.floors = (sends + ([{o: k for k, o in enumerate(os)} for os in sends[0]],), least, None, None)
+        if not objective.dominated(clb, elb + least * SAFE, best):
             return False
-        return not self.first_orders or self.open_orders or \
-            bool(objective.dominated(clb, elb + n.floors[3] * SAFE, best))
+        if not self.first_orders or self.open_orders:
+            return True
+        every = self._send_terms(n, first=False, memo=memo)
+        least_all = self._least_send_floor(n, every)
+        n.floors = n.floors[:2] + (every, least_all)
+        return bool(objective.dominated(clb, elb + least_all * SAFE, best))
 
     def top_key(self, ch: Children, i: int) -> tuple:
         """What identifies the root's child ``i`` in any walk (its row's factors, order and keep
@@ -1695,7 +1692,7 @@ class Tree(BelowBounds):
         return (rows["tf"][j].tobytes(), rows["sx"][j].tobytes(), rows["sy"][j].tobytes(),
                 rows["perms"][rows["oid"][j]], int(ch.mask[i]))
 
-    def _send_terms(self, n: Node, first: bool | None = None) -> tuple[list, list]:
+    def _send_terms(self, n: Node, first: bool | None = None, memo: tuple | None = None) -> tuple[list, list]:
         """The send floors of last-level node ``n``'s leaves (:meth:`_send_floor`) in pieces, one
         per level, without a mapping per order: per level above the last, the loop orders its
         choice in ``n.choice`` stands for; per pair of keepers of a windowed tensor, (its box, the
@@ -1713,26 +1710,28 @@ class Tree(BelowBounds):
         for t in self.windowed:
             keepers = [L for L in range(lv + 1) if masks[L] >> t & 1]
             for pl, child in zip(keepers, keepers[1:]):
-                got = self._pair_terms(n, t, pl, child, first)
+                got = self._pair_terms(n, t, pl, child, first, memo)
                 if got is not None:         # (no box: no floor, as send_floors)
                     pairs.append(got + (float(self.costs[pl].read_pJ) * float(n.util[pl]),
                                         self.arch.levels[pl].block_size, int(n.cnt[pl, t, RD])))
         return orders, [(box, pj, block, had, terms, (t, pl, child))
                         for (box, terms, t, pl, child, pj, block, had) in pairs]
 
-    def _pair_terms(self, n: Node, t: int, pl: int, child: int, first: bool) -> tuple | None:
+    def _pair_terms(self, n: Node, t: int, pl: int, child: int, first: bool, memo: tuple | None = None) -> tuple | None:
         """:meth:`_send_terms`' box and per-level terms of the keepers ``pl`` over ``child`` of
         windowed tensor ``t`` (with ``t``, ``pl``, ``child``), or None where the children's tiles
-        form no box. They depend only on the child keeper's tile and the levels above it, which
-        sibling nodes share: cached on those."""
+        form no box. They depend only on the child keeper's tile and the levels above it: with
+        ``memo`` (a dict shared by the siblings of ``n``, the row of ``n`` among them), kept there,
+        per row where the child keeper is the last level, and once for all of them above it."""
+        key = None
+        if memo is not None:
+            key = (t, pl, child, first, memo[1] if child == self.nlev - 1 else None)
+            if key in memo[0]:
+                return memo[0][key]
         base, D = n.choice, self.D
         span = n.rem
         for c in base[child:]:
             span = span * c[0] * c[1] * c[2]
-        key = (t, pl, child, first, span.tobytes(),
-               tuple((c[0].tobytes(), c[1].tobytes(), c[2].tobytes(), c[3]) for c in base[:child]))
-        if key in self._pairs:
-            return self._pairs[key]
         tensor = self.exact.tensors[t]
         coef, zero = self._coefs[t], (0,) * len(tensor.ranks)
         tf = [[int(x) for x in c[0]] for c in base[:child]]
@@ -1756,9 +1755,8 @@ class Tree(BelowBounds):
                 for _, _, st in step:
                     inward = tuple(x + y for x, y in zip(inward, st))
             out = (box, terms, t, pl, child)
-        if len(self._pairs) >= PAIR_CACHE:
-            self._pairs.clear()
-        self._pairs[key] = out
+        if key is not None:
+            memo[0][key] = out
         return out
 
     def _looped_orders(self, L: int, choice_order: int, first: bool, tf: np.ndarray) -> tuple:
