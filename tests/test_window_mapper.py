@@ -1068,51 +1068,77 @@ def test_a_last_level_nodes_least_send_floor_is_the_least_over_the_orders_above(
     assert checked >= 600 and nonzero >= 300 and deeper >= 100, (checked, nonzero, deeper)
 
 
-def test_a_last_level_node_cut_before_it_is_built_stays_below_its_leaves(monkeypatch):
-    """Tree.floor_cut rules a last-level node out before its rows and leaves are built where its
-    bound from the parent's expansion plus the least send floor of its leaves
-    (Tree._least_send_floor) cannot win. Per last-level node of random walks of random windowed
-    problems (the two kinds of the file, fanouts and meshes above the RFs, strides), that sum is
-    at most the model's least energy over every leaf of the node, in every order and spatial
-    order each stands for (the bound counts a windowed tensor's reads at each keeper as the node
-    does, the counts the floor is in excess of). A sum that counts the floor twice fails it."""
+def test_a_node_cut_by_its_send_floor_stays_below_its_subtree(monkeypatch):
+    """Tree.floor_cut rules a node out where its bound from the parent's expansion plus the least
+    send floor of the pairs of keepers down to its level (Tree._least_send_floor) cannot win: a
+    last-level node before its rows and leaves are built, a node above it before it is expanded.
+    Per node of random walks of random windowed problems (the two kinds of the file, fanouts and
+    meshes above the RFs, strides), that sum is at most the model's least energy over the node's
+    subtree: every leaf of a last-level node in every order and spatial order it stands for, the
+    search's own least below a node above it (the bound counts a windowed tensor's reads at each
+    keeper as the node does, the counts the floor is in excess of). A sum that counts the floor
+    twice fails it; floor_cut cuts against a best a hair below the sum and not against one above,
+    and in a first walk (Tree.first_orders) not by the first orders' floor alone."""
     from storeloop.ir.constraints import Constraints
     from storeloop.mapper import _prepare
-    from tests.test_uneven_mapper import random_walk
+    from tests.test_uneven_mapper import _least_below, random_walk
 
-    obj, checked, floored, tight = Objective("delay,energy"), 0, 0, 0
+    obj, checked, floored, tight, inner, orders = Objective("delay,energy"), 0, 0, 0, 0, 0
     for seed in range(40):
         for arch, work, energy in (window_case(seed)[:3], _refill_case(seed)):
             tree = _prepare(arch, work, energy, Constraints(), False).tree
             if tree.exact is None or not tree.windowed:
                 continue
             for _, ch, i, _, node in random_walk(tree, obj, seed, 40, tree.nlev - 2, True):
-                if node.depth != tree.nlev - 1:
+                if node.depth == 0:
                     continue
-                rows = tree._rows(node, *tree._combos(node))
-                if rows is None:
-                    continue
-                row, oid, leaf_orders, _ = tree._leaf_orders(rows)
-                least_model = math.inf
-                for k in range(len(row)):
-                    base = tree._leaf_choice(node, rows, int(row[k]), leaf_orders[oid[k]])
-                    for loops in itertools.product(*(tree.space.expansions[L][c[3]] for L, c in enumerate(base))):
-                        for mapping in _spatial_orders(tree, base, loops):
-                            try:
-                                least_model = min(least_model, evaluate(arch, work, tree.mapping(mapping),
-                                                                        energy).energy_pJ)
-                            except MappingError:
-                                continue
+                if node.depth < tree.nlev - 1:
+                    found = _least_below(tree, node, Objective("energy"))
+                    least_model = math.inf if found is None else found[1]
+                    least = tree._least_send_floor(node, tree._send_terms(node, first=False))
+                    inner += least > 0
+                else:
+                    least_model = _least_leaf(tree, arch, work, energy, node)
+                    least = tree._least_send_floor(node)
+                    # a first walk (leaves in their first orders only) cuts a node by its first
+                    # orders' floor only where every order's floor cuts it too, unless its
+                    # top-level subtree already has a leaf whose other orders may win
+                    first = tree._least_send_floor(node, tree._send_terms(node, first=True))
+                    if least < first * (1 - 1e-6):
+                        tree.first_orders, between = True, (int(ch.clb[i]), float(ch.elb[i]) + (least + first) / 2)
+                        assert not tree.floor_cut(ch, i, node, between, obj)
+                        tree.open_orders = True
+                        assert tree.floor_cut(ch, i, node, between, obj)
+                        tree.first_orders = tree.open_orders = False
+                        orders += 1
                 if not math.isfinite(least_model):
                     continue
-                least = tree._least_send_floor(node)
                 bound = float(ch.elb[i]) + least
-                assert bound <= least_model * (1 + 1e-9), (seed, float(ch.elb[i]), least, least_model)
-                # floor_cut says so against a best a hair below the bound, not against one above it
+                assert bound <= least_model * (1 + 1e-9), (seed, node.depth, float(ch.elb[i]), least, least_model)
                 best = (int(ch.clb[i]), bound * (1 - 1e-6))
                 assert tree.floor_cut(ch, i, node, best, obj)
                 assert not tree.floor_cut(ch, i, node, (best[0], bound * 1.01), obj)
                 checked += 1
                 floored += least > 0
                 tight += least > 0 and float(ch.elb[i]) + 2 * least > least_model
-    assert checked >= 300 and floored >= 100 and tight >= 20, (checked, floored, tight)
+    assert checked >= 300 and floored >= 100 and tight >= 20 and inner >= 20 and orders >= 20, \
+        (checked, floored, tight, inner, orders)
+
+
+def _least_leaf(tree, arch, work, energy, node) -> float:
+    """The model's least energy over every leaf of last-level ``node``, in every order and spatial
+    order each stands for (inf: none fits)."""
+    rows = tree._rows(node, *tree._combos(node))
+    if rows is None:
+        return math.inf
+    row, oid, leaf_orders, _ = tree._leaf_orders(rows)
+    least = math.inf
+    for k in range(len(row)):
+        base = tree._leaf_choice(node, rows, int(row[k]), leaf_orders[oid[k]])
+        for loops in itertools.product(*(tree.space.expansions[L][c[3]] for L, c in enumerate(base))):
+            for mapping in _spatial_orders(tree, base, loops):
+                try:
+                    least = min(least, evaluate(arch, work, tree.mapping(mapping), energy).energy_pJ)
+                except MappingError:
+                    continue
+    return least

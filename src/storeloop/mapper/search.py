@@ -412,6 +412,9 @@ class _DFS:
                 continue
             if ahead is None:
                 node = self.tree.child(ch, i)
+                if self.best is not None and self.tree.floor_cut(ch, i, node, self.key(), self.obj):
+                    self.tree.stats["pruned_bound"] += 1
+                    continue
             else:
                 if i not in ahead:
                     if self.tree.exact is not None and primed:     # (left in ahead: cut before their turn)

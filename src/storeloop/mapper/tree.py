@@ -1672,6 +1672,9 @@ class Tree(BelowBounds):
         if best is None or not self.windowed or self.split is not None or self.exact is None or n.pending:
             return False
         clb, elb = ch.clb[i], ch.elb[i]
+        if n.depth < self.nlev - 1:        # above the last level: the pairs down to n's level, every order
+            return n.depth > 0 and bool(objective.dominated(
+                clb, elb + self._least_send_floor(n, self._send_terms(n, first=False)) * SAFE, best))
         memo = (ch.sends, int(ch.row[i]))
         sends = self._send_terms(n, memo=memo)
         least = self._least_send_floor(n, sends)
@@ -1702,7 +1705,7 @@ class Tree(BelowBounds):
         that level's own walk times the temporal factors above L: a walk starts from the steps
         of the loops below L (a sum, whatever their order) and each loop's stride is the same
         in every order (one loop per dimension a level), so only L's own order moves L's term."""
-        lv, base = self.nlev - 1, n.choice
+        lv, base = n.depth, n.choice
         first = self.first_orders if first is None else first     # (the first orders only)
         orders = [self.space.expansions[L][c[3]][:1 if first else None] for L, c in enumerate(base)]
         masks = [c[4] for c in base] + [n.keep]
@@ -1840,8 +1843,10 @@ class Tree(BelowBounds):
         of the levels above the last, from their pieces (:meth:`_send_terms`, or ``sends``). The
         orders of every level but the last two are enumerated; the one just above the last level
         is taken at its least per pair (the only pair it moves is the one into the last level,
-        and a floor only grows with the words), which is exact on one windowed tensor."""
-        lv = self.nlev - 1
+        and a floor only grows with the words), which is exact on one windowed tensor. Of a node
+        above the last level, the same over the pairs of keepers down to its own level, whose
+        sends every mapping below it makes (:meth:`floor_cut`)."""
+        lv = n.depth
         orders, pairs = sends or self._send_terms(n)
         least = math.inf
         for up in itertools.product(*(range(len(o)) for o in orders[:lv - 1])):
