@@ -64,7 +64,7 @@ import numpy as np
 from storeloop.errors import MappingError
 from storeloop.mapper.objective import Objective
 from storeloop.mapper.space import MapSpace, divisors
-from storeloop.mapper.tree import EXACT_COST, Tree
+from storeloop.mapper.tree import Tree
 from storeloop.model.fast import FastModel
 from storeloop.model.heap import single_blas_thread, tune_malloc
 from storeloop.ir import Mapping
@@ -427,10 +427,9 @@ class _DFS:
                            if self.best is None or not self.tree.cut(ch.clb[j], ch.elb[j], key, self.obj, note=False)]
                     ahead = {j: self.tree.child(ch, j) for j in nxt}
                     primed = len(ahead)
-                    for j, nd in ahead.items():      # (a window's: those its leaves' least send floor rules out,
-                        if self.tree.floor_cut(ch, j, nd, key, self.obj):    # each counted as one exact leaf)
-                            nd.leaf = (EXACT_COST, 0, ())
-                            self.tree.stats["floored_nodes"] = self.tree.stats.get("floored_nodes", 0) + 1
+                    for j, nd in ahead.items():      # (a window's: those its leaves' least send floor rules out)
+                        if self.tree.floor_cut(ch, j, nd, key, self.obj):
+                            nd.leaf = (self.tree.floored_count(nd), 0, ())
                     self.tree.prefetch(list(ahead.values()), self.obj)
                 node = ahead.pop(i)
             self.visit(node)

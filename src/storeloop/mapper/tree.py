@@ -1688,6 +1688,18 @@ class Tree(BelowBounds):
         n.floors = n.floors[:2] + (every, least_all)
         return bool(objective.dominated(clb, elb + least_all * SAFE, best))
 
+    def floored_count(self, n: Node) -> int:
+        """The candidates a last-level node that :meth:`floor_cut` ruled out counts: one of its
+        leaves floored in every order above the last level that it stands for, and every spatial
+        order there (:meth:`_exact_leaves` counts each leaf it floors so, times its last level's
+        orders), so that the budget and the 'converged' rule see about the work they saw when its
+        leaves were floored one by one (counting the node as one candidate, they saw the walk
+        slow down and held conv3_x's for a time its retry then lacked)."""
+        uppers = 1 if self.first_orders else math.prod(len(self.space.expansions[L][c[3]]) for L, c in enumerate(n.choice))
+        spared = math.prod(math.factorial(len(self._spatial_dims(c))) for c in n.choice)
+        self.stats["floored"] = self.stats.get("floored", 0) + uppers * spared
+        return EXACT_COST * uppers * spared
+
     def top_key(self, ch: Children, i: int) -> tuple:
         """What identifies the root's child ``i`` in any walk (its row's factors, order and keep
         mask; the root's children differ in those alone)."""
