@@ -1659,9 +1659,11 @@ class Tree(BelowBounds):
         return out
 
     def floor_cut(self, ch: Children, i: int, n: Node, best: tuple | None, objective) -> bool:
-        """Whether ``n``, the last-level node of child ``i`` of ``ch``, loses to ``best`` once the
-        least send floor of its leaves (:meth:`_least_send_floor`) is added to the child's bound:
-        then neither its rows nor its leaves are built. Every leaf's price is at least the bound
+        """Whether ``n``, the node of child ``i`` of ``ch``, loses to ``best`` once the least send
+        floor of its leaves (:meth:`_least_send_floor`) is added to the child's bound: then a
+        last-level node's rows and leaves are not built, and a node above the last level is not
+        expanded (its floor: the pairs of keepers down to its level, which every mapping below it
+        moves, over every order). Every leaf's price is at least the bound
         (which counts a windowed tensor's reads at each keeper as the node does, the counts its
         floors are in excess of), and the model charges each of its orders at least its price plus
         the floor, so at least the bound plus the least floor. A first walk also needs the floor
@@ -1672,9 +1674,9 @@ class Tree(BelowBounds):
         if best is None or not self.windowed or self.split is not None or self.exact is None or n.pending:
             return False
         clb, elb = ch.clb[i], ch.elb[i]
-        if n.depth < self.nlev - 1:        # above the last level: the pairs down to n's level, every order
-            return n.depth > 0 and bool(objective.dominated(
-                clb, elb + self._least_send_floor(n, self._send_terms(n, first=False)) * SAFE, best))
+        if n.depth < self.nlev - 1:
+            return bool(objective.dominated(clb, elb + self._least_send_floor(n, self._send_terms(n, first=False))
+                                            * SAFE, best))
         memo = (ch.sends, int(ch.row[i]))
         sends = self._send_terms(n, memo=memo)
         least = self._least_send_floor(n, sends)
@@ -1693,9 +1695,10 @@ class Tree(BelowBounds):
         leaves floored in every order above the last level that it stands for, and every spatial
         order there (:meth:`_exact_leaves` counts each leaf it floors so, times its last level's
         orders), so that the budget and the 'converged' rule see about the work they saw when its
-        leaves were floored one by one (counting the node as one candidate, they saw the walk
-        slow down and held conv3_x's for a time its retry then lacked)."""
-        uppers = 1 if self.first_orders else math.prod(len(self.space.expansions[L][c[3]]) for L, c in enumerate(n.choice))
+        leaves were floored one by one (counting the node as one exact leaf, they saw the walk
+        slow down and held conv3_x's for 10-20 s more, which its retry then lacked)."""
+        uppers = 1 if self.first_orders else \
+            math.prod(len(self.space.expansions[L][c[3]]) for L, c in enumerate(n.choice))
         spared = math.prod(math.factorial(len(self._spatial_dims(c))) for c in n.choice)
         self.stats["floored"] = self.stats.get("floored", 0) + uppers * spared
         return EXACT_COST * uppers * spared
@@ -1709,8 +1712,9 @@ class Tree(BelowBounds):
 
     def _send_terms(self, n: Node, first: bool | None = None, memo: tuple | None = None) -> tuple[list, list]:
         """The send floors of last-level node ``n``'s leaves (:meth:`_send_floor`) in pieces, one
-        per level, without a mapping per order: per level above the last, the loop orders its
-        choice in ``n.choice`` stands for; per pair of keepers of a windowed tensor, (its box, the
+        per level, without a mapping per order (of a node above the last level, those of the pairs
+        of keepers down to its level; ``memo``: :meth:`_pair_terms`'): per level above ``n``'s, the
+        loop orders its choice in ``n.choice`` stands for; per pair of keepers of a windowed tensor, (its box, the
         parent's pJ per word read, its block, the reads the node counted there, per level L
         above the child: L's term per order of L). A pair's sends
         (:func:`storeloop.model.nest.send_floors`) are its box plus, per level L above the child,
@@ -1727,17 +1731,16 @@ class Tree(BelowBounds):
             for pl, child in zip(keepers, keepers[1:]):
                 got = self._pair_terms(n, t, pl, child, first, memo)
                 if got is not None:         # (no box: no floor, as send_floors)
-                    pairs.append(got + (float(self.costs[pl].read_pJ) * float(n.util[pl]),
-                                        self.arch.levels[pl].block_size, int(n.cnt[pl, t, RD])))
-        return orders, [(box, pj, block, had, terms, (t, pl, child))
-                        for (box, terms, t, pl, child, pj, block, had) in pairs]
+                    pairs.append((got[0], float(self.costs[pl].read_pJ) * float(n.util[pl]),
+                                  self.arch.levels[pl].block_size, int(n.cnt[pl, t, RD]), got[1], (t, pl, child)))
+        return orders, pairs
 
     def _pair_terms(self, n: Node, t: int, pl: int, child: int, first: bool, memo: tuple | None = None) -> tuple | None:
         """:meth:`_send_terms`' box and per-level terms of the keepers ``pl`` over ``child`` of
-        windowed tensor ``t`` (with ``t``, ``pl``, ``child``), or None where the children's tiles
-        form no box. They depend only on the child keeper's tile and the levels above it: with
-        ``memo`` (a dict shared by the siblings of ``n``, the row of ``n`` among them), kept there,
-        per row where the child keeper is the last level, and once for all of them above it."""
+        windowed tensor ``t``, or None where the children's tiles form no box. They depend only on
+        the child keeper's tile and the levels above it: with ``memo`` (a dict shared by the
+        siblings of ``n``, the row of ``n`` among them), kept there, per row where the child keeper
+        is the last level, and once for all of them above it."""
         key = None
         if memo is not None:
             key = (t, pl, child, first, memo[1] if child == self.nlev - 1 else None)
@@ -1769,7 +1772,7 @@ class Tree(BelowBounds):
                 terms[L] = [w * outer for w in _level_walks(dims, step, inward, extents, box)]
                 for _, _, st in step:
                     inward = tuple(x + y for x, y in zip(inward, st))
-            out = (box, terms, t, pl, child)
+            out = (box, terms)
         if key is not None:
             memo[0][key] = out
         return out
