@@ -1031,44 +1031,38 @@ def test_a_last_level_nodes_least_send_floor_is_the_least_over_the_orders_above(
     levels or fewer, and is at most it on deeper ones (the level just above the last taken at its
     least per pair, the others enumerated). Each order's floor from the same pieces
     (Tree._order_send_floor, which the exact leaves use) equals Tree._send_floor's."""
-    from storeloop.ir.constraints import Constraints
-    from storeloop.mapper import _prepare
     from storeloop.mapper.objective import Objective
     from tests.test_uneven_mapper import random_walk
 
     obj, checked, nonzero, deeper = Objective("delay,energy"), 0, 0, 0
-    for seed in range(30):
-        for arch, work, energy in (window_case(seed)[:3], _refill_case(seed)):
-            tree = _prepare(arch, work, energy, Constraints(), False).tree
-            if tree.exact is None or not tree.windowed:
+    for seed, arch, work, energy, tree in _windowed_trees(30):
+        for _, _, _, _, node in random_walk(tree, obj, seed, 60, tree.nlev - 2, True):
+            rows = None if node.depth != tree.nlev - 1 else tree._rows(node, *tree._combos(node))
+            if rows is None:
                 continue
-            for _, _, _, _, node in random_walk(tree, obj, seed, 60, tree.nlev - 2, True):
-                rows = None if node.depth != tree.nlev - 1 else tree._rows(node, *tree._combos(node))
-                if rows is None:
-                    continue
-                row, oid, leaf_orders, _ = tree._leaf_orders(rows)
-                base = tree._leaf_choice(node, rows, int(row[0]), leaf_orders[oid[0]])
-                orders = [tree.space.expansions[L][c[3]] for L, c in enumerate(base)]
-                each = [tree._send_floor(node, tree.mapping(tuple(c[:3] + (o,) + c[4:] for c, o in
-                                                                  zip(base, up + (orders[-1][0],)))))
-                        for up in itertools.product(*orders[:-1])]
-                want = min(each)
-                got = tree._least_send_floor(node)
-                # and per order, from the same pieces (Tree._exact_leaves' floor of each order)
-                orders_above, pairs = tree._send_terms(node)
-                assert [tree._order_send_floor(pairs, up) for up in
-                        itertools.product(*(range(len(o)) for o in orders_above))] == pytest.approx(each, rel=1e-12,
-                                                                                                 abs=1e-9)
-                assert got <= want * (1 + 1e-12) + 1e-9, f"seed {seed}: {got} above {want}\n{work}\n{arch}"
-                if tree.nlev <= 3:
-                    assert got == pytest.approx(want, rel=1e-12, abs=1e-9), f"seed {seed}\n{work}\n{arch}"
-                checked += 1
-                nonzero += want > 0
-                deeper += tree.nlev > 3
+            row, oid, leaf_orders, _ = tree._leaf_orders(rows)
+            base = tree._leaf_choice(node, rows, int(row[0]), leaf_orders[oid[0]])
+            orders = [tree.space.expansions[L][c[3]] for L, c in enumerate(base)]
+            each = [tree._send_floor(node, tree.mapping(tuple(c[:3] + (o,) + c[4:] for c, o in
+                                                              zip(base, up + (orders[-1][0],)))))
+                    for up in itertools.product(*orders[:-1])]
+            want = min(each)
+            got = tree._least_send_floor(node)
+            # and per order, from the same pieces (Tree._exact_leaves' floor of each order)
+            orders_above, pairs = tree._send_terms(node)
+            assert [tree._order_send_floor(pairs, up) for up in
+                    itertools.product(*(range(len(o)) for o in orders_above))] == pytest.approx(each, rel=1e-12,
+                                                                                             abs=1e-9)
+            assert got <= want * (1 + 1e-12) + 1e-9, f"seed {seed}: {got} above {want}\n{work}\n{arch}"
+            if tree.nlev <= 3:
+                assert got == pytest.approx(want, rel=1e-12, abs=1e-9), f"seed {seed}\n{work}\n{arch}"
+            checked += 1
+            nonzero += want > 0
+            deeper += tree.nlev > 3
     assert checked >= 600 and nonzero >= 300 and deeper >= 100, (checked, nonzero, deeper)
 
 
-def test_a_node_cut_by_its_send_floor_stays_below_its_subtree(monkeypatch):
+def test_a_node_cut_by_its_send_floor_stays_below_its_subtree():
     """Tree.floor_cut rules a node out where its bound from the parent's expansion plus the least
     send floor of the pairs of keepers down to its level (Tree._least_send_floor) cannot win: a
     last-level node before its rows and leaves are built, a node above it before it is expanded.
@@ -1079,50 +1073,58 @@ def test_a_node_cut_by_its_send_floor_stays_below_its_subtree(monkeypatch):
     keeper as the node does, the counts the floor is in excess of). A sum that counts the floor
     twice fails it; floor_cut cuts against a best a hair below the sum and not against one above,
     and in a first walk (Tree.first_orders) not by the first orders' floor alone."""
-    from storeloop.ir.constraints import Constraints
-    from storeloop.mapper import _prepare
     from tests.test_uneven_mapper import _least_below, random_walk
 
     obj, checked, floored, tight, inner, orders = Objective("delay,energy"), 0, 0, 0, 0, 0
-    for seed in range(40):
-        for arch, work, energy in (window_case(seed)[:3], _refill_case(seed)):
-            tree = _prepare(arch, work, energy, Constraints(), False).tree
-            if tree.exact is None or not tree.windowed:
+    for seed, arch, work, energy, tree in _windowed_trees(40):
+        for _, ch, i, _, node in random_walk(tree, obj, seed, 40, tree.nlev - 2, True):
+            if node.depth == 0:
                 continue
-            for _, ch, i, _, node in random_walk(tree, obj, seed, 40, tree.nlev - 2, True):
-                if node.depth == 0:
-                    continue
-                if node.depth < tree.nlev - 1:
-                    found = _least_below(tree, node, Objective("energy"))
-                    least_model = math.inf if found is None else found[1]
-                    least = tree._least_send_floor(node, tree._send_terms(node, first=False))
-                    inner += least > 0
-                else:
-                    least_model = _least_leaf(tree, arch, work, energy, node)
-                    least = tree._least_send_floor(node)
-                    # a first walk (leaves in their first orders only) cuts a node by its first
-                    # orders' floor only where every order's floor cuts it too, unless its
-                    # top-level subtree already has a leaf whose other orders may win
-                    first = tree._least_send_floor(node, tree._send_terms(node, first=True))
-                    if least < first * (1 - 1e-6):
-                        tree.first_orders, between = True, (int(ch.clb[i]), float(ch.elb[i]) + (least + first) / 2)
-                        assert not tree.floor_cut(ch, i, node, between, obj)
-                        tree.open_orders = True
-                        assert tree.floor_cut(ch, i, node, between, obj)
-                        tree.first_orders = tree.open_orders = False
-                        orders += 1
-                if not math.isfinite(least_model):
-                    continue
-                bound = float(ch.elb[i]) + least
-                assert bound <= least_model * (1 + 1e-9), (seed, node.depth, float(ch.elb[i]), least, least_model)
-                best = (int(ch.clb[i]), bound * (1 - 1e-6))
-                assert tree.floor_cut(ch, i, node, best, obj)
-                assert not tree.floor_cut(ch, i, node, (best[0], bound * 1.01), obj)
-                checked += 1
-                floored += least > 0
-                tight += least > 0 and float(ch.elb[i]) + 2 * least > least_model
+            if node.depth < tree.nlev - 1:
+                found = _least_below(tree, node, Objective("energy"))
+                least_model = math.inf if found is None else found[1]
+                least = tree._least_send_floor(node, tree._send_terms(node, first=False))
+                inner += least > 0
+            else:
+                least_model = _least_leaf(tree, arch, work, energy, node)
+                least = tree._least_send_floor(node)
+                # a first walk (leaves in their first orders only) cuts a node by its first
+                # orders' floor only where every order's floor cuts it too, unless its
+                # top-level subtree already has a leaf whose other orders may win
+                first = tree._least_send_floor(node, tree._send_terms(node, first=True))
+                if least < first * (1 - 1e-6):
+                    tree.first_orders, between = True, (int(ch.clb[i]), float(ch.elb[i]) + (least + first) / 2)
+                    assert not tree.floor_cut(ch, i, node, between, obj)
+                    tree.open_orders = True
+                    assert tree.floor_cut(ch, i, node, between, obj)
+                    tree.first_orders = tree.open_orders = False
+                    orders += 1
+            if not math.isfinite(least_model):
+                continue
+            bound = float(ch.elb[i]) + least
+            assert bound <= least_model * (1 + 1e-9), (seed, node.depth, float(ch.elb[i]), least, least_model)
+            best = (int(ch.clb[i]), bound * (1 - 1e-6))
+            assert tree.floor_cut(ch, i, node, best, obj)
+            assert not tree.floor_cut(ch, i, node, (best[0], bound * 1.01), obj)
+            checked += 1
+            floored += least > 0
+            tight += least > 0 and float(ch.elb[i]) + 2 * least > least_model
     assert checked >= 300 and floored >= 100 and tight >= 20 and inner >= 20 and orders >= 20, \
         (checked, floored, tight, inner, orders)
+
+
+def _windowed_trees(seeds: int):
+    """(seed, arch, workload, energy, tree) of the file's two kinds of random windowed problem
+    (:func:`window_case`, :func:`_refill_case`) for each of the first ``seeds`` seeds, where the
+    tree keeps a window."""
+    from storeloop.ir.constraints import Constraints
+    from storeloop.mapper import _prepare
+
+    for seed in range(seeds):
+        for arch, work, energy in (window_case(seed)[:3], _refill_case(seed)):
+            tree = _prepare(arch, work, energy, Constraints(), False).tree
+            if tree.exact is not None and tree.windowed:
+                yield seed, arch, work, energy, tree
 
 
 def _least_leaf(tree, arch, work, energy, node) -> float:
