@@ -264,7 +264,10 @@ def test_the_full_walk_skips_only_what_the_first_walk_settled(monkeypatch):
     arch, work, energy, objective, _ = window_case(16)
     out = map_workload(arch, work, energy, objective=objective, budget=10 ** 9, converge=False, energy_gap=0.0)
     assert out.search["stopped"] == "optimal" and out.search["settled_subtrees"] > 0
-    assert f"{out.search['settled_subtrees']:,} top-level subtrees settled" in map_report(out, arch, work)
+    text = map_report(out, arch, work)
+    assert f"{out.search['settled_subtrees']:,} top-level subtrees settled" in text
+    # (and the last-level nodes its send floor ruled out before they were built: Tree.floor_cut)
+    assert out.search["floored_nodes"] > 0 and f"{out.search['floored_nodes']:,} last-level nodes" in text
 
 
 
@@ -826,7 +829,7 @@ def test_a_windowed_search_priced_ahead_goes_as_one_priced_node_by_node(seed, mo
     monkeypatch.setattr(Tree, "prefetch", lambda self, nodes, objective: None)
     alone = map_workload(arch, work, energy, objective=objective, energy_gap=0.0, converge=False)
     assert ahead.search["exact_leaves"] > 50
-    for k in ("candidates", "exact_leaves", "floored_leaves", "priced_out_leaves", "stopped"):
+    for k in ("candidates", "exact_leaves", "floored_leaves", "floored_nodes", "priced_out_leaves", "stopped"):
         assert ahead.search[k] == alone.search[k], k
     assert (ahead.result.cycles, ahead.result.energy_pJ) == (alone.result.cycles, alone.result.energy_pJ)
     assert ahead.mapping == alone.mapping

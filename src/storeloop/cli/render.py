@@ -133,7 +133,8 @@ def map_report(out, arch: Arch, workload, written: str | None = None) -> str:
                                       else "the best pads nothing"))
     if "windows" in s["space"]:
         lines.append(f"sliding windows: {s['space']['windows']}; {s['exact_leaves']:,} leaves priced by the model, "
-                     f"{s.get('floored_leaves', 0):,} ruled out by their windows' sends and "
+                     f"{s.get('floored_leaves', 0):,} ruled out by their windows' sends (and "
+                     f"{s.get('floored_nodes', 0):,} last-level nodes with all their leaves) and "
                      f"{s.get('priced_out_leaves', 0):,} by their own order's surrogate price"
                      + (f"; {s['settled_subtrees']:,} top-level subtrees settled by the walk over first orders, "
                         "not walked again" if s.get("settled_subtrees") else ""))

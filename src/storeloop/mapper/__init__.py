@@ -239,6 +239,7 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
                                       "the windowed tensors' true tiles, slides and wraps (docs/bounds.md)")
         report["exact_leaves"] = int(found.stats.get("exact", 0))
         report["floored_leaves"] = int(found.stats.get("floored", 0))   # bounded out by their windows' sends
+        report["floored_nodes"] = int(found.stats.get("floored_nodes", 0))   # ... every leaf of a node at once
         report["priced_out_leaves"] = int(found.stats.get("priced_out", 0))   # ... by their own surrogate price
         # top-level subtrees the walk over every order skipped: its first walk had settled them
         report["settled_subtrees"] = int(found.stats.get("settled", 0))

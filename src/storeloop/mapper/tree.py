@@ -1700,7 +1700,7 @@ class Tree(BelowBounds):
         uppers = 1 if self.first_orders else \
             math.prod(len(self.space.expansions[L][c[3]]) for L, c in enumerate(n.choice))
         spared = math.prod(math.factorial(len(self._spatial_dims(c))) for c in n.choice)
-        self.stats["floored"] = self.stats.get("floored", 0) + uppers * spared
+        self.stats["floored_nodes"] = self.stats.get("floored_nodes", 0) + 1
         return EXACT_COST * uppers * spared
 
     def top_key(self, ch: Children, i: int) -> tuple:
