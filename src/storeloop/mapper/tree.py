@@ -38,6 +38,8 @@ RD, FL, UP = 0, 1, 2
 # a leaf priced by the reference model (a sliding window's exact leaves) counts as this many
 # candidates against a budget: its cost is about a thousand bounded candidates'
 EXACT_COST = 1000
+# the levels' walks Tree._pair_terms keeps (cleared when it holds this many)
+WALK_CACHE = 1 << 16
 CARTESIAN_CACHE = 2_000_000      # rows of temporal factor combinations a tree keeps for reuse
 CHUNK_ROWS = 250_000             # (factors, order) rows of one level bounded at once
 MAX_CHILDREN = 2_000_000         # children an expansion keeps (the best bounds); the rest are cut
@@ -100,13 +102,12 @@ def cartesian(lists: list[list[int]]) -> np.ndarray:
     return out
 
 
-@functools.lru_cache(maxsize=1 << 16)
 def _level_walks(orders: tuple, step: tuple, inward: tuple, extents: tuple, box: int) -> tuple[int, ...]:
     """One level's share of a pair of keepers' sends (:meth:`Tree._least_send_floor`), per order of
     its temporal loops (``orders``: each a tuple of their dimensions, outer first): its loops
     (dimension, factor, step along each rank) walked innermost first from ``inward`` (the steps of
-    the loops below it), as :func:`storeloop.model.nest.send_walk`. Cached: sibling nodes share
-    most levels' loops."""
+    the loops below it), as :func:`storeloop.model.nest.send_walk`. Cached by :meth:`Tree._pair_terms`
+    (sibling nodes share most levels' loops)."""
     by = {d: (f, st) for d, f, st in step}
     return tuple(nest.send_walk([by[d] for d in reversed(ds)], inward, extents, box) for ds in orders)
 
@@ -366,6 +367,7 @@ class Tree(BelowBounds):
         self._dims_of: dict = {}           # (level, order) -> its loops' dimensions (Tree._order_dims)
         self._looped: dict = {}            # Tree._looped_orders
         self._boxes: dict = {}             # Tree._send_box
+        self._walks: dict = {}             # the levels' walks of Tree._pair_terms
         # the energy gap the search may leave (lexicographic objective): a subtree whose energy
         # bound is within it of the best's, at the best's cycles, is cut (:meth:`cut`); per best
         # cycles, the least energy bound so cut
@@ -1768,8 +1770,14 @@ class Tree(BelowBounds):
                 outer //= math.prod(tf[L])              # (the temporal factors above L)
                 step = tuple((d, tf[L][d], tuple(c * (inner[L][d] // tf[L][d]) for c in coef[d]) if d in coef
                               else zero) for d in range(D) if tf[L][d] > 1)
-                dims = self._looped_orders(L, base[L][3], first, base[L][0])
-                terms[L] = [w * outer for w in _level_walks(dims, step, inward, extents, box)]
+                at, dims = self._looped_orders(L, base[L][3], first, base[L][0])
+                walk = (at, step, inward, extents, box)      # (the orders by their small key)
+                walks = self._walks.get(walk)
+                if walks is None:
+                    if len(self._walks) >= WALK_CACHE:
+                        self._walks.clear()
+                    walks = self._walks[walk] = _level_walks(dims, step, inward, extents, box)
+                terms[L] = [w * outer for w in walks]
                 for _, _, st in step:
                     inward = tuple(x + y for x, y in zip(inward, st))
             out = (box, terms)
@@ -1778,16 +1786,16 @@ class Tree(BelowBounds):
         return out
 
     def _looped_orders(self, L: int, choice_order: int, first: bool, tf: np.ndarray) -> tuple:
-        """Per loop order that level L's order ``choice_order`` stands for (the first only with
-        ``first``), its loops' dimensions outer first, those of factor 1 left out. Cached: sibling
-        nodes share most of them."""
+        """(A small key for them, and) per loop order that level L's order ``choice_order`` stands
+        for (the first only with ``first``), its loops' dimensions outer first, those of factor 1
+        left out. Cached: sibling nodes share most of them."""
         looped = tuple(int(x) > 1 for x in tf)
         key = (L, choice_order, first, looped)
         out = self._looped.get(key)
         if out is None:
             orders = self.space.expansions[L][choice_order][:1 if first else None]
             out = self._looped[key] = tuple(tuple(d for d in self._order_dims(L, o) if looped[d]) for o in orders)
-        return out
+        return key, out
 
     def _send_box(self, t: int, spans: tuple, split: tuple) -> tuple | None:
         """:func:`storeloop.model.nest.send_box` of windowed tensor ``t``, cached (``split``: the
