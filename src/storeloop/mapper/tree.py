@@ -1665,10 +1665,10 @@ class Tree(BelowBounds):
         floor of its leaves (:meth:`_least_send_floor`) is added to the child's bound: then a
         last-level node's rows and leaves are not built, and a node above the last level is not
         expanded (its floor: the pairs of keepers down to its level, which every mapping below it
-        moves, over every order). Every leaf's price is at least the bound
-        (which counts a windowed tensor's reads at each keeper as the node does, the counts its
-        floors are in excess of), and the model charges each of its orders at least its price plus
-        the floor, so at least the bound plus the least floor. A first walk also needs the floor
+        moves, over every order). Every leaf's price is at least the bound (which counts a
+        windowed tensor's reads at each keeper as the node does, the counts its floors are in
+        excess of), and the model charges each of its orders at least its price plus the floor,
+        so at least the bound plus the least floor. A first walk also needs the floor
         over every order to rule the node out, unless the top-level subtree already has a leaf
         whose other orders may win (:attr:`open_orders`); where it does not, the leaves decide
         (:meth:`_exact_leaves`). The floors computed are kept for the leaves (``Node.floors``);
@@ -1698,7 +1698,8 @@ class Tree(BelowBounds):
         order there (:meth:`_exact_leaves` counts each leaf it floors so, times its last level's
         orders), so that the budget and the 'converged' rule see about the work they saw when its
         leaves were floored one by one (counting the node as one exact leaf, they saw the walk
-        slow down and held conv3_x's for 10-20 s more, which its retry then lacked)."""
+        slow down and held conv3_x's 'converged' until 10-20 s instead of under 10 s, time its
+        retry then lacked)."""
         uppers = 1 if self.first_orders else \
             math.prod(len(self.space.expansions[L][c[3]]) for L, c in enumerate(n.choice))
         spared = math.prod(math.factorial(len(self._spatial_dims(c))) for c in n.choice)
