@@ -1542,7 +1542,6 @@ class Tree(BelowBounds):
         floored = self.windowed and self.split is None
         every, least_all = [], []  # a first walk's: the pieces over every order above the last, their least floor
         if n.floors is not None:   # (computed by floor_cut)
-            sends.extend(n.floors[0])
             least = n.floors[1]
             if n.floors[2] is not None:
                 every.extend(n.floors[2])
@@ -1550,7 +1549,9 @@ class Tree(BelowBounds):
 
         def pieces() -> tuple:     # (the orders above the last level, the pairs' pieces, each order's index)
             if not sends:
-                if every:          # (a first walk's first orders: the first of every order's pieces)
+                if n.floors is not None:
+                    orders_above, pairs = n.floors[0]
+                elif every:        # (a first walk's first orders: the first of every order's pieces)
                     orders_above = [os[:1] for os in every[0]]
                     pairs = [p[:4] + ({L: terms[:1] for L, terms in p[4].items()},) + p[5:] for p in every[1]]
                 else:
@@ -1682,7 +1683,7 @@ class Tree(BelowBounds):
         memo = (ch.sends, int(ch.row[i]))
         sends = self._send_terms(n, memo=memo)
         least = self._least_send_floor(n, sends)
-        n.floors = (sends + ([{o: k for k, o in enumerate(os)} for os in sends[0]],), least, None, None)
+        n.floors = (sends, least, None, None)
         if not objective.dominated(clb, elb + least * SAFE, best):
             return False
         if not self.first_orders or self.open_orders:
