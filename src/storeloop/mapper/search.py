@@ -425,11 +425,13 @@ class _DFS:
                     key = self.key()
                     nxt = [j for j in idx[k:k + batch]
                            if self.best is None or not self.tree.cut(ch.clb[j], ch.elb[j], key, self.obj, note=False)]
-                    ahead = {j: self.tree.child(ch, j) for j in nxt}
+                    # a window's: those its leaves' least send floor rules out, most before they are built
+                    ahead = self.tree.floor_cuts(ch, nxt, key, self.obj) if self.best is not None else {}
+                    ahead = {j: ahead.get(j) or self.tree.child(ch, j) for j in nxt}
                     primed = len(ahead)
-                    for j, nd in ahead.items():      # (a window's: those its leaves' least send floor rules out)
-                        if self.tree.floor_cut(ch, j, nd, key, self.obj):
-                            nd.leaf = (self.tree.floored_count(nd), 0, ())
+                    for j, nd in ahead.items():
+                        if nd.leaf is None and self.tree.floor_cut(ch, j, nd, key, self.obj):
+                            nd.leaf = (self.tree.floored_count(nd.choice), 0, ())
                     self.tree.prefetch(list(ahead.values()), self.obj)
                 node = ahead.pop(i)
             self.visit(node)

@@ -112,6 +112,29 @@ def _level_walks(orders: tuple, step: tuple, inward: tuple, extents: tuple, box:
     return tuple(nest.send_walk([by[d] for d in reversed(ds)], inward, extents, box) for ds in orders)
 
 
+def _blocks_over(words: np.ndarray, had, block: int) -> np.ndarray:
+    """:func:`_blocks_beyond` of arrays."""
+    return np.where(words > had, -(-words // block) + (-had // block), 0)
+
+
+def _send_walks(perms: np.ndarray, tf: np.ndarray, step: np.ndarray, inward: np.ndarray, ext: np.ndarray,
+           box: np.ndarray) -> np.ndarray:
+    """:func:`storeloop.model.nest.send_walk` of many (loops, start) at once: row k walks the loops
+    of dimensions ``perms[k]`` (innermost first) of factors ``tf[k]`` and steps ``step[k]`` (per
+    dimension, per rank) from ``inward[k]``, over a box of extents ``ext[k]`` (words ``box[k]``)."""
+    k = np.arange(len(perms))
+    words = np.zeros(len(perms), np.int64)
+    inward = inward.copy()
+    for pos in range(perms.shape[1]):
+        d = perms[:, pos]
+        f, st = tf[k, d], step[k, d]
+        shift = st - inward
+        inward += st
+        new = box - np.prod(np.maximum(ext - np.abs(shift), 0), axis=1)
+        words = words * f + (f - 1) * new
+    return words
+
+
 def _blocks_beyond(words: int, had: int, block: int) -> int:
     """The blocks of ``block`` words that reading ``words`` at a level takes beyond the ``had`` a
     node already counted there (:meth:`Tree._send_floor`)."""
@@ -249,6 +272,17 @@ class Node:
 
 
 @dataclass
+class Ruled:
+    """A last-level child that :meth:`Tree.floor_cuts` ruled out before it was built: all that the
+    walk's visit takes from a node priced ahead (``Node.leaf``: the candidates it counts)."""
+
+    depth: int
+    leaf: tuple
+    surrogate: None = None
+    pending: tuple = ()
+
+
+@dataclass
 class Children:
     """Survivors of one expansion, best lower bound first."""
 
@@ -368,6 +402,7 @@ class Tree(BelowBounds):
         self._looped: dict = {}            # Tree._looped_orders
         self._boxes: dict = {}             # Tree._send_box
         self._walks: dict = {}             # the levels' walks of Tree._pair_terms
+        self._padded_of: dict = {}         # Tree._row_level_orders' per key of Tree._looped_orders
         # the energy gap the search may leave (lexicographic objective): a subtree whose energy
         # bound is within it of the best's, at the best's cycles, is cut (:meth:`cut`); per best
         # cycles, the least energy bound so cut
@@ -1693,8 +1728,8 @@ class Tree(BelowBounds):
         n.floors = n.floors[:2] + (every, least_all)
         return bool(objective.dominated(clb, elb + least_all * SAFE, best))
 
-    def floored_count(self, n: Node) -> int:
-        """The candidates a last-level node that :meth:`floor_cut` ruled out counts: one of its
+    def floored_count(self, choice: tuple) -> int:
+        """The candidates a last-level node (its ``choice``) that :meth:`floor_cut` ruled out counts: one of its
         leaves floored in every order above the last level that it stands for, and every spatial
         order there (:meth:`_exact_leaves` counts each leaf it floors so, times its last level's
         orders), so that the budget and the 'converged' rule see about the work they saw when its
@@ -1702,10 +1737,146 @@ class Tree(BelowBounds):
         slow down and held conv3_x's 'converged' until 10-20 s instead of under 10 s, time its
         retry then lacked)."""
         uppers = 1 if self.first_orders else \
-            math.prod(len(self.space.expansions[L][c[3]]) for L, c in enumerate(n.choice))
-        spared = math.prod(math.factorial(len(self._spatial_dims(c))) for c in n.choice)
+            math.prod(len(self.space.expansions[L][c[3]]) for L, c in enumerate(choice))
+        spared = math.prod(math.factorial(len(self._spatial_dims(c))) for c in choice)
         self.stats["floored_nodes"] = self.stats.get("floored_nodes", 0) + 1
         return EXACT_COST * uppers * spared
+
+    def floor_cuts(self, ch: Children, idx: list[int], best: tuple, objective) -> dict:
+        """:meth:`floor_cut` of the last-level children ``idx`` of ``ch``, all at once and without
+        building their nodes: those it rules out, each as a :class:`Ruled` that counts as
+        :meth:`floored_count` of its choice. Their least send floors (:meth:`row_floors`) are the
+        ones :meth:`floor_cut` computes on each node; a child it leaves is built and weighed there
+        (which keeps its floors for its leaves). Empty where the floors need a node
+        (:meth:`row_floors`)."""
+        if not idx or best is None or not self.windowed or self.split is not None or self.exact is None:
+            return {}
+        least = self.row_floors(ch, idx, self.first_orders)
+        if least is None:
+            return {}
+        sel = np.asarray(idx, np.int64)
+        cut = objective.dominated(ch.clb[sel], ch.elb[sel] + least * SAFE, best)
+        if self.first_orders and not self.open_orders and cut.any():
+            every = self.row_floors(ch, list(sel[cut]), False)
+            cut[cut] = objective.dominated(ch.clb[sel[cut]], ch.elb[sel[cut]] + every * SAFE, best)
+        rows, m, out = ch.rows, ch.node, {}
+        for i in sel[cut].tolist():
+            j = int(ch.row[i])
+            choice = m.choice + ((rows["tf"][j], rows["sx"][j], rows["sy"][j], rows["perms"][rows["oid"][j]], m.keep,
+                                  None),)
+            out[i] = Ruled(m.depth + 1, (self.floored_count(choice), 0, ()))
+        return out
+
+    def row_floors(self, ch: Children, idx: list[int], first: bool) -> np.ndarray | None:
+        """Per last-level child in ``idx`` of ``ch``, :meth:`_least_send_floor` of its node with
+        :meth:`_send_terms`' pieces (``first``: in the first orders only), for all of them at once
+        from ``ch``'s rows: the pairs of keepers above the children's level are the parent's
+        (:meth:`_pair_terms` on it, shared as the nodes share them), and each child's pair into its
+        own level is walked for all the rows at once (:meth:`_row_pair_words`). None where a node
+        would weigh more than its rows say (pages, an SSD, pending layouts)."""
+        m = ch.node
+        lv = m.depth + 1
+        if lv != self.nlev - 1 or m.pending or self.pages or self.ssd is not None:
+            return None
+        rows, sel = ch.rows, np.asarray(idx, np.int64)
+        used, inv = np.unique(ch.row[sel], return_inverse=True)
+        inv = inv.reshape(-1)
+        orders = [self.space.expansions[L][c[3]][:1 if first else None] for L, c in enumerate(m.choice)]
+        ups = list(itertools.product(*(range(len(o)) for o in orders)))
+        ups = np.array(ups, np.int64).reshape(len(ups), lv - 1)
+        masks = [c[4] for c in m.choice] + [m.keep]
+        total = np.zeros((len(sel), len(ups)))
+        w_read = rows["w_read"] if "true" in rows else rows["arr"]
+        for t in self.windowed:
+            keepers = [L for L in range(lv) if masks[L] >> t & 1]
+            for pl, child in zip(keepers, keepers[1:]):     # (the parent's pairs: every child has them)
+                got = self._pair_terms(m, t, pl, child, first, (ch.sends, None))
+                if got is not None:
+                    box, terms = got
+                    words = box + sum(np.asarray(terms[L], np.int64)[ups[:, L]] for L in terms)
+                    total += _blocks_over(words, int(m.cnt[pl, t, RD]), self.arch.levels[pl].block_size)[None, :] \
+                        * (float(self.costs[pl].read_pJ) * float(m.util[pl]))
+            kept = (ch.mask[sel] >> t & 1).astype(bool)
+            if not keepers or not kept.any():
+                continue
+            pl = keepers[-1]
+            ok, words = self._row_pair_words(m, rows, used, t, pl, first, ups)
+            had = w_read[used, t].astype(np.int64) * rows["scat"][used, t].astype(np.int64)
+            extra = _blocks_over(words, had[:, None], self.arch.levels[pl].block_size) \
+                * (float(self.costs[pl].read_pJ) * float(m.util[pl]))
+            total += np.where((kept & ok[inv])[:, None], extra[inv], 0.0)
+        return total.min(axis=1)
+
+    def _row_pair_words(self, m: Node, rows: dict, used: np.ndarray, t: int, pl: int, first: bool,
+                        ups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For the children of ``m`` in ``rows[used]`` that keep windowed tensor ``t`` (under its
+        keeper ``pl``), whether their tiles form a box (:func:`storeloop.model.nest.send_box`) and
+        their pair's words per order ``ups`` of the levels above ``m``'s, ``m``'s own level's
+        term at its least over that level's orders: :meth:`_pair_terms` and
+        :meth:`_least_send_floor` for every row at once. A level's loops are walked
+        (:func:`storeloop.model.nest.send_walk`) for every (row, order) at once, each order as a
+        permutation of every dimension, the loops of factor 1 among them (they move nothing)."""
+        lv, D = m.depth + 1, self.D
+        ranks = self.exact.tensors[t].ranks
+        coef = np.zeros((D, len(ranks)), np.int64)
+        for d, cs in self._coefs[t].items():
+            coef[d] = cs
+        span = rows["rem"][used].astype(np.int64)
+        tf_r = rows["tf"][used].astype(np.int64)
+        fan_r = (rows["sx"][used] * rows["sy"][used]).astype(np.int64)
+        split = fan_r * np.prod([(c[1] * c[2]).astype(np.int64) for c in m.choice[pl:]] or [np.ones(D, np.int64)],
+                                axis=0)[None, :]
+        own = np.stack([sum(c * (span[:, d] - 1) for d, c in rank) + 1 for rank in ranks], axis=1)
+        ok = np.ones(len(used), bool)
+        for r, rank in enumerate(ranks):       # (send_box: no rank split along two dimensions, no gaps)
+            ok &= sum((split[:, d] > 1).astype(np.int64) for d, _ in rank) <= 1
+            for d, c in rank:
+                ok &= ~((split[:, d] > 1) & (c * span[:, d] > own[:, r]))
+        ext = np.stack([sum(c * (span[:, d] * split[:, d] - 1) for d, c in rank) + 1 for rank in ranks], axis=1)
+        box = np.prod(ext, axis=1)
+        R = len(used)
+        tfs = [np.broadcast_to(c[0].astype(np.int64), (R, D)) for c in m.choice] + [tf_r]
+        fans = [np.broadcast_to((c[1] * c[2]).astype(np.int64), (R, D)) for c in m.choice] + [fan_r]
+        outer = math.prod(int(x) for c in m.choice for x in c[0])
+        inner, inward = span, np.zeros((R, len(ranks)), np.int64)
+        words = box[:, None].astype(np.int64) + np.zeros((1, len(ups)), np.int64)
+        for L in range(lv - 1, -1, -1):             # innermost level first
+            outer //= math.prod(int(x) for x in m.choice[L][0]) if L < lv - 1 else 1
+            step = np.where((tfs[L] > 1)[:, :, None], (inner * fans[L])[:, :, None] * coef[None], 0)   # (R, D, ranks)
+            if L == lv - 1:
+                perms, owner = self._row_level_orders(L, rows, used, first)
+            else:
+                at = self._looped_orders(L, m.choice[L][3], first, m.choice[L][0])[1]
+                each = np.array([self._padded(o) for o in at], np.int64)
+                owner = np.repeat(np.arange(R), len(each))
+                perms = np.tile(each, (R, 1))
+            walked = _send_walks(perms, tfs[L][owner], step[owner], inward[owner], ext[owner], box[owner]) * outer
+            if L == lv - 1:
+                starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+                words = words + np.minimum.reduceat(walked, starts)[:, None]
+            else:
+                words = words + walked.reshape(R, -1)[:, ups[:, L]]
+            inward = inward + step.sum(axis=1)
+            inner = inner * tfs[L] * fans[L]
+        return ok, words
+
+    def _padded(self, dims: tuple) -> tuple:
+        """A level's loop order (``dims``: its looped dimensions, outer first) as a permutation of
+        every dimension innermost first, the others (factor 1) after."""
+        return tuple(reversed(dims)) + tuple(d for d in range(self.D) if d not in dims)
+
+    def _row_level_orders(self, L: int, rows: dict, used: np.ndarray, first: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Every (row, loop order it stands for) of level L's rows ``used``: the orders as
+        :meth:`_padded` permutations, and the row of each (grouped, rows in turn)."""
+        perms, owner = [], []
+        for k, j in enumerate(used.tolist()):
+            key = self._looped_orders(L, rows["perms"][rows["oid"][j]], first, rows["tf"][j])[0]
+            got = self._padded_of.get(key)
+            if got is None:
+                got = self._padded_of[key] = np.array([self._padded(o) for o in self._looped[key]], np.int64)
+            perms.append(got)
+            owner.append(np.full(len(got), k, np.int64))
+        return np.concatenate(perms), np.concatenate(owner)
 
     def top_key(self, ch: Children, i: int) -> tuple:
         """What identifies the root's child ``i`` in any walk (its row's factors, order and keep
