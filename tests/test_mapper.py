@@ -518,6 +518,40 @@ def test_converged_waits_while_the_walk_is_nearly_done(tmp_path, monkeypatch):
     assert map_workload(a, w, e, budget=10 ** 9).search["stopped"] == "converged"
 
 
+def test_a_walk_projected_to_end_goes_on_past_its_deadline(monkeypatch):
+    """A walk given a grace (``map``: the time limit's end, past the share kept for the retry)
+    goes on past its deadline to it where the top-level subtrees left project to end in time
+    (:meth:`_DFS.finishing`), and ends with its proof; without the grace, or where the projection
+    says it cannot end in time, the deadline stops it. On a clock that ticks once per reading, so
+    that the deadline falls at the same point of the walk on any machine: a 64x256x128 matmul on
+    the peers' arch, the deadline at 60 % of the clock readings of its whole proof."""
+    import types
+    from storeloop.mapper import _prepare, search
+
+    a = load_arch(ROOT / "tests/data/arch16.yaml")
+    w = workload("Z[m,n] = A[m,k] * B[k,n]", {"M": 64, "N": 256, "K": 128})
+    e = energy_table(a, None)
+    ticks = itertools.count()
+    monkeypatch.setattr(search, "time", types.SimpleNamespace(monotonic=lambda: next(ticks) * 1e-3))
+    monkeypatch.setattr(search, "CONVERGE_WALKED", 4)
+    obj = search.Objective("delay,energy")
+
+    def run(limit=None, grace=None):
+        tree = _prepare(a, w, e, Constraints(), False).tree
+        began = next(ticks)
+        found = search.branch_and_bound(tree, obj, time_limit=limit, threads=1, progress=False,
+                                        grace=None if grace is None else (began + grace) * 1e-3)
+        return found, next(ticks) - began
+
+    whole, took = run(1e9)                  # (a deadline: the clock is read where the walk checks it)
+    assert whole.stopped == "optimal" and took > 500, took
+    graced, _ = run(0.6 * took * 1e-3, 10 * took)
+    assert graced.stopped == "optimal" and (graced.cycles, graced.energy_pJ) == (whole.cycles, whole.energy_pJ)
+    assert run(0.6 * took * 1e-3)[0].stopped == "time-limit"
+    monkeypatch.setattr(search, "GRACE_SHARE", 1e-6)
+    assert run(0.6 * took * 1e-3, 10 * took)[0].stopped == "time-limit"
+
+
 def test_converged_projects_from_enough_subtrees(monkeypatch):
     """The first top-level subtrees (the lowest bounds) are the largest, so a projection from a
     few of them says the walk is far from done when it is not: a 48x96x640 matmul on the peers'

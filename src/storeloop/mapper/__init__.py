@@ -191,8 +191,12 @@ def map_workload(arch: Arch, workload: Workload, energy: EnergyTable, *, constra
         def remaining() -> float | None:
             return None if bnb_end is None else max(0.0, bnb_end - time.monotonic())
 
+        # a walk projected to end with a proof at its deadline may go on to the time limit's end,
+        # the retry's share then unused (_DFS.finishing)
+        grace = None if time_limit is None else t0 + time_limit
         found = (_two_walks if window else _one_walk)(tree, obj, remaining, opts.budget, threads=threads,
-                                                      progress=progress, incumbent=incumbent, goal=goal, trace=trace)
+                                                      progress=progress, incumbent=incumbent, goal=goal, trace=trace,
+                                                      grace=grace)
         if found.stopped in ("converged", "time-limit", "budget") and found.mapping is not None and \
                 (time_limit is None or time.monotonic() - t0 < time_limit):
             found = _retry(found, arch, workload, members, energy, space, tree, obj, goal, seeds, local,
@@ -499,7 +503,8 @@ def _two_walks(tree, obj, remaining, budget, **walk) -> Found:
     tree.first_orders, tree.settled = True, set()
     try:
         first = branch_and_bound(tree, obj, time_limit=None if time_limit is None else time_limit * FIRST_ORDERS,
-                                 budget=None if budget is None else max(1, int(budget * FIRST_ORDERS)), **walk)
+                                 budget=None if budget is None else max(1, int(budget * FIRST_ORDERS)),
+                                 **dict(walk, grace=None))      # (its end proves nothing: no grace)
     finally:
         tree.first_orders = False
     try:

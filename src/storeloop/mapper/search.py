@@ -44,7 +44,10 @@ Why a search stopped is one of :data:`STOPS`, named in the report:
 * ``budget``: the branch and bound generated the candidates it was allowed (``budget``); counted
   like ``converged``, so the same inputs give the same answer on a quiet or a busy machine;
 * ``time-limit`` (a safety net: where it ends a search, the answer depends on the machine's load)
-  and ``interrupted`` (Ctrl-C).
+  and ``interrupted`` (Ctrl-C). ``map`` ends its branch and bound before its time limit, keeping
+  a share of it for a retry from the best (mapper/__init__.py); a walk that reaches that earlier
+  deadline goes on to the time limit where the subtrees left project to end by then, as above
+  (:meth:`_DFS.finishing`): the retry is for a search that ends without a proof.
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ CONVERGE_PATIENT = 8             # ... and not while the projected rest of its w
 CONVERGE_WALKED = 32             # ... projected from at least this many top-level subtrees
 CONVERGE_HOLD = 0.15             # ... and, without a budget, not in this share of the walk's time limit
 CONVERGE_OPTIMISM = 100          # ... unless the subtrees left, at this fraction of the mean cost, could not end in time
+GRACE_SHARE = 1.0                # a walk at its deadline goes on where its rest is projected within this share of its grace
 LEAF_BATCH = 256                 # last-level children priced together (Tree.prefetch)
 
 
@@ -130,6 +134,8 @@ class _Shares:
         self.sums = ctx.RawArray("q", [0] * nshare)      # ... and the candidates they took
         # the walk's candidates when a share last improved the best, and whether one converged
         self.last = ctx.RawArray("q", [0, 0])
+        # whether the walk goes on past its deadline (_DFS.finishing): 0 undecided, 1 yes, 2 no
+        self.grace = ctx.RawArray("q", [0])
         self.total, self.nshare, self.skip = total, nshare, skip
 
     def mine(self, share: int) -> range:
@@ -165,6 +171,8 @@ class _DFS:
                  goal: Goal | None = None, limit: int | None = None):
         self.tree, self.obj, self.deadline, self.goal = tree, objective, deadline, goal
         self.limit = limit                       # candidates (tree.stats) at which the budget is spent
+        self.grace: float | None = None          # until when a walk projected to end may go on (finishing)
+        self.began_at: float | None = None       # when the top-level walk began
         self.best: tuple | None = None          # (cycles, energy, choice or Mapping); choice None: virtual
         self.t0 = time.monotonic() if start is None else start
         self.trace: list[tuple] = []             # (seconds, cycles, energy) of each new best
@@ -202,11 +210,66 @@ class _DFS:
 
     def halted(self) -> str | None:
         """'time-limit' or 'budget' once the search must stop (also asked between exact leaves)."""
-        if self.deadline is not None and time.monotonic() > self.deadline:
+        if self.deadline is not None and time.monotonic() > self.deadline and not self.finishing():
             return "time-limit"
         if self.limit is not None and self.tree.stats["candidates"] >= self.limit:
             return "budget"
         return None
+
+    def finishing(self) -> bool:
+        """At the deadline of a walk given a :attr:`grace` (the time limit's end, past the share
+        kept for the retry), whether it goes on until then: where it is projected to end within
+        :data:`GRACE_SHARE` of the grace (:meth:`ends_within`). The retry is for a search that ends
+        without a proof; this one is projected to end with one. Decided once for the walk (by the
+        first share to ask, in a parallel search); the time limit's end stays a hard one."""
+        if self.grace is None:
+            return False
+        grace, self.grace = self.grace, None
+        decided = self.shares.grace[0] if self.shares is not None else 0
+        if not decided:
+            decided = 1 if self.ends_within(GRACE_SHARE * (grace - time.monotonic())) else 2
+            if self.shares is not None:
+                self.shares.grace[0] = decided
+        if decided == 1:
+            self.deadline = grace
+        return decided == 1 and time.monotonic() <= grace
+
+    def ends_within(self, seconds: float) -> bool:
+        """Whether the top-level subtrees left that the best does not cut (the one being walked
+        counted as one more), at the mean cost of the later half of at least
+        :data:`CONVERGE_WALKED` walked ones (the first are the largest, :meth:`nearly_done`),
+        would take at most ``seconds`` at the walk's pace so far. The refill bound weighs the
+        children left, least bound first, until more stay than that allows."""
+        if self.top is None or self.began_at is None or seconds <= 0:
+            return False
+        walked, _, _, work = self.walk_so_far(self.tree.stats["candidates"])
+        if walked < CONVERGE_WALKED or work <= 0:
+            return False
+        costs = self.top_costs if self.shares is None else self.shares.walked()
+        recent = costs[len(costs) // 2:]
+        pace = work / max(time.monotonic() - self.began_at, 1e-3)          # candidates a second
+        allowed = seconds * pace / max(sum(recent) / len(recent), 1e-9) - 1        # subtrees left, at most
+        return self._open_left(allowed) <= allowed
+
+    def _open_left(self, allowed: float) -> int:
+        """The top-level subtrees no share has reached yet that neither a first walk settled nor the
+        best cuts, counted up to just past ``allowed`` where the refill bound weighs them too (least
+        bound first: raising conv3_x's 30,000 root children took a minute)."""
+        ch, idx, k = self.top[:3]
+        rest = np.asarray(idx[k + 1:] if self.shares is None else self.shares.rest(), np.int64)
+        if ch.settled is not None and len(rest):     # (walked already, by a first walk)
+            rest = rest[~ch.settled[rest]]
+        rest = rest[~self.tree.cut(ch.clb[rest], ch.elb[rest], self.key(), self.obj, note=False)] \
+            if len(rest) else rest
+        if ch.refill is None or len(rest) <= allowed:
+            return len(rest)
+        tied, left = self.tied(), 0
+        for i in rest:
+            if not self.tree.cut(ch.clb[i], self.tree.refine(ch, int(i), tied), self.key(), self.obj, note=False):
+                left += 1
+                if left > allowed:
+                    break
+        return left
 
     def stop(self, why: str, current: bool = True) -> _Stop:
         """The exception that ends the walk early, after noting the bounds of what it leaves
@@ -343,24 +406,7 @@ class _DFS:
             costs = self.top_costs if self.shares is None else self.shares.walked()
             recent = costs[len(costs) // 2:]
             allowed = CONVERGE_PATIENT * work / max(sum(recent) / len(recent), 1e-9) - 1   # subtrees left, at most
-            rest = np.asarray(idx[k + 1:] if self.shares is None else self.shares.rest(), np.int64)
-            if ch.settled is not None and len(rest):     # (walked already, by a first walk)
-                rest = rest[~ch.settled[rest]]
-            rest = rest[~self.tree.cut(ch.clb[rest], ch.elb[rest], self.key(), self.obj, note=False)] \
-                if len(rest) else rest
-            left = len(rest)
-            if ch.refill is not None and left > allowed:
-                # the refill bound cuts more (each child raised once), the least bounds first: until
-                # more stay than allowed (then the answer is known; raising 30,000 children of
-                # conv3_x's root took a minute)
-                tied, left = self.tied(), 0
-                for i in rest:
-                    if not self.tree.cut(ch.clb[i], self.tree.refine(ch, int(i), tied), self.key(), self.obj,
-                                         note=False):
-                        left += 1
-                        if left > allowed:
-                            break
-            self._projected = (key, left <= allowed)
+            self._projected = (key, self._open_left(allowed) <= allowed)
         return self._projected[1]
 
     def walk(self, ch, indices=None, after=None) -> None:
@@ -369,7 +415,7 @@ class _DFS:
         top = ch.node.depth == 0                 # the root's children: progress for nearly_done
         if top:
             idx = list(idx)
-            began = self.tree.stats["candidates"]
+            began, self.began_at = self.tree.stats["candidates"], time.monotonic()
         entry = [ch, idx, 0, None]
         self.stack.append(entry)
         gap = self.goal is not None and self.goal.energy_gap > 0 and self.obj.lexicographic
@@ -407,7 +453,7 @@ class _DFS:
             if self.best is not None and ch.refill is not None and \
                     self.tree.cut(ch.clb[i], self.tree.refine(ch, i, self.tied()), self.key(), self.obj):
                 self.tree.stats["pruned_bound"] += 1
-                if self.deadline is not None and time.monotonic() > self.deadline:
+                if self.deadline is not None and time.monotonic() > self.deadline and not self.finishing():
                     raise self.stop("time-limit", current=False)    # (a long run of children cut here visits none)
                 continue
             if ahead is None:
@@ -533,9 +579,10 @@ def _run_shares(ctx, args: list, progress=None, fn=None) -> list:
 
 
 def _worker(args):
-    share, first_best, deadline, budget, start = args
+    share, first_best, deadline, budget, start, grace = args
     tree, obj, goal = _WORKER["tree"], _WORKER["objective"], _WORKER["goal"]
     dfs = _DFS(tree, obj, deadline, start, goal=goal, limit=budget)     # counted from 0: this share's own work
+    dfs.grace = grace
     dfs.best, dfs.hold = first_best, _WORKER["hold"]
     dfs.shares, dfs.share = shares, share = _WORKER["shares"], share
     root_children = _WORKER["root_children"]           # (the indices the shares split)
@@ -554,7 +601,8 @@ def _worker(args):
 @single_blas_thread
 def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | None = None,
                      budget: int | None = None, threads: int = 1, progress: bool = True,
-                     incumbent: tuple | None = None, goal: Goal | None = None, trace: list | None = None) -> Found:
+                     incumbent: tuple | None = None, goal: Goal | None = None, trace: list | None = None,
+                     grace: float | None = None) -> Found:
     """Exact search, from ``incumbent`` = (cycles, energy, merged Mapping) when one is known.
 
     For cycle-first objectives without a mapping in hand it first looks only for mappings at the
@@ -611,7 +659,7 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
     for i, aspiration in enumerate([] if interrupted else stages):
         share = half() if i < len(stages) - 1 else (deadline, limit)
         found = _bnb_stage(tree, objective, share, threads, progress, start, aspiration, goal, best, trace, base,
-                           hold)
+                           hold, grace if share == (deadline, limit) else None)
         improved = found.mapping is not None
         left = (deadline is None or time.monotonic() < deadline) and (limit is None or tree.stats["candidates"] < limit)
         if found.stopped in ("time-limit", "budget") and share != (deadline, limit) and left:
@@ -620,7 +668,7 @@ def branch_and_bound(tree: Tree, objective: Objective, *, time_limit: float | No
             # found one: use the rest of the time in this stage, starting from it
             best, trace = (found.cycles, found.energy_pJ, found.mapping), found.stats["improvements"]
             found = _bnb_stage(tree, objective, (deadline, limit), threads, progress, start, aspiration, goal,
-                               best, trace, base)
+                               best, trace, base, grace=grace)
         if found.mapping is not None:
             best, trace = (found.cycles, found.energy_pJ, found.mapping), found.stats["improvements"]
         if improved or found.mapping is not None or found.stopped:
@@ -665,12 +713,14 @@ def _dive(tree, objective, deadline, start, limit=None) -> tuple[_DFS | None, bo
 
 
 def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goal, incumbent, trace,
-               base: int, hold: tuple | None = None) -> Found:
+               base: int, hold: tuple | None = None, grace: float | None = None) -> Found:
     """One stage, until (deadline, candidates), either None: no limit; ``found.mapping`` is set
     only when the stage improved on ``incumbent``, and ``found.stopped`` is None when the stage
-    covered its whole space."""
+    covered its whole space. ``grace``: :attr:`_DFS.grace`."""
     deadline, limit = until
+    grace = grace if deadline is not None else None
     dfs = _DFS(tree, objective, deadline, start, goal, limit)
+    dfs.grace = grace
     tree.gap = goal.energy_gap if goal is not None and objective.lexicographic else 0.0
     # (a walk that skips what a first walk settled keeps what that walk's gap cut there)
     skips = bool(tree.settled) and not tree.first_orders
@@ -709,7 +759,7 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
             _WORKER.update(tree=tree, objective=objective, goal=goal, hold=hold, shares=shares, root_children=ch)
             each = None if limit is None else max(1, (limit - tree.stats["candidates"]) // threads)
             try:
-                outs = _run_shares(ctx, [(s, dfs.best, deadline, each, start) for s in range(threads)],
+                outs = _run_shares(ctx, [(s, dfs.best, deadline, each, start, grace) for s in range(threads)],
                                    (lambda: _progress(shares.reached(), total, dfs.best, start)) if progress else None)
             finally:
                 _WORKER.clear()                      # (the tree is not kept alive by it)
