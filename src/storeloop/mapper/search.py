@@ -79,7 +79,7 @@ CONVERGE_PATIENT = 8             # ... and not while the projected rest of its w
 CONVERGE_WALKED = 32             # ... projected from at least this many top-level subtrees
 CONVERGE_HOLD = 0.15             # ... and, without a budget, not in this share of the walk's time limit
 CONVERGE_OPTIMISM = 100          # ... unless the subtrees left, at this fraction of the mean cost, could not end in time
-GRACE_SHARE = 1.0                # a walk at its deadline goes on where its rest is projected within this share of its grace
+GRACE_SHARE = 1.0                # a walk at its deadline goes on if its rest projects within this share of the time left
 LEAF_BATCH = 256                 # last-level children priced together (Tree.prefetch)
 
 

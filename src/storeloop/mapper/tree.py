@@ -118,7 +118,7 @@ def _blocks_over(words: np.ndarray, had, block: int) -> np.ndarray:
 
 
 def _send_walks(perms: np.ndarray, tf: np.ndarray, step: np.ndarray, inward: np.ndarray, ext: np.ndarray,
-           box: np.ndarray) -> np.ndarray:
+                box: np.ndarray) -> np.ndarray:
     """:func:`storeloop.model.nest.send_walk` of many (loops, start) at once: row k walks the loops
     of dimensions ``perms[k]`` (innermost first) of factors ``tf[k]`` and steps ``step[k]`` (per
     dimension, per rank) from ``inward[k]``, over a box of extents ``ext[k]`` (words ``box[k]``)."""
@@ -1729,13 +1729,13 @@ class Tree(BelowBounds):
         return bool(objective.dominated(clb, elb + least_all * SAFE, best))
 
     def floored_count(self, choice: tuple) -> int:
-        """The candidates a last-level node (its ``choice``) that :meth:`floor_cut` ruled out counts: one of its
-        leaves floored in every order above the last level that it stands for, and every spatial
-        order there (:meth:`_exact_leaves` counts each leaf it floors so, times its last level's
-        orders), so that the budget and the 'converged' rule see about the work they saw when its
-        leaves were floored one by one (counting the node as one exact leaf, they saw the walk
-        slow down and held conv3_x's 'converged' until 10-20 s instead of under 10 s, time its
-        retry then lacked)."""
+        """The candidates a last-level node (its ``choice``) that :meth:`floor_cut` ruled out
+        counts: one of its leaves floored in every order above the last level that it stands for,
+        and every spatial order there (:meth:`_exact_leaves` counts each leaf it floors so, times
+        its last level's orders), so that the budget and the 'converged' rule see about the work
+        they saw when its leaves were floored one by one (counting the node as one exact leaf,
+        they saw the walk slow down and held conv3_x's 'converged' until 10-20 s instead of under
+        10 s, time its retry then lacked)."""
         uppers = 1 if self.first_orders else \
             math.prod(len(self.space.expansions[L][c[3]]) for L, c in enumerate(choice))
         spared = math.prod(math.factorial(len(self._spatial_dims(c))) for c in choice)
