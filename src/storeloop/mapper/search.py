@@ -245,11 +245,17 @@ class _DFS:
         walked, _, _, work = self.walk_so_far(self.tree.stats["candidates"])
         if walked < CONVERGE_WALKED or work <= 0:
             return False
+        pace = work / max(time.monotonic() - self.began_at, 1e-3)          # candidates a second
+        allowed = seconds * pace / self._recent_cost() - 1                  # subtrees left, at most
+        return self._open_left(allowed) <= allowed
+
+    def _recent_cost(self) -> float:
+        """The mean cost (candidates) of the later half of the top-level subtrees walked (of a
+        parallel search, every share's): the first are the largest, so the later ones predict the
+        rest better (:meth:`nearly_done`)."""
         costs = self.top_costs if self.shares is None else self.shares.walked()
         recent = costs[len(costs) // 2:]
-        pace = work / max(time.monotonic() - self.began_at, 1e-3)          # candidates a second
-        allowed = seconds * pace / max(sum(recent) / len(recent), 1e-9) - 1        # subtrees left, at most
-        return self._open_left(allowed) <= allowed
+        return max(sum(recent) / len(recent), 1e-9)
 
     def _open_left(self, allowed: float) -> int:
         """The top-level subtrees no share has reached yet that neither a first walk settled nor the
@@ -403,9 +409,7 @@ class _DFS:
             return spent - child_began < CONVERGE_MIN  # unless this one is large
         key = (k, walked, self.key())
         if self._projected[0] != key:
-            costs = self.top_costs if self.shares is None else self.shares.walked()
-            recent = costs[len(costs) // 2:]
-            allowed = CONVERGE_PATIENT * work / max(sum(recent) / len(recent), 1e-9) - 1   # subtrees left, at most
+            allowed = CONVERGE_PATIENT * work / self._recent_cost() - 1   # subtrees left, at most
             self._projected = (key, self._open_left(allowed) <= allowed)
         return self._projected[1]
 
@@ -718,7 +722,6 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
     only when the stage improved on ``incumbent``, and ``found.stopped`` is None when the stage
     covered its whole space. ``grace``: :attr:`_DFS.grace`."""
     deadline, limit = until
-    grace = grace if deadline is not None else None
     dfs = _DFS(tree, objective, deadline, start, goal, limit)
     dfs.grace = grace
     tree.gap = goal.energy_gap if goal is not None and objective.lexicographic else 0.0

@@ -402,7 +402,7 @@ class Tree(BelowBounds):
         self._looped: dict = {}            # Tree._looped_orders
         self._boxes: dict = {}             # Tree._send_box
         self._walks: dict = {}             # the levels' walks of Tree._pair_terms
-        self._padded_of: dict = {}         # Tree._row_level_orders' per key of Tree._looped_orders
+        self._padded_of: dict = {}         # Tree._padded_orders, per key of Tree._looped_orders
         # the energy gap the search may leave (lexicographic objective): a subtree whose energy
         # bound is within it of the best's, at the best's cycles, is cut (:meth:`cut`); per best
         # cycles, the least energy bound so cut
@@ -1846,8 +1846,7 @@ class Tree(BelowBounds):
             if L == lv - 1:
                 perms, owner = self._row_level_orders(L, rows, used, first)
             else:
-                at = self._looped_orders(L, m.choice[L][3], first, m.choice[L][0])[1]
-                each = np.array([self._padded(o) for o in at], np.int64)
+                each = self._padded_orders(*self._looped_orders(L, m.choice[L][3], first, m.choice[L][0]))
                 owner = np.repeat(np.arange(R), len(each))
                 perms = np.tile(each, (R, 1))
             walked = _send_walks(perms, tfs[L][owner], step[owner], inward[owner], ext[owner], box[owner]) * outer
@@ -1860,20 +1859,22 @@ class Tree(BelowBounds):
             inner = inner * tfs[L] * fans[L]
         return ok, words
 
-    def _padded(self, dims: tuple) -> tuple:
-        """A level's loop order (``dims``: its looped dimensions, outer first) as a permutation of
-        every dimension innermost first, the others (factor 1) after."""
-        return tuple(reversed(dims)) + tuple(d for d in range(self.D) if d not in dims)
+    def _padded_orders(self, key: tuple, orders: tuple) -> np.ndarray:
+        """A level's loop ``orders`` (:meth:`_looped_orders`, its small ``key``: cached by it), each
+        (its looped dimensions, outer first) as a permutation of every dimension innermost first,
+        the others (factor 1) after."""
+        out = self._padded_of.get(key)
+        if out is None:
+            out = self._padded_of[key] = np.array(
+                [tuple(reversed(ds)) + tuple(d for d in range(self.D) if d not in ds) for ds in orders], np.int64)
+        return out
 
     def _row_level_orders(self, L: int, rows: dict, used: np.ndarray, first: bool) -> tuple[np.ndarray, np.ndarray]:
         """Every (row, loop order it stands for) of level L's rows ``used``: the orders as
-        :meth:`_padded` permutations, and the row of each (grouped, rows in turn)."""
+        :meth:`_padded_orders` permutations, and the row of each (grouped, rows in turn)."""
         perms, owner = [], []
         for k, j in enumerate(used.tolist()):
-            key = self._looped_orders(L, rows["perms"][rows["oid"][j]], first, rows["tf"][j])[0]
-            got = self._padded_of.get(key)
-            if got is None:
-                got = self._padded_of[key] = np.array([self._padded(o) for o in self._looped[key]], np.int64)
+            got = self._padded_orders(*self._looped_orders(L, rows["perms"][rows["oid"][j]], first, rows["tf"][j]))
             perms.append(got)
             owner.append(np.full(len(got), k, np.int64))
         return np.concatenate(perms), np.concatenate(owner)
