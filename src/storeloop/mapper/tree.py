@@ -930,7 +930,7 @@ class Tree(BelowBounds):
         rows = self._ssd_pruned(n, rows, masks, best, objective)
         if not len(rows["P"]):
             return tuple(a[:0] for a in combos)
-        ok, clb, elb = self._bounded(n, rows, masks, None, objective, relaxed=True)
+        ok, clb, elb = self._bounded(n, rows, masks, best, objective, relaxed=True)
         lose = objective.dominated(clb, elb, best)      # (the gap's cuts, :meth:`cut`, are left to the full rows)
         self.stats["pruned_bound"] += int(np.count_nonzero(ok & lose))
         alive = rows["cid"][(ok & ~lose).any(axis=1)]
@@ -1136,8 +1136,9 @@ class Tree(BelowBounds):
         used = true_tiles.astype(np.float64) @ keptf                                    # (m, K), exact integers
         # a windowed tensor kept at L1: its fills and the parent's reads of it, from its true tile
         w_fill, w_read = self._window_arrivals(n, rows, true_tiles)
-        e_fill, e_read = self._window_slid(n, rows, w_fill, w_read)       # (for the energy bound)
-        slides = e_fill is not w_fill
+        # what the windows' slides add to the bound that cuts (not to the one that orders): weighed
+        # below only for the rows the rest of the bound does not already rule out
+        slides = self.extents is not None and self.split is None
         if self.extents is not None or self.split is not None:          # (the survivors' for child)
             rows.update(true=true_tiles, w_fill=w_fill, w_read=w_read)
         held = n.held if self._inner(L1) else 0         # (uneven positions: the outer ones' tiles)
@@ -1164,7 +1165,7 @@ class Tree(BelowBounds):
         counted = np.zeros((m, len(masks))) if refill else None   # the node's energy of those words
         # per tensor, what L1 adds where it keeps it: fills, reads, their energy (and the refill's share)
         w1s, r1s, e1s, owns = (np.zeros((m, T)) for _ in range(4))
-        d_slid = np.zeros((m, T)) if slides else None     # what the windows' slides add (the cut's bound)
+        slid_terms = []                    # (t, pJ per word the parent sends, the words it sends at least, own fills' pJ)
         # a parent level's reads (updates) of t and their energy are linear in them: their value
         # where L1 does not keep t (for every keep mask), plus the difference where it does (per
         # tensor, summed over the tensors by one product at the end)
@@ -1211,8 +1212,8 @@ class Tree(BelowBounds):
                 at_free = free_v * per - fixed
                 base_e = base_e + at_free
                 d_e[:, t] = (kept_v - free_v) * per
-                if slides:
-                    d_slid[:, t] = (e_read[:, t] * scat[:, t] - kept_v) * per
+                if slides and t in self.windowed:
+                    slid_terms.append((t, per, kept_v, None))
                 if refill:                 # the node's energy of the words L1 does not keep
                     base_c, d_c[:, t] = base_c + at_free, -at_free
             # kept at L1: its fill (final) and its own later reads (updates) >= what arrives (bound)
@@ -1223,8 +1224,8 @@ class Tree(BelowBounds):
                 w1, r1 = w_fill[:, t] * (pl >= 0), np.maximum(a, cc_lb) if innermost else a
             w1s[:, t], r1s[:, t] = w1, r1
             e1s[:, t] = (w1 * self.wpw[L1] + r1 * self.rpw[L1]) * util1
-            if slides and not self.rw[t]:
-                d_slid[:, t] += (e_fill[:, t] - w_fill[:, t]) * (pl >= 0) * self.wpw[L1] * util1
+            if slides and t in self.windowed and not self.rw[t] and pl >= 0:
+                slid_terms.append((t, None, None, self.wpw[L1] * util1))
             if refill:
                 own = a * self.wpw[L1] + (a - part[:, t]) * self.rpw[L1] if self.rw[t] else r1 * self.rpw[L1]
                 owns[:, t] = own * util1
@@ -1254,7 +1255,8 @@ class Tree(BelowBounds):
                 clb = np.maximum(clb, self._traffic_cycles(l, rd, wr) * SAFE)
         clb = np.ceil(clb)          # (cycles are whole: at least the bound rounded up)
         e = e * SAFE
-        slid = e + (d_slid @ keptf) * SAFE if slides else e     # (cuts, does not order)
+        slid = self._slid_bound(n, rows, e, clb, ok, keptf, slid_terms, w_fill, w_read, best, objective) \
+            if slides else e                                    # (cuts, does not order)
         if relaxed:
             return ok, clb, slid
         keepc = ok
@@ -1268,10 +1270,33 @@ class Tree(BelowBounds):
         used, r2 = np.unique(r, return_inverse=True)
         # what R's capacity forces below, for Tree.refine when a child is visited
         info = {"counted": counted, "below": below, "moved": moved, "keeper": keeper} if refill else None
-        if slid is not e:                  # (Tree.refine raises a visited child to it)
+        if slides:                         # (Tree.refine raises a visited child to it)
             info = dict(info or {}, slid=slid)
         rows, info = _take(rows, info, used)
         return rows, r2.reshape(-1), c, clb.ravel()[flat], e.ravel()[flat], info
+
+    def _slid_bound(self, n: Node, rows: dict, e, clb, ok, keptf, terms: list, w_fill, w_read, best,
+                    objective) -> np.ndarray:
+        """:meth:`_bounded`'s energy bounds ``e`` (m, K) raised by what the windows' slides add
+        (:meth:`_window_slid`) to the parent's sends (``terms``: per tensor, pJ per word and the
+        words counted) and to L1's own fills (pJ per word), in the rows where some child fits and
+        ``best`` does not dominate it already (the slides only raise a bound, so the others are cut
+        with or without them, and none is the gap's: :meth:`cut`)."""
+        live = np.flatnonzero(ok.any(axis=1) if best is None else (ok & ~objective.dominated(clb, e, best)).any(axis=1))
+        if not len(live) or not terms:
+            return e
+        sub = {k: rows[k][live] for k in ("tf", "rem", "P", "sx", "sy", "scat")}
+        w_fill, w_read = w_fill[live], w_read[live]
+        e_fill, e_read = self._window_slid(n, sub, w_fill, w_read)
+        d = np.zeros((len(live), self.T))
+        for t, per, kept_v, own in terms:
+            if per is not None:
+                d[:, t] = (e_read[:, t] * sub["scat"][:, t] - kept_v[live]) * per
+            else:
+                d[:, t] += (e_fill[:, t] - w_fill[:, t]) * own[live]
+        slid = e.copy()
+        slid[live] += (d @ keptf) * SAFE
+        return slid
 
     def _compute_floor(self, rows: dict, L1: int) -> tuple[bool, np.ndarray]:
         """Whether L1 is the innermost level with no fanout below, and per row the cycles the
