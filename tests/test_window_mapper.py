@@ -1226,7 +1226,8 @@ def test_the_slides_are_weighed_only_where_the_rest_of_a_bound_leaves_a_child(mo
                 monkeypatch.setattr(Tree, "_slid_bound", lambda self, *a: slid(self, *a[:-2], None, a[-1]))
             tree = _prepare(arch, work, energy, Constraints(), False).tree
             weighed[0] = 0
-            found = branch_and_bound(tree, obj, progress=False, goal=Goal(0, 0.0, 0.2 if seed % 2 else 0.0, converge=False))
+            goal = Goal(0, 0.0, 0.2 if seed % 2 else 0.0, converge=False)
+            found = branch_and_bound(tree, obj, progress=False, goal=goal)
             runs.append(((found.cycles, found.energy_pJ, found.stopped), dict(tree.stats), dict(tree.gap_lb),
                          weighed[0]))
             monkeypatch.setattr(Tree, "_slid_bound", slid)

@@ -1165,7 +1165,7 @@ class Tree(BelowBounds):
         counted = np.zeros((m, len(masks))) if refill else None   # the node's energy of those words
         # per tensor, what L1 adds where it keeps it: fills, reads, their energy (and the refill's share)
         w1s, r1s, e1s, owns = (np.zeros((m, T)) for _ in range(4))
-        slid_terms = []                    # (t, pJ per word the parent sends, the words it sends at least, own fills' pJ)
+        slid_terms = []        # per windowed tensor: (t, pJ per word sent, the words sent so far, pJ per own fill)
         # a parent level's reads (updates) of t and their energy are linear in them: their value
         # where L1 does not keep t (for every keep mask), plus the difference where it does (per
         # tensor, summed over the tensors by one product at the end)
