@@ -421,8 +421,17 @@ class Tree(BelowBounds):
         self.strided = [any(c > 1 for t in self.windowed for r in self.ranks_of[t] for x, c in r if x == d)
                         for d in range(self.D)]
         self.dims_of = [{x for r in ranks for x, _ in r} for ranks in self.ranks_of]     # each tensor's dimensions
-        self.extents = None if exact is None else [
-            [(np.array([d for d, _ in r]), np.array([c for _, c in r])) for r in t.ranks] for t in exact.tensors]
+        # with sliding windows: the exact ranks' coefficients (D, ranks) and each tensor's ranks (columns)
+        self.extents = None
+        if exact is not None:
+            ranks = [r for t in exact.tensors for r in t.ranks]
+            coefs = np.zeros((self.D, len(ranks)), np.int64)
+            for k, r in enumerate(ranks):
+                for d, c in r:
+                    coefs[d, k] += c
+            first = np.cumsum([0] + [len(t.ranks) for t in exact.tensors])
+            self.extents = (coefs, [range(a, b) for a, b in zip(first, first[1:])])
+        self._spatial_of: dict = {}        # Tree._spatial_dims, per spatial factors
 
     # ------------------------------------------------------------------ root and global bound
     def root(self) -> Node:
@@ -950,11 +959,12 @@ class Tree(BelowBounds):
         or with sliding windows the product of the exact ranks' extents."""
         if self.extents is None:
             return rows["tile"]
-        rem = rows["rem"]
-        out = np.ones((len(rem), self.T), np.int64)
-        for t, ranks in enumerate(self.extents):
-            for dims, cs in ranks:
-                out[:, t] *= ((rem[:, dims] - 1) * cs).sum(axis=1) + 1
+        coefs, cols_of = self.extents
+        ext = (rows["rem"] - 1) @ coefs + 1                              # (m, ranks): each rank's extent
+        out = np.ones((len(ext), self.T), np.int64)
+        for t, cols in enumerate(cols_of):
+            for c in cols:
+                out[:, t] *= ext[:, c]
         return out
 
     def _window_arrivals(self, n: Node, rows: dict, true_tiles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -2018,8 +2028,13 @@ class Tree(BelowBounds):
         return total
 
     def _spatial_dims(self, c: tuple) -> list[int]:
-        """The dimensions with a spatial loop in a level's choice ``c`` (X or Y)."""
-        return [d for d in range(self.D) if c[1][d] > 1 or c[2][d] > 1]
+        """The dimensions with a spatial loop in a level's choice ``c`` (X or Y); cached by its
+        spatial factors (the leaves of a walk ask about the same few choices again and again)."""
+        key = (c[1].tobytes(), c[2].tobytes())
+        got = self._spatial_of.get(key)
+        if got is None:
+            got = self._spatial_of[key] = np.flatnonzero((c[1] > 1) | (c[2] > 1)).tolist()
+        return got
 
     def _window_words(self, base: tuple, up: tuple) -> dict:
         """Per pair (t, parent, child) of keepers of a windowed tensor whose child sits right under
