@@ -1236,3 +1236,41 @@ def test_the_slides_are_weighed_only_where_the_rest_of_a_bound_leaves_a_child(mo
         assert rows <= rows2
         fewer += rows < rows2
     assert fewer >= 6, fewer
+
+
+def test_the_refill_cases_a_share_hands_back_bound_every_child_as_all_of_them():
+    """A forked share of the search hands the refill bound's cases it weighed back to the search
+    (BelowBounds.refills_since), so that the walk after it starts with them, cut to the cases
+    among which BelowBounds.refine's least lies (least_cases: its total grows with each column):
+    every child of random walks on random windowed problems is bounded from them exactly as from
+    all the cases; and least_cases drops a row only where a row it keeps is at most it everywhere
+    (random rows with ties and infinities)."""
+    from storeloop.ir.constraints import Constraints
+    from storeloop.mapper import _prepare
+    from storeloop.mapper.below import least_cases
+    from tests.test_uneven_mapper import random_walk
+
+    rng = np.random.default_rng(5)
+    for n, most in ((1, 256), (2, 256), (60, 256), (900, 256), (900, 3)):
+        p = rng.integers(0, 5, (n, 4)).astype(float)
+        p[rng.random(n) < 0.05, rng.integers(0, 4)] = np.inf
+        keep = least_cases(p, most)
+        for r in np.setdiff1d(np.arange(n), keep):
+            assert (p[keep] <= p[r]).all(axis=1).any(), (n, most, r)
+        if most > len(keep):        # (then no row kept is at most another kept one everywhere)
+            under = (p[keep][:, None, :] <= p[keep][None, :, :]).all(axis=2)
+            assert under.sum() == len(keep)
+    obj, raised, fewer = Objective("energy"), 0, 0
+    for seed in range(40):
+        arch, work, energy = _refill_case(seed)
+        tree = _prepare(arch, work, energy, Constraints(), False).tree
+        seen = [(ch, i, bound) for _, ch, i, bound, _ in random_walk(tree, obj, seed, 12, tree.nlev - 2, False)]
+        cases = sum(len(v[0]) for v in tree._refills.values() if v is not None)
+        tree._refills = tree.refills_since(set())
+        fewer += sum(len(v[0]) for v in tree._refills.values() if v is not None) < cases
+        for ch, i, bound in seen:
+            if ch.refill is not None:
+                ch.refill.pop("raised", None)
+            assert tree.refine(ch, i) == bound, f"seed {seed}\n{work}\n{arch}"
+            raised += bound > ch.elb[i]
+    assert raised >= 50 and fewer >= 10, (raised, fewer)

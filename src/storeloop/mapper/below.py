@@ -127,6 +127,25 @@ def _least_primes(n: int) -> np.ndarray:
     return out
 
 
+def least_cases(p: np.ndarray, most: int = 256) -> np.ndarray:
+    """Indices (ascending) of rows of ``p`` (n, k) among which the least of any function of a row
+    that does not fall as a column grows is found: a row is left out only where one kept is at
+    most it in every column. Repeatedly, the row left of least weighted sum is kept (no row left
+    is below it everywhere) and every row it is at most everywhere dropped, for at most ``most``
+    rows kept; the rest are then kept as they are."""
+    score = p @ (1.0 / np.maximum(np.where(np.isfinite(p), np.abs(p), 0.0).max(axis=0), 1e-300))
+    cols = [np.ascontiguousarray(c) for c in p.T]
+    idx, kept = np.arange(len(p)), []
+    while len(idx) and len(kept) < most:
+        i = int(np.argmin(score))
+        kept.append(idx[i])
+        left = cols[0] < cols[0][i]              # (below it in some column)
+        for c in cols[1:]:
+            left |= c < c[i]
+        idx, score, cols = idx[left], score[left], [c[left] for c in cols]
+    return np.sort(np.concatenate([np.array(kept, np.int64), idx]))
+
+
 def fronts(mask: int, positions: bool) -> list[int]:
     """The sets of tensors (masks) that can lie at the outermost position of a level keeping
     ``mask``: ``mask`` itself, or with uneven ``positions`` each non-empty part of it (the
@@ -354,6 +373,18 @@ class BelowBounds:
         out = (np.concatenate(at_r), np.concatenate(words)) if at_r else None
         self._refills[key] = out
         self.stats["candidates"] += work // 2      # a case costs about half a candidate (0.2 us against 0.35 us)
+        return out
+
+    def refills_since(self, known: set) -> dict:
+        """The :meth:`_refill_cases` weighed since the keys ``known``, each cut to the cases among
+        which :meth:`refine`'s least is found (:func:`least_cases`: its total grows with R's
+        energy and with each tensor's words; typically a few dozen of thousands): what a forked
+        share of the search hands back, so that the walk after it starts with them."""
+        out = {}
+        for key, got in self._refills.items():
+            if key not in known:
+                keep = None if got is None else least_cases(np.column_stack(got))
+                out[key] = got if keep is None else (got[0][keep], got[1][keep])
         return out
 
     GROW_ROWS = 4096         # _refill_cases keeps only the shapes that cannot grow where it has more cases than this

@@ -591,6 +591,7 @@ def _worker(args):
     dfs.shares, dfs.share = shares, share = _WORKER["shares"], share
     root_children = _WORKER["root_children"]           # (the indices the shares split)
     tree.stats = dict.fromkeys(tree.stats, 0)          # count only this share's work
+    known = set(tree._refills)
     stopped = None
     try:
         dfs.walk(root_children, shares.mine(share))
@@ -599,7 +600,7 @@ def _worker(args):
     except KeyboardInterrupt:
         stopped = "interrupted"
     shares.pos[share] = len(shares.mine(share))      # (done)
-    return dfs.best, stopped, tree.stats, dfs.left, tree.gap_lb, dfs.trace, tree.settled
+    return dfs.best, stopped, tree.stats, dfs.left, tree.gap_lb, dfs.trace, tree.settled, tree.refills_since(known)
 
 
 @single_blas_thread
@@ -767,8 +768,10 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
             finally:
                 _WORKER.clear()                      # (the tree is not kept alive by it)
             lefts = []
-            for best, why, stats, left, gap_lb, _, settled in outs:  # earliest share first: ties keep the first
+            for best, why, stats, left, gap_lb, _, settled, refills in outs:  # earliest share first: ties keep the first
                 tree.settled |= settled
+                for key, got in refills.items():    # (a later walk, or a retry's, starts with them)
+                    tree._refills.setdefault(key, got)
                 if why:                                  # stopped early: it left subtrees open
                     lefts.append(left)
                 for k, v in stats.items():
