@@ -378,8 +378,8 @@ class BelowBounds:
     def refills_since(self, known: set) -> dict:
         """The :meth:`_refill_cases` weighed since the keys ``known``, each cut to the cases among
         which :meth:`refine`'s least is found (:func:`least_cases`: its total grows with R's
-        energy and with each tensor's words; typically a few dozen of thousands): what a forked
-        share of the search hands back, so that the walk after it starts with them."""
+        energy and with each tensor's words; a few dozen of a remainder's thousands, typically):
+        what a forked share of the search hands back, so that the next walk starts with them."""
         out = {}
         for key, got in self._refills.items():
             if key not in known:

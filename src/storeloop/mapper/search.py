@@ -770,7 +770,7 @@ def _bnb_stage(tree, objective, until, threads, progress, start, aspiration, goa
             lefts = []
             for best, why, stats, left, gap_lb, _, settled, refills in outs:  # earliest share first: ties keep the first
                 tree.settled |= settled
-                for key, got in refills.items():    # (a later walk, or a retry's, starts with them)
+                for key, got in refills.items():    # (the next walk's processes start with them)
                     tree._refills.setdefault(key, got)
                 if why:                                  # stopped early: it left subtrees open
                     lefts.append(left)
