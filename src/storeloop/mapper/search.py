@@ -600,7 +600,9 @@ def _worker(args):
     except KeyboardInterrupt:
         stopped = "interrupted"
     shares.pos[share] = len(shares.mine(share))      # (done)
-    return dfs.best, stopped, tree.stats, dfs.left, tree.gap_lb, dfs.trace, tree.settled, tree.refills_since(known)
+    # the refill cases this share weighed, for the full walk after a walk over first orders
+    refills = tree.refills_since(known) if tree.first_orders and stopped != "interrupted" else {}
+    return dfs.best, stopped, tree.stats, dfs.left, tree.gap_lb, dfs.trace, tree.settled, refills
 
 
 @single_blas_thread
