@@ -29,20 +29,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-import yaml  # noqa: E402
-
 from storeloop.formats.load import energy_table, load_arch  # noqa: E402
-from storeloop.formats.native import workload_from_native  # noqa: E402
-from storeloop.formats.yamlio import loads  # noqa: E402
-from storeloop.ir import Workload  # noqa: E402
 from storeloop.mapper import map_workload  # noqa: E402
 from storeloop.mapper.tree import Tree  # noqa: E402
-
-
-def layer(c: int, p: int, r: int) -> Workload:
-    doc = {"workload": {"name": f"conv{c}_{p}_{r}", "einsum": "O[n,k,p,q] = W[k,c,r,s] * I[n,c,p+r,q+s]",
-                        "bounds": {"N": 1, "C": c, "K": c, "P": p, "Q": p, "R": r, "S": r}, "bits": 16}}
-    return workload_from_native(loads(yaml.safe_dump(doc)))
+from window_floors import layer  # noqa: E402  (this folder's)
 
 
 def run(arch, work, energy, **kw) -> tuple[float, dict]:

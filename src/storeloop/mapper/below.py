@@ -381,10 +381,12 @@ class BelowBounds:
         energy and with each tensor's words; a few dozen of a remainder's thousands, typically):
         what a forked share of the search hands back, so that the next walk starts with them."""
         out = {}
-        for key, got in self._refills.items():
-            if key not in known:
-                keep = None if got is None else least_cases(np.column_stack(got))
-                out[key] = got if keep is None else (got[0][keep], got[1][keep])
+        for key in self._refills.keys() - known:
+            got = self._refills[key]
+            if got is not None:
+                keep = least_cases(np.column_stack(got))
+                got = (got[0][keep], got[1][keep])
+            out[key] = got
         return out
 
     GROW_ROWS = 4096         # _refill_cases keeps only the shapes that cannot grow where it has more cases than this

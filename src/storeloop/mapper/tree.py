@@ -1175,7 +1175,9 @@ class Tree(BelowBounds):
         counted = np.zeros((m, len(masks))) if refill else None   # the node's energy of those words
         # per tensor, what L1 adds where it keeps it: fills, reads, their energy (and the refill's share)
         w1s, r1s, e1s, owns = (np.zeros((m, T)) for _ in range(4))
-        slid_terms = []        # per windowed tensor: (t, pJ per word sent, the words sent so far, pJ per own fill)
+        # the windows' slides, per windowed tensor: (t, pJ per word its parent sends, the words so far)
+        # and (t, pJ per word L1 fills)
+        sends, fills = [], []
         # a parent level's reads (updates) of t and their energy are linear in them: their value
         # where L1 does not keep t (for every keep mask), plus the difference where it does (per
         # tensor, summed over the tensors by one product at the end)
@@ -1223,7 +1225,7 @@ class Tree(BelowBounds):
                 base_e = base_e + at_free
                 d_e[:, t] = (kept_v - free_v) * per
                 if slides and t in self.windowed:
-                    slid_terms.append((t, per, kept_v, None))
+                    sends.append((t, per, kept_v))
                 if refill:                 # the node's energy of the words L1 does not keep
                     base_c, d_c[:, t] = base_c + at_free, -at_free
             # kept at L1: its fill (final) and its own later reads (updates) >= what arrives (bound)
@@ -1235,7 +1237,7 @@ class Tree(BelowBounds):
             w1s[:, t], r1s[:, t] = w1, r1
             e1s[:, t] = (w1 * self.wpw[L1] + r1 * self.rpw[L1]) * util1
             if slides and t in self.windowed and not self.rw[t] and pl >= 0:
-                slid_terms.append((t, None, None, self.wpw[L1] * util1))
+                fills.append((t, self.wpw[L1] * util1))
             if refill:
                 own = a * self.wpw[L1] + (a - part[:, t]) * self.rpw[L1] if self.rw[t] else r1 * self.rpw[L1]
                 owns[:, t] = own * util1
@@ -1265,7 +1267,7 @@ class Tree(BelowBounds):
                 clb = np.maximum(clb, self._traffic_cycles(l, rd, wr) * SAFE)
         clb = np.ceil(clb)          # (cycles are whole: at least the bound rounded up)
         e = e * SAFE
-        slid = self._slid_bound(n, rows, e, clb, ok, keptf, slid_terms, w_fill, w_read, best, objective) \
+        slid = self._slid_bound(n, rows, e, clb, ok, keptf, sends, fills, w_fill, w_read, best, objective) \
             if slides else e                                    # (cuts, does not order)
         if relaxed:
             return ok, clb, slid
@@ -1285,25 +1287,24 @@ class Tree(BelowBounds):
         rows, info = _take(rows, info, used)
         return rows, r2.reshape(-1), c, clb.ravel()[flat], e.ravel()[flat], info
 
-    def _slid_bound(self, n: Node, rows: dict, e, clb, ok, keptf, terms: list, w_fill, w_read, best,
+    def _slid_bound(self, n: Node, rows: dict, e, clb, ok, keptf, sends: list, fills: list, w_fill, w_read, best,
                     objective) -> np.ndarray:
         """:meth:`_bounded`'s energy bounds ``e`` (m, K) raised by what the windows' slides add
-        (:meth:`_window_slid`) to the parent's sends (``terms``: per tensor, pJ per word and the
-        words counted) and to L1's own fills (pJ per word), in the rows where some child fits and
-        ``best`` does not dominate it already (the slides only raise a bound, so the others are cut
-        with or without them, and none is the gap's: :meth:`cut`)."""
+        (:meth:`_window_slid`) to the parent's sends (``sends``: per tensor, pJ per word and the
+        words counted) and to L1's own fills (``fills``: pJ per word), in the rows where some child
+        fits and ``best`` does not dominate it already (the slides only raise a bound, so the others
+        are cut with or without them, and none is the gap's: :meth:`cut`)."""
         live = np.flatnonzero(ok.any(axis=1) if best is None else (ok & ~objective.dominated(clb, e, best)).any(axis=1))
-        if not len(live) or not terms:
+        if not len(live) or not sends and not fills:
             return e
         sub = {k: rows[k][live] for k in ("tf", "rem", "P", "sx", "sy", "scat")}
         w_fill, w_read = w_fill[live], w_read[live]
         e_fill, e_read = self._window_slid(n, sub, w_fill, w_read)
         d = np.zeros((len(live), self.T))
-        for t, per, kept_v, own in terms:
-            if per is not None:
-                d[:, t] = (e_read[:, t] * sub["scat"][:, t] - kept_v[live]) * per
-            else:
-                d[:, t] += (e_fill[:, t] - w_fill[:, t]) * own[live]
+        for t, per, kept_v in sends:
+            d[:, t] = (e_read[:, t] * sub["scat"][:, t] - kept_v[live]) * per
+        for t, per in fills:
+            d[:, t] += (e_fill[:, t] - w_fill[:, t]) * per[live]
         slid = e.copy()
         slid[live] += (d @ keptf) * SAFE
         return slid
